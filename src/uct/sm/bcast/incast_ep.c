@@ -1,0 +1,615 @@
+/**
+ * ucx-o2m: sm_incast, the fan-in ring.
+ *
+ * Round s uses element s % depth:
+ *
+ *   +--------------+------------------------+--------+-----+----------+
+ *   | control line | shared buffer          | slot 0 | ... | slot n-2 |
+ *   +--------------+------------------------+--------+-----+----------+
+ *
+ * Each sender owns one slot (a uct_o2m_elem_t: header line, then data).
+ *  - BATCHED:     the sender fills its slot, then increments "arrived";
+ *  - CENTRALIZED: the sender fills its slot and stamps it with the round; the
+ *                 root polls the stamps, no shared counter;
+ *  - LOCKED:      the sender reduces into the shared buffer under the lock;
+ *  - ATOMIC:      the sender reduces into the shared buffer with atomic
+ *                 operations (the root refills it with the identity of the
+ *                 operation after each round).
+ * LOCKED and ATOMIC then increment "arrived".  Their slots only carry the
+ * length, the header bytes and large-message descriptors; a gather or a
+ * large (zcopy) contribution always goes through the slot, and the root
+ * combines it.  In BATCHED and CENTRALIZED modes the root does all the
+ * reduction work, in member order, so results are reproducible.
+ *
+ * After delivering round s the root resets the element and publishes
+ * delivered = s + 1, which frees the element for round s + depth.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "o2m_group.h"
+#include "o2m_p2p.h"
+#include "o2m_reduce.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <string.h>
+
+
+/* Bounded wait for the lock of the shared buffer before NO_RESOURCE */
+#define UCT_O2M_INCAST_LOCK_SPINS 4096
+
+
+static int uct_o2m_incast_is_shared(uct_o2m_mode_t mode, uct_o2m_op_t op)
+{
+    return ((mode == UCT_O2M_MODE_LOCKED) || (mode == UCT_O2M_MODE_ATOMIC)) &&
+           (op != UCT_O2M_OP_GATHER);
+}
+
+static UCS_F_ALWAYS_INLINE void *
+uct_o2m_incast_elem(uct_o2m_group_ep_t *ep, uint64_t seq)
+{
+    return UCS_PTR_BYTE_OFFSET(ep->elems, (seq & (ep->depth - 1)) *
+                                          ep->elem_stride);
+}
+
+static UCS_F_ALWAYS_INLINE uct_o2m_incast_ctl_t *
+uct_o2m_incast_ctl(void *elem)
+{
+    return elem;
+}
+
+static UCS_F_ALWAYS_INLINE void *
+uct_o2m_incast_shared(void *elem)
+{
+    return UCS_PTR_BYTE_OFFSET(elem, UCT_O2M_LINE);
+}
+
+static UCS_F_ALWAYS_INLINE uct_o2m_elem_t *
+uct_o2m_incast_slot(uct_o2m_group_ep_t *ep, void *elem, unsigned pos)
+{
+    return UCS_PTR_BYTE_OFFSET(elem, UCT_O2M_LINE + ep->seg->shared_size +
+                                     (pos * ep->seg->slot_stride));
+}
+
+size_t uct_o2m_incast_seg_layout(uct_o2m_group_seg_t *hdr,
+                                 const uct_o2m_iface_t *iface)
+{
+    size_t max_length = iface->config.seg_size - sizeof(uct_o2m_elem_t);
+    size_t slot_data;
+
+    hdr->members_offset = ucs_align_up_pow2(sizeof(*hdr), UCT_O2M_LINE);
+    hdr->acks_offset    = 0;
+    hdr->elems_offset   = hdr->members_offset +
+                          (hdr->size * sizeof(uct_o2m_member_t));
+    hdr->max_length     = max_length;
+    if (uct_o2m_incast_is_shared(hdr->mode, hdr->op)) {
+        hdr->shared_size = ucs_align_up_pow2(max_length, UCT_O2M_LINE);
+        slot_data        = ucs_max(sizeof(uct_o2m_zdesc_t), hdr->hdr_len);
+    } else {
+        hdr->shared_size = 0;
+        slot_data        = ucs_max(sizeof(uct_o2m_zdesc_t), max_length);
+    }
+
+    hdr->slot_stride = ucs_align_up_pow2(sizeof(uct_o2m_elem_t) + slot_data,
+                                         UCT_O2M_LINE);
+    hdr->elem_stride = UCT_O2M_LINE + hdr->shared_size +
+                       ((hdr->size - 1) * hdr->slot_stride);
+    return hdr->elems_offset + (hdr->depth * hdr->elem_stride);
+}
+
+static void uct_o2m_incast_fill_identity(uct_o2m_group_ep_t *ep, void *elem,
+                                         size_t length)
+{
+    uct_o2m_reduce_identity(ep->op, ep->dtype,
+                            UCS_PTR_BYTE_OFFSET(uct_o2m_incast_shared(elem),
+                                                ep->hdr_len),
+                            (length - ep->hdr_len) / ep->dt_size);
+}
+
+void uct_o2m_incast_seg_init(uct_o2m_group_ep_t *ep)
+{
+    uint64_t seq;
+
+    if ((ep->mode != UCT_O2M_MODE_ATOMIC) || (ep->seg->shared_size == 0)) {
+        return;
+    }
+
+    for (seq = 0; seq < ep->depth; ++seq) {
+        uct_o2m_incast_fill_identity(ep, uct_o2m_incast_elem(ep, seq),
+                                     ep->max_length);
+    }
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* Senders                                                                 */
+
+static void uct_o2m_incast_send_update(uct_o2m_group_ep_t *ep)
+{
+    ep->completed = __atomic_load_n(&ep->seg->delivered, __ATOMIC_ACQUIRE);
+    uct_o2m_ep_complete_upto(&ep->super, ep->completed);
+}
+
+int uct_o2m_incast_send_has_space(uct_o2m_group_ep_t *ep)
+{
+    if (ucs_unlikely(ep->seg == NULL) &&
+        (uct_o2m_group_attach(ep) != UCS_OK)) {
+        return 0;
+    }
+
+    if ((ep->super.next_seq - ep->completed) < ep->depth) {
+        return 1;
+    }
+
+    uct_o2m_incast_send_update(ep);
+    return (ep->super.next_seq - ep->completed) < ep->depth;
+}
+
+static ucs_status_t uct_o2m_incast_check_length(uct_o2m_group_ep_t *ep,
+                                                size_t length, size_t max)
+{
+    if (ucs_unlikely(length > max)) {
+        ucs_error("group 0x%" PRIx64 ": contribution of %zu bytes exceeds "
+                  "%zu", ep->group_id, length, max);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (ucs_unlikely((length < ep->hdr_len) ||
+                     ((length - ep->hdr_len) % ep->dt_size))) {
+        ucs_error("group 0x%" PRIx64 ": contribution of %zu bytes is not "
+                  "%zu header bytes and whole %s elements", ep->group_id,
+                  length, ep->hdr_len, uct_o2m_dtype_name(ep->dtype));
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    return UCS_OK;
+}
+
+static UCS_F_ALWAYS_INLINE int
+uct_o2m_incast_trylock(uct_o2m_group_ep_t *ep, uct_o2m_incast_ctl_t *ctl)
+{
+    uint32_t expected;
+    unsigned i;
+
+    for (i = 0; i < UCT_O2M_INCAST_LOCK_SPINS; ++i) {
+        expected = 0;
+        if (__atomic_compare_exchange_n(&ctl->lock, &expected,
+                                        ep->my_index + 1, 0,
+                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+            return 1;
+        }
+        uct_o2m_cpu_relax();
+    }
+
+    return 0;
+}
+
+/* Reduce a whole contribution into the shared buffer (LOCKED, ATOMIC) */
+static void uct_o2m_incast_reduce_shared(uct_o2m_group_ep_t *ep, void *elem,
+                                         const void *data, size_t length)
+{
+    uct_o2m_incast_ctl_t *ctl = uct_o2m_incast_ctl(elem);
+    void *dst   = UCS_PTR_BYTE_OFFSET(uct_o2m_incast_shared(elem),
+                                      ep->hdr_len);
+    const void *src = UCS_PTR_BYTE_OFFSET(data, ep->hdr_len);
+    size_t count    = (length - ep->hdr_len) / ep->dt_size;
+
+    if (ep->mode == UCT_O2M_MODE_ATOMIC) {
+        uct_o2m_reduce_atomic(ep->op, ep->dtype, dst, src, count);
+    } else if (ctl->shared_count == 0) {
+        memcpy(dst, src, length - ep->hdr_len);
+    } else {
+        uct_o2m_reduce(ep->op, ep->dtype, dst, src, count);
+    }
+    __atomic_fetch_add(&ctl->shared_count, 1, __ATOMIC_RELAXED);
+}
+
+/* Make the contribution in @a slot count for the root */
+static UCS_F_ALWAYS_INLINE void
+uct_o2m_incast_commit(uct_o2m_group_ep_t *ep, void *elem,
+                      uct_o2m_elem_t *slot, uint8_t id, size_t length,
+                      uint8_t flags)
+{
+    uint64_t seq = ep->super.next_seq++;
+
+    slot->length = length;
+    slot->am_id  = id;
+    slot->flags  = flags;
+    if (ep->mode == UCT_O2M_MODE_CENTRALIZED) {
+        uct_o2m_elem_publish(slot, seq);
+    } else {
+        slot->seq = seq + 1;
+        __atomic_fetch_add(&uct_o2m_incast_ctl(elem)->arrived, 1,
+                           __ATOMIC_RELEASE);
+    }
+}
+
+/*
+ * Contribute @a length bytes: produced by @a pack into the slot (or into a
+ * scratch buffer first when they are reduced into the shared buffer).
+ */
+typedef size_t (*uct_o2m_incast_pack_t)(void *dest, void *arg);
+
+static ssize_t uct_o2m_incast_contribute(uct_o2m_group_ep_t *ep, uint8_t id,
+                                         uct_o2m_incast_pack_t pack,
+                                         void *arg)
+{
+    uct_o2m_incast_ctl_t *ctl;
+    uct_o2m_elem_t *slot;
+    ucs_status_t status;
+    size_t length;
+    void *elem, *data;
+
+    if (!uct_o2m_incast_send_has_space(ep)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    elem = uct_o2m_incast_elem(ep, ep->super.next_seq);
+    slot = uct_o2m_incast_slot(ep, elem, ep->my_pos);
+    if (ep->seg->shared_size == 0) {
+        length = pack(UCT_O2M_ELEM_DATA(slot), arg);
+        status = uct_o2m_incast_check_length(ep, length, ep->max_length);
+        if (status != UCS_OK) {
+            return status;
+        }
+        uct_o2m_incast_commit(ep, elem, slot, id, length, 0);
+        return length;
+    }
+
+    ctl = uct_o2m_incast_ctl(elem);
+    if ((ep->mode == UCT_O2M_MODE_LOCKED) &&
+        !uct_o2m_incast_trylock(ep, ctl)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    if (ep->scratch == NULL) {
+        ep->scratch = ucs_malloc(ep->max_length, "o2m incast scratch");
+    }
+
+    data   = ep->scratch;
+    length = (data == NULL) ? 0 : pack(data, arg);
+    status = (data == NULL) ? UCS_ERR_NO_MEMORY :
+             uct_o2m_incast_check_length(ep, length, ep->max_length);
+    if (status == UCS_OK) {
+        uct_o2m_incast_reduce_shared(ep, elem, data, length);
+        memcpy(UCT_O2M_ELEM_DATA(slot), data, ep->hdr_len);
+    }
+
+    if (ep->mode == UCT_O2M_MODE_LOCKED) {
+        __atomic_store_n(&ctl->lock, 0, __ATOMIC_RELEASE);
+    }
+
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    uct_o2m_incast_commit(ep, elem, slot, id, length,
+                          UCT_O2M_ELEM_FLAG_SHARED);
+    return length;
+}
+
+typedef struct {
+    uint64_t   header;
+    const void *payload;
+    unsigned   length;
+} uct_o2m_incast_short_arg_t;
+
+static size_t uct_o2m_incast_pack_short(void *dest, void *arg)
+{
+    uct_o2m_incast_short_arg_t *sarg = arg;
+
+    memcpy(dest, &sarg->header, sizeof(sarg->header));
+    memcpy(UCS_PTR_BYTE_OFFSET(dest, sizeof(sarg->header)), sarg->payload,
+           sarg->length);
+    return sizeof(sarg->header) + sarg->length;
+}
+
+ucs_status_t uct_o2m_incast_am_short(uct_o2m_group_ep_t *ep, uint8_t id,
+                                     uint64_t header, const void *payload,
+                                     unsigned length)
+{
+    uct_o2m_incast_short_arg_t arg = {header, payload, length};
+    ssize_t ret;
+
+    UCT_CHECK_LENGTH(length + sizeof(header), 0, ep->max_length, "am_short");
+
+    ret = uct_o2m_incast_contribute(ep, id, uct_o2m_incast_pack_short, &arg);
+    return (ret < 0) ? (ucs_status_t)ret : UCS_OK;
+}
+
+ssize_t uct_o2m_incast_am_bcopy(uct_o2m_group_ep_t *ep, uint8_t id,
+                                uct_pack_callback_t pack_cb, void *arg)
+{
+    return uct_o2m_incast_contribute(ep, id, pack_cb, arg);
+}
+
+ucs_status_t uct_o2m_incast_am_zcopy(uct_o2m_group_ep_t *ep, uint8_t id,
+                                     const void *header,
+                                     unsigned header_length,
+                                     const uct_iov_t *iov, size_t iovcnt,
+                                     uct_completion_t *comp)
+{
+    uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
+                                            uct_o2m_iface_t);
+    uct_o2m_zdesc_t *zdesc;
+    uct_o2m_elem_t *slot;
+    ucs_status_t status;
+    uint64_t seq;
+    void *elem;
+
+    if (!uct_o2m_incast_send_has_space(ep)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    elem   = uct_o2m_incast_elem(ep, ep->super.next_seq);
+    slot   = uct_o2m_incast_slot(ep, elem, ep->my_pos);
+    zdesc  = UCT_O2M_ELEM_DATA(slot);
+    status = uct_o2m_zdesc_pack(zdesc, header, header_length, iov, iovcnt,
+                                iface->config.max_zcopy);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_o2m_incast_check_length(ep, zdesc->length,
+                                         iface->config.max_zcopy);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    seq = ep->super.next_seq;
+    uct_o2m_incast_commit(ep, elem, slot, id, zdesc->length,
+                          UCT_O2M_ELEM_FLAG_ZCOPY);
+    return uct_o2m_ep_add_zcopy(&ep->super, &ep->super.zcopy_reqs, seq, comp);
+}
+
+unsigned uct_o2m_incast_send_progress(uct_o2m_group_ep_t *ep)
+{
+    if (ucs_unlikely(ep->seg == NULL) &&
+        (uct_o2m_group_attach(ep) != UCS_OK)) {
+        return 0;
+    }
+
+    if (!ucs_queue_is_empty(&ep->super.zcopy_reqs) ||
+        !ucs_queue_is_empty(&ep->super.flush_reqs)) {
+        uct_o2m_incast_send_update(ep);
+    }
+
+    if (!ucs_queue_is_empty(&ep->super.pending)) {
+        uct_o2m_ep_dispatch_pending(&ep->super);
+    }
+
+    return 0;
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* Root                                                                    */
+
+/* Whether all contributions of round rx_seq are in */
+static int uct_o2m_incast_round_complete(uct_o2m_group_ep_t *ep, void *elem)
+{
+    unsigned num_senders = uct_o2m_group_num_peers(ep);
+
+    if (ep->mode != UCT_O2M_MODE_CENTRALIZED) {
+        return __atomic_load_n(&uct_o2m_incast_ctl(elem)->arrived,
+                               __ATOMIC_ACQUIRE) == num_senders;
+    }
+
+    while ((ep->rx_seen < num_senders) &&
+           uct_o2m_elem_ready(uct_o2m_incast_slot(ep, elem, ep->rx_seen),
+                              ep->rx_seq)) {
+        ++ep->rx_seen;
+    }
+
+    return ep->rx_seen == num_senders;
+}
+
+int uct_o2m_incast_root_waiting(uct_o2m_group_ep_t *ep)
+{
+    void *elem = uct_o2m_incast_elem(ep, ep->rx_seq);
+
+    if (ep->mode == UCT_O2M_MODE_CENTRALIZED) {
+        uct_o2m_incast_round_complete(ep, elem);
+        return ep->rx_seen > 0;
+    }
+
+    return __atomic_load_n(&uct_o2m_incast_ctl(elem)->arrived,
+                           __ATOMIC_ACQUIRE) > 0;
+}
+
+/* Contribution of sender @a pos: in its slot, or read from its memory */
+static ucs_status_t uct_o2m_incast_fetch(uct_o2m_group_ep_t *ep,
+                                         uct_o2m_elem_t *slot, void *tmp,
+                                         const void **data_p)
+{
+    if (!(slot->flags & UCT_O2M_ELEM_FLAG_ZCOPY)) {
+        *data_p = UCT_O2M_ELEM_DATA(slot);
+        return UCS_OK;
+    }
+
+    *data_p = tmp;
+    return uct_o2m_zcopy_read(UCT_O2M_ELEM_DATA(slot), tmp);
+}
+
+static ucs_status_t uct_o2m_incast_gather(uct_o2m_group_ep_t *ep, void *elem,
+                                          size_t length, void *result)
+{
+    unsigned pos, num_senders = uct_o2m_group_num_peers(ep);
+    uct_o2m_elem_t *slot;
+    ucs_status_t status;
+    void *dst;
+
+    for (pos = 0; pos < num_senders; ++pos) {
+        slot = uct_o2m_incast_slot(ep, elem, pos);
+        dst  = UCS_PTR_BYTE_OFFSET(result, pos * length);
+        if (slot->flags & UCT_O2M_ELEM_FLAG_ZCOPY) {
+            status = uct_o2m_zcopy_read(UCT_O2M_ELEM_DATA(slot), dst);
+            if (status != UCS_OK) {
+                return status;
+            }
+        } else {
+            memcpy(dst, UCT_O2M_ELEM_DATA(slot), length);
+        }
+    }
+
+    return UCS_OK;
+}
+
+static ucs_status_t uct_o2m_incast_reduce_all(uct_o2m_group_ep_t *ep,
+                                              void *elem, size_t length,
+                                              void *result)
+{
+    uct_o2m_iface_t *iface    = ucs_derived_of(ep->super.super.super.iface,
+                                               uct_o2m_iface_t);
+    uct_o2m_incast_ctl_t *ctl = uct_o2m_incast_ctl(elem);
+    unsigned num_senders      = uct_o2m_group_num_peers(ep);
+    size_t hdr_len            = ep->hdr_len;
+    size_t count              = (length - hdr_len) / ep->dt_size;
+    int have_result           = 0;
+    uct_o2m_elem_t *slot;
+    ucs_status_t status;
+    const void *data;
+    void *tmp        = NULL;
+    unsigned pos;
+
+    if ((ep->seg->shared_size != 0) && (ctl->shared_count > 0)) {
+        memcpy(UCS_PTR_BYTE_OFFSET(result, hdr_len),
+               UCS_PTR_BYTE_OFFSET(uct_o2m_incast_shared(elem), hdr_len),
+               length - hdr_len);
+        have_result = 1;
+    }
+
+    for (pos = 0; pos < num_senders; ++pos) {
+        slot = uct_o2m_incast_slot(ep, elem, pos);
+        if (slot->flags & UCT_O2M_ELEM_FLAG_SHARED) {
+            /* Already in the shared buffer; its slot has the header */
+            if (pos == 0) {
+                memcpy(result, UCT_O2M_ELEM_DATA(slot), hdr_len);
+            }
+            continue;
+        }
+
+        if ((slot->flags & UCT_O2M_ELEM_FLAG_ZCOPY) && (tmp == NULL)) {
+            tmp = uct_o2m_iface_rx_buf(iface, 0, length);
+            if (tmp == NULL) {
+                return UCS_ERR_NO_MEMORY;
+            }
+        }
+
+        status = uct_o2m_incast_fetch(ep, slot, tmp, &data);
+        if (status != UCS_OK) {
+            return status;
+        }
+
+        if (pos == 0) {
+            memcpy(result, data, hdr_len);
+        }
+
+        if (!have_result) {
+            memcpy(UCS_PTR_BYTE_OFFSET(result, hdr_len),
+                   UCS_PTR_BYTE_OFFSET(data, hdr_len), length - hdr_len);
+            have_result = 1;
+        } else {
+            uct_o2m_reduce(ep->op, ep->dtype,
+                           UCS_PTR_BYTE_OFFSET(result, hdr_len),
+                           UCS_PTR_BYTE_OFFSET(data, hdr_len), count);
+        }
+    }
+
+    return UCS_OK;
+}
+
+static ucs_status_t uct_o2m_incast_deliver(uct_o2m_group_ep_t *ep, void *elem,
+                                           size_t *length_p)
+{
+    uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
+                                            uct_o2m_iface_t);
+    unsigned num_senders   = uct_o2m_group_num_peers(ep);
+    uct_o2m_elem_t *first  = uct_o2m_incast_slot(ep, elem, 0);
+    size_t length          = first->length;
+    size_t result_length;
+    ucs_status_t status;
+    void *result;
+    unsigned pos;
+
+    for (pos = 1; pos < num_senders; ++pos) {
+        if (uct_o2m_incast_slot(ep, elem, pos)->length != length) {
+            ucs_error("group 0x%" PRIx64 " round %" PRIu64 ": member "
+                      "contributions differ in length (%zu and %u)",
+                      ep->group_id, ep->rx_seq, length,
+                      uct_o2m_incast_slot(ep, elem, pos)->length);
+            return UCS_ERR_INVALID_PARAM;
+        }
+    }
+
+    *length_p     = length;
+    result_length = (ep->op == UCT_O2M_OP_GATHER) ? (length * num_senders) :
+                    length;
+    result        = uct_o2m_iface_rx_buf(iface, 1,
+                                         ucs_max(result_length, 1));
+    if (result == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    if (ep->op == UCT_O2M_OP_GATHER) {
+        status = uct_o2m_incast_gather(ep, elem, length, result);
+    } else {
+        status = uct_o2m_incast_reduce_all(ep, elem, length, result);
+    }
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    uct_iface_invoke_am(&iface->super.super, first->am_id, result,
+                        result_length, 0);
+    return UCS_OK;
+}
+
+/* Make the element ready for round rx_seq + depth */
+static void uct_o2m_incast_release(uct_o2m_group_ep_t *ep, void *elem,
+                                   size_t length)
+{
+    uct_o2m_incast_ctl_t *ctl = uct_o2m_incast_ctl(elem);
+
+    if ((ep->mode == UCT_O2M_MODE_ATOMIC) && (ctl->shared_count > 0)) {
+        uct_o2m_incast_fill_identity(ep, elem, length);
+    }
+
+    ctl->arrived      = 0;
+    ctl->shared_count = 0;
+    ep->rx_seen       = 0;
+    ++ep->rx_seq;
+    __atomic_store_n(&ep->seg->delivered, ep->rx_seq, __ATOMIC_RELEASE);
+}
+
+unsigned uct_o2m_incast_root_progress(uct_o2m_group_ep_t *ep)
+{
+    unsigned count = 0;
+    ucs_status_t status;
+    size_t length;
+    void *elem;
+
+    while (count < UCT_O2M_MAX_AM_PER_PROG) {
+        elem = uct_o2m_incast_elem(ep, ep->rx_seq);
+        if (!uct_o2m_incast_round_complete(ep, elem)) {
+            break;
+        }
+
+        length = 0;
+        status = uct_o2m_incast_deliver(ep, elem, &length);
+        if (status != UCS_OK) {
+            ucs_error("group 0x%" PRIx64 ": round %" PRIu64 " failed: %s",
+                      ep->group_id, ep->rx_seq, ucs_status_string(status));
+            __atomic_store_n(&ep->seg->failed, status, __ATOMIC_RELEASE);
+            uct_o2m_ep_set_failed(&ep->super, status);
+            return count;
+        }
+
+        uct_o2m_incast_release(ep, elem, length);
+        ++count;
+    }
+
+    return count;
+}

@@ -1,0 +1,558 @@
+/**
+ * ucx-o2m: group endpoints: creation, joining, liveness, destruction.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "o2m_group.h"
+#include "o2m_reduce.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/sys.h>
+#include <ucs/sys/string.h>
+#include <string.h>
+#include <unistd.h>
+
+
+static int uct_o2m_group_is_root(const uct_o2m_group_ep_t *ep)
+{
+    return ep->my_index == ep->root_index;
+}
+
+static ucs_status_t uct_o2m_group_create_seg(uct_o2m_group_ep_t *ep)
+{
+    uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
+                                            uct_o2m_iface_t);
+    uct_o2m_group_seg_t hdr;
+    ucs_status_t status;
+    char name[64];
+
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.magic      = UCT_O2M_GROUP_MAGIC;
+    hdr.version    = UCT_O2M_LAYOUT_VERSION;
+    hdr.group_id   = ep->group_id;
+    hdr.is_incast  = iface->is_incast;
+    hdr.size       = ep->size;
+    hdr.root_index = ep->root_index;
+    hdr.mode       = ep->mode;
+    hdr.op         = ep->op;
+    hdr.dtype      = ep->dtype;
+    hdr.hdr_len    = ep->hdr_len;
+    hdr.depth      = iface->config.fifo_size;
+    hdr.root       = iface->self;
+    hdr.uuid       = ucs_generate_uuid((uintptr_t)ep);
+
+    ep->seg_size = iface->is_incast ?
+                   uct_o2m_incast_seg_layout(&hdr, iface) :
+                   uct_o2m_bcast_seg_layout(&hdr, iface);
+
+    ucs_snprintf_safe(name, sizeof(name), "ucx-o2m-group-%" PRIx64,
+                      ep->group_id);
+    status = uct_o2m_seg_create(name, ep->seg_size, &ep->seg_fd,
+                                (void**)&ep->seg);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    memcpy(ep->seg, &hdr, sizeof(hdr));
+    return UCS_OK;
+}
+
+/* Geometry of an attached (or created) group segment */
+static void uct_o2m_group_set_layout(uct_o2m_group_ep_t *ep)
+{
+    uct_o2m_group_seg_t *seg = ep->seg;
+
+    ep->members     = UCS_PTR_BYTE_OFFSET(seg, seg->members_offset);
+    ep->elems       = UCS_PTR_BYTE_OFFSET(seg, seg->elems_offset);
+    ep->depth       = seg->depth;
+    ep->elem_stride = seg->elem_stride;
+    ep->max_length  = seg->max_length;
+}
+
+static void uct_o2m_group_join(uct_o2m_group_ep_t *ep)
+{
+    uct_o2m_iface_t *iface   = ucs_derived_of(ep->super.super.super.iface,
+                                              uct_o2m_iface_t);
+    uct_o2m_member_t *member = &ep->members[ep->my_index];
+
+    member->proc = iface->self;
+    __atomic_store_n(&member->state, UCT_O2M_MEMBER_ATTACHED,
+                     __ATOMIC_RELEASE);
+}
+
+static int uct_o2m_group_seg_matches(const uct_o2m_group_ep_t *ep,
+                                     const uct_o2m_group_seg_t *seg,
+                                     size_t size, int is_incast)
+{
+    return (size >= sizeof(*seg)) && (seg->magic == UCT_O2M_GROUP_MAGIC) &&
+           (seg->version == UCT_O2M_LAYOUT_VERSION) &&
+           (seg->group_id == ep->group_id);
+}
+
+ucs_status_t uct_o2m_group_attach(uct_o2m_group_ep_t *ep)
+{
+    uct_o2m_iface_t *iface        = ucs_derived_of(ep->super.super.super.iface,
+                                                   uct_o2m_iface_t);
+    uct_o2m_iface_seg_t *root_seg = ep->root_peer->seg;
+    uct_o2m_dir_entry_t *dir      = UCS_PTR_BYTE_OFFSET(root_seg,
+                                                        root_seg->dir_offset);
+    uct_o2m_group_seg_t *seg;
+    ucs_status_t status;
+    uint64_t uuid;
+    unsigned i;
+    size_t size;
+    int fd;
+
+    for (i = 0; i < root_seg->max_groups; ++i) {
+        if (__atomic_load_n(&dir[i].in_use, __ATOMIC_ACQUIRE) &&
+            (dir[i].group_id == ep->group_id)) {
+            break;
+        }
+    }
+
+    if (i == root_seg->max_groups) {
+        return UCS_ERR_NO_RESOURCE; /* The root has not created it yet */
+    }
+
+    fd   = dir[i].seg_fd;
+    uuid = dir[i].uuid;
+    status = uct_o2m_seg_attach(ep->root_proc.pid, fd, (void**)&seg, &size);
+    if (status != UCS_OK) {
+        return UCS_ERR_NO_RESOURCE; /* Raced with the root closing it */
+    }
+
+    if (!uct_o2m_group_seg_matches(ep, seg, size, iface->is_incast) ||
+        (seg->uuid != uuid)) {
+        uct_o2m_seg_detach(seg, size);
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    if ((seg->is_incast != iface->is_incast) || (seg->size != ep->size) ||
+        (seg->root_index != ep->root_index) || (seg->mode != ep->mode) ||
+        (seg->is_incast && ((seg->op != ep->op) ||
+                            (seg->hdr_len != ep->hdr_len) ||
+                            ((ep->op != UCT_O2M_OP_GATHER) &&
+                             (seg->dtype != ep->dtype))))) {
+        ucs_error("group 0x%" PRIx64 ": member %u parameters (size %u root "
+                  "%u mode %s op %s) differ from the root's (size %u root %u "
+                  "mode %s op %s)", ep->group_id, ep->my_index, ep->size,
+                  ep->root_index, uct_o2m_mode_name(ep->mode),
+                  uct_o2m_op_name(ep->op), seg->size, seg->root_index,
+                  uct_o2m_mode_name(seg->mode), uct_o2m_op_name(seg->op));
+        uct_o2m_seg_detach(seg, size);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    ep->seg      = seg;
+    ep->seg_size = size;
+    uct_o2m_group_set_layout(ep);
+    uct_o2m_group_join(ep);
+    ucs_debug("group 0x%" PRIx64 ": member %u/%u joined", ep->group_id,
+              ep->my_index, ep->size);
+    return UCS_OK;
+}
+
+static void uct_o2m_group_fail(uct_o2m_group_ep_t *ep, ucs_status_t status,
+                               const char *why, unsigned member)
+{
+    ucs_diag("group 0x%" PRIx64 " member %u: %s (member %u): %s",
+             ep->group_id, ep->my_index, why, member,
+             ucs_status_string(status));
+
+    /* Tell the other members, who may be waiting on us */
+    if ((ep->seg != NULL) && uct_o2m_group_is_root(ep)) {
+        __atomic_store_n(&ep->seg->failed, status, __ATOMIC_RELEASE);
+    }
+    uct_o2m_ep_set_failed(&ep->super, status);
+}
+
+static int uct_o2m_group_timed_out(const uct_o2m_group_ep_t *ep)
+{
+    uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
+                                            uct_o2m_iface_t);
+
+    return (ucs_get_time() - ep->created) > iface->config.peer_timeout;
+}
+
+/* Whether the root waits for the other members now */
+static int uct_o2m_group_root_waiting(uct_o2m_group_ep_t *ep)
+{
+    if (ep->super.type == UCT_O2M_EP_BCAST_ROOT) {
+        return ep->completed < ep->super.next_seq;
+    }
+
+    return uct_o2m_incast_root_waiting(ep);
+}
+
+static void uct_o2m_group_check_members(uct_o2m_group_ep_t *ep, int stalled)
+{
+    int waiting = stalled || uct_o2m_group_root_waiting(ep);
+    uct_o2m_member_t *member;
+    unsigned i;
+
+    for (i = 0; i < ep->size; ++i) {
+        if (i == ep->my_index) {
+            continue;
+        }
+
+        member = &ep->members[i];
+        switch (__atomic_load_n(&member->state, __ATOMIC_ACQUIRE)) {
+        case UCT_O2M_MEMBER_ATTACHED:
+            if (ep->pidfds[i] < 0) {
+                ep->pidfds[i] = uct_o2m_proc_watch(&member->proc);
+            }
+            if (uct_o2m_proc_has_exited(ep->pidfds[i])) {
+                uct_o2m_group_fail(ep, UCS_ERR_CONNECTION_RESET,
+                                   "member process died", i);
+                return;
+            }
+            break;
+        case UCT_O2M_MEMBER_LEFT:
+            if (waiting) {
+                uct_o2m_group_fail(ep, UCS_ERR_CONNECTION_RESET,
+                                   "member left the group", i);
+                return;
+            }
+            break;
+        default:
+            if (waiting && uct_o2m_group_timed_out(ep)) {
+                uct_o2m_group_fail(ep, UCS_ERR_TIMED_OUT,
+                                   "member did not join in PEER_TIMEOUT", i);
+                return;
+            }
+            break;
+        }
+    }
+}
+
+ucs_status_t uct_o2m_group_check(uct_o2m_group_ep_t *ep, int stalled)
+{
+    ucs_status_t failed;
+
+    if (ep->super.status != UCS_OK) {
+        return ep->super.status;
+    }
+
+    if (uct_o2m_group_is_root(ep)) {
+        uct_o2m_group_check_members(ep, stalled);
+        return ep->super.status;
+    }
+
+    if (ep->seg == NULL) {
+        if (uct_o2m_group_attach(ep) != UCS_OK) {
+            if (uct_o2m_group_timed_out(ep)) {
+                uct_o2m_group_fail(ep, UCS_ERR_TIMED_OUT,
+                                   "root did not create the group in "
+                                   "PEER_TIMEOUT", ep->root_index);
+            }
+            return ep->super.status;
+        }
+    }
+
+    failed = __atomic_load_n(&ep->seg->failed, __ATOMIC_ACQUIRE);
+    if (failed != UCS_OK) {
+        uct_o2m_group_fail(ep, failed, "root reported a failed group",
+                           ep->root_index);
+    } else if (uct_o2m_proc_has_exited(ep->pidfds[ep->root_index]) &&
+               !__atomic_load_n(&ep->seg->closed, __ATOMIC_ACQUIRE)) {
+        uct_o2m_group_fail(ep, UCS_ERR_CONNECTION_RESET, "root process died",
+                           ep->root_index);
+    }
+
+    return ep->super.status;
+}
+
+static ucs_status_t
+uct_o2m_group_check_params(uct_o2m_iface_t *iface,
+                           const uct_o2m_group_params_t *params,
+                           uct_o2m_mode_t mode, uct_o2m_op_t op,
+                           uct_o2m_dtype_t dtype, size_t hdr_len)
+{
+    if ((params->size < 2) || (params->my_index >= params->size) ||
+        (params->root_index >= params->size)) {
+        ucs_error("invalid group: size %u, my index %u, root index %u",
+                  params->size, params->my_index, params->root_index);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (params->size > iface->config.max_members) {
+        ucs_error("group size %u exceeds MAX_MEMBERS %u", params->size,
+                  iface->config.max_members);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+
+    if ((mode >= UCT_O2M_MODE_LAST) || (op >= UCT_O2M_OP_LAST) ||
+        (dtype >= UCT_O2M_DT_LAST)) {
+        ucs_error("invalid group mode %d, op %d or dtype %d", mode, op,
+                  dtype);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (!iface->is_incast) {
+        if ((mode != UCT_O2M_MODE_BATCHED) &&
+            (mode != UCT_O2M_MODE_CENTRALIZED)) {
+            ucs_error("%s supports the batched and centralized modes, not %s",
+                      UCT_O2M_BCAST_TL_NAME, uct_o2m_mode_name(mode));
+            return UCS_ERR_UNSUPPORTED;
+        }
+        if (op != UCT_O2M_OP_GATHER) {
+            ucs_error("%s does not reduce (op %s)", UCT_O2M_BCAST_TL_NAME,
+                      uct_o2m_op_name(op));
+            return UCS_ERR_INVALID_PARAM;
+        }
+    } else if (!uct_o2m_op_supported(mode, op, dtype)) {
+        ucs_error("%s mode %s does not support %s on %s",
+                  UCT_O2M_INCAST_TL_NAME, uct_o2m_mode_name(mode),
+                  uct_o2m_op_name(op), uct_o2m_dtype_name(dtype));
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    if ((mode == UCT_O2M_MODE_ATOMIC) && (op != UCT_O2M_OP_GATHER) &&
+        (hdr_len % uct_o2m_dtype_size(dtype))) {
+        ucs_error("atomic mode needs hdr_len (%zu) to be a multiple of the "
+                  "%s size", hdr_len, uct_o2m_dtype_name(dtype));
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    if (hdr_len > iface->config.seg_size - sizeof(uct_o2m_elem_t)) {
+        ucs_error("hdr_len %zu exceeds the largest message %zu", hdr_len,
+                  iface->config.seg_size - sizeof(uct_o2m_elem_t));
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if ((params->my_index != params->root_index) &&
+        (!(params->field_mask & UCT_O2M_GROUP_FIELD_ROOT_ADDR) ||
+         (params->root_iface_addr == NULL))) {
+        ucs_error("group member %u needs the root's interface address",
+                  params->my_index);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    return UCS_OK;
+}
+
+static UCS_CLASS_INIT_FUNC(uct_o2m_group_ep_t, uct_o2m_iface_t *iface,
+                           const uct_o2m_group_params_t *params,
+                           uct_o2m_ep_type_t type, uct_o2m_mode_t mode,
+                           uct_o2m_op_t op, uct_o2m_dtype_t dtype,
+                           size_t hdr_len)
+{
+    ucs_status_t status;
+    unsigned i;
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_o2m_ep_t, iface, type);
+
+    self->seg        = NULL;
+    self->seg_fd     = -1;
+    self->root_peer  = NULL;
+    self->group_id   = params->group_id;
+    self->size       = params->size;
+    self->my_index   = params->my_index;
+    self->root_index = params->root_index;
+    self->my_pos     = params->my_index - (params->my_index >
+                                           params->root_index);
+    self->mode       = mode;
+    self->op         = op;
+    self->dtype      = dtype;
+    self->hdr_len    = hdr_len;
+    self->dt_size    = (op == UCT_O2M_OP_GATHER) ? 1 :
+                       uct_o2m_dtype_size(dtype);
+    self->completed  = 0;
+    self->rx_seq     = 0;
+    self->rx_seen    = 0;
+    self->scratch    = NULL;
+    self->created    = ucs_get_time();
+
+    self->pidfds = ucs_malloc(sizeof(int) * params->size, "o2m pidfds");
+    if (self->pidfds == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    for (i = 0; i < params->size; ++i) {
+        self->pidfds[i] = -1;
+    }
+
+    if (uct_o2m_group_is_root(self)) {
+        status = uct_o2m_group_create_seg(self);
+        if (status != UCS_OK) {
+            goto err_free;
+        }
+
+        uct_o2m_group_set_layout(self);
+        if (iface->is_incast) {
+            uct_o2m_incast_seg_init(self);
+        } else {
+            uct_o2m_bcast_seg_init(self);
+        }
+        uct_o2m_group_join(self);
+
+        status = uct_o2m_iface_dir_add(iface, self->group_id, self->seg_fd,
+                                       self->seg->uuid);
+        if (status != UCS_OK) {
+            goto err_destroy_seg;
+        }
+    } else {
+        if ((params->root_dev_addr != NULL) &&
+            !uct_sm_iface_is_reachable(&iface->super.super.super,
+                                       params->root_dev_addr,
+                                       params->root_iface_addr)) {
+            ucs_error("group 0x%" PRIx64 ": the root is not on this host",
+                      self->group_id);
+            status = UCS_ERR_UNREACHABLE;
+            goto err_free;
+        }
+
+        status = uct_o2m_iface_map_peer(
+                iface, (const uct_o2m_iface_addr_t*)params->root_iface_addr,
+                &self->root_peer);
+        if (status != UCS_OK) {
+            goto err_free;
+        }
+
+        self->root_proc                = self->root_peer->seg->owner;
+        self->pidfds[self->root_index] = uct_o2m_proc_watch(&self->root_proc);
+        if (self->pidfds[self->root_index] < 0) {
+            ucs_error("group 0x%" PRIx64 ": root process %d is gone",
+                      self->group_id, self->root_proc.pid);
+            status = UCS_ERR_UNREACHABLE;
+            goto err_unmap;
+        }
+
+        /* The root may not have created the group yet: progress retries */
+        status = uct_o2m_group_attach(self);
+        if ((status != UCS_OK) && (status != UCS_ERR_NO_RESOURCE)) {
+            goto err_close;
+        }
+    }
+
+    ucs_debug("group 0x%" PRIx64 ": ep %p member %u/%u root %u mode %s op %s "
+              "dtype %s", self->group_id, self, self->my_index, self->size,
+              self->root_index, uct_o2m_mode_name(mode), uct_o2m_op_name(op),
+              uct_o2m_dtype_name(dtype));
+    return UCS_OK;
+
+err_destroy_seg:
+    uct_o2m_seg_destroy(self->seg_fd, self->seg, self->seg_size);
+    goto err_free;
+err_close:
+    close(self->pidfds[self->root_index]);
+err_unmap:
+    uct_o2m_iface_unmap_peer(iface, self->root_peer);
+err_free:
+    ucs_free(self->pidfds);
+    return status;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(uct_o2m_group_ep_t)
+{
+    uct_o2m_iface_t *iface = ucs_derived_of(self->super.super.super.iface,
+                                            uct_o2m_iface_t);
+    unsigned i;
+
+    if (uct_o2m_group_is_root(self)) {
+        __atomic_store_n(&self->seg->closed, 1, __ATOMIC_RELEASE);
+        uct_o2m_iface_dir_remove(iface, self->group_id);
+        uct_o2m_seg_destroy(self->seg_fd, self->seg, self->seg_size);
+    } else {
+        if (self->seg != NULL) {
+            __atomic_store_n(&self->members[self->my_index].state,
+                             UCT_O2M_MEMBER_LEFT, __ATOMIC_RELEASE);
+            uct_o2m_seg_detach(self->seg, self->seg_size);
+        }
+        uct_o2m_iface_unmap_peer(iface, self->root_peer);
+    }
+
+    for (i = 0; i < self->size; ++i) {
+        if (self->pidfds[i] >= 0) {
+            close(self->pidfds[i]);
+        }
+    }
+    ucs_free(self->pidfds);
+    ucs_free(self->scratch);
+}
+
+UCS_CLASS_DEFINE(uct_o2m_group_ep_t, uct_o2m_ep_t);
+
+void uct_o2m_group_destroy(uct_o2m_group_ep_t *ep)
+{
+    UCS_CLASS_DELETE(uct_o2m_group_ep_t, ep);
+}
+
+ucs_status_t uct_o2m_ep_create(uct_iface_h tl_iface,
+                               const uct_o2m_group_params_t *params,
+                               uct_ep_h *ep_p)
+{
+    uct_o2m_iface_t *iface;
+    uct_o2m_group_ep_t *ep;
+    uct_o2m_ep_type_t type;
+    uct_o2m_mode_t mode;
+    uct_o2m_op_t op;
+    uct_o2m_dtype_t dtype;
+    ucs_status_t status;
+    size_t hdr_len;
+    int is_root;
+
+    if ((tl_iface == NULL) || (params == NULL) || (ep_p == NULL) ||
+        (tl_iface->ops.iface_get_address != uct_o2m_iface_get_address)) {
+        ucs_error("uct_o2m_ep_create() needs an %s or %s interface",
+                  UCT_O2M_BCAST_TL_NAME, UCT_O2M_INCAST_TL_NAME);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    iface   = ucs_derived_of(tl_iface, uct_o2m_iface_t);
+    mode    = (params->field_mask & UCT_O2M_GROUP_FIELD_MODE) ?
+              params->mode : UCT_O2M_MODE_BATCHED;
+    op      = (params->field_mask & UCT_O2M_GROUP_FIELD_OP) ?
+              params->op : UCT_O2M_OP_GATHER;
+    dtype   = (params->field_mask & UCT_O2M_GROUP_FIELD_DTYPE) ?
+              params->dtype : UCT_O2M_DT_UINT8;
+    hdr_len = (params->field_mask & UCT_O2M_GROUP_FIELD_HDR_LEN) ?
+              params->hdr_len : 0;
+
+    status = uct_o2m_group_check_params(iface, params, mode, op, dtype,
+                                        hdr_len);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    is_root = (params->my_index == params->root_index);
+    if (iface->is_incast) {
+        type = is_root ? UCT_O2M_EP_INCAST_ROOT : UCT_O2M_EP_INCAST_SEND;
+    } else {
+        type = is_root ? UCT_O2M_EP_BCAST_ROOT : UCT_O2M_EP_BCAST_RECV;
+    }
+
+    status = UCS_CLASS_NEW(uct_o2m_group_ep_t, &ep, iface, params, type, mode,
+                           op, dtype, hdr_len);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    *ep_p = &ep->super.super.super;
+    return UCS_OK;
+}
+
+ucs_status_t uct_o2m_iface_query(uct_iface_h tl_iface,
+                                 uct_o2m_iface_attr_t *attr)
+{
+    uct_o2m_iface_t *iface;
+
+    if ((tl_iface == NULL) || (attr == NULL) ||
+        (tl_iface->ops.iface_get_address != uct_o2m_iface_get_address)) {
+        ucs_error("uct_o2m_iface_query() needs an %s or %s interface",
+                  UCT_O2M_BCAST_TL_NAME, UCT_O2M_INCAST_TL_NAME);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    iface             = ucs_derived_of(tl_iface, uct_o2m_iface_t);
+    attr->max_members = iface->config.max_members;
+    attr->max_groups  = iface->config.max_groups;
+    attr->max_short   = iface->config.seg_size - sizeof(uct_o2m_elem_t);
+    attr->max_bcopy   = attr->max_short;
+    attr->max_zcopy   = iface->config.max_zcopy;
+    attr->fifo_depth  = iface->config.fifo_size;
+    attr->is_incast   = iface->is_incast;
+    return UCS_OK;
+}

@@ -1,0 +1,169 @@
+/**
+ * ucx-o2m: group endpoints of sm_bcast and sm_incast.
+ *
+ * The root creates the group segment and lists it in its interface's
+ * directory; the other members find it there by group id (retrying from
+ * progress while the root has not created it yet), map it and mark their
+ * member line attached.
+ *
+ * Fan-out (sm_bcast) ring: the root writes message s into element s % depth
+ * and publishes it; every receiver reads it, delivers it and acknowledges:
+ *  - BATCHED:     one atomic counter per element, in its own cache line;
+ *  - CENTRALIZED: each receiver stores its consumed count in its own member
+ *                 line and the root takes the minimum when it needs space.
+ * The root reuses an element only when all receivers acknowledged it.
+ *
+ * Fan-in (sm_incast) ring: round s of contributions uses element s % depth,
+ * which is free once the root has delivered round s - depth ("delivered" in
+ * the group header).  An element holds a control line, a shared buffer
+ * (LOCKED and ATOMIC reductions) and one slot per sender.  See incast_ep.c.
+ */
+#ifndef UCT_O2M_GROUP_H_
+#define UCT_O2M_GROUP_H_
+
+#include "o2m_iface.h"
+
+
+enum {
+    UCT_O2M_MEMBER_FREE     = 0,
+    UCT_O2M_MEMBER_ATTACHED = 1,
+    UCT_O2M_MEMBER_LEFT     = 2
+};
+
+
+/** One line per member, written by that member. */
+typedef struct uct_o2m_member {
+    volatile uint32_t state;
+    uint32_t          reserved;
+    uct_o2m_proc_t    proc;
+    volatile uint64_t consumed; /* Fan-out: messages consumed */
+} UCS_V_ALIGNED(UCT_O2M_LINE) uct_o2m_member_t;
+
+
+/** Fan-in element control line. */
+typedef struct uct_o2m_incast_ctl {
+    volatile uint32_t arrived;      /* BATCHED, LOCKED, ATOMIC */
+    volatile uint32_t lock;         /* LOCKED: 0 or holder's index + 1 */
+    uint32_t          shared_count; /* Contributions in the shared buffer */
+    uint32_t          reserved;
+} UCS_V_ALIGNED(UCT_O2M_LINE) uct_o2m_incast_ctl_t;
+
+
+typedef struct uct_o2m_group_seg {
+    uint64_t          magic;
+    uint64_t          uuid;
+    uint64_t          group_id;
+    uint32_t          version;
+    uint32_t          is_incast;
+    uint32_t          size;
+    uint32_t          root_index;
+    uint32_t          mode;
+    uint32_t          op;
+    uint32_t          dtype;
+    uint32_t          depth;        /* Ring elements, power of 2 */
+    uint64_t          hdr_len;
+    uint64_t          max_length;   /* Largest inline message */
+    uint64_t          elem_stride;
+    uint64_t          slot_stride;  /* Fan-in sender slot */
+    uint64_t          shared_size;  /* Fan-in shared buffer, 0 if none */
+    uint64_t          members_offset;
+    uint64_t          acks_offset;
+    uint64_t          elems_offset;
+    uct_o2m_proc_t    root;
+    volatile uint32_t closed;       /* Root destroyed its endpoint */
+    volatile int32_t  failed;       /* ucs_status_t once a member died */
+    /* Fan-in: rounds delivered by the root */
+    volatile uint64_t delivered UCS_V_ALIGNED(UCT_O2M_LINE);
+} UCS_V_ALIGNED(UCT_O2M_LINE) uct_o2m_group_seg_t;
+
+
+typedef struct uct_o2m_group_ep {
+    uct_o2m_ep_t         super;
+    uct_o2m_group_seg_t  *seg;        /* NULL until attached */
+    size_t               seg_size;
+    int                  seg_fd;      /* Root: the segment; others: -1 */
+    uct_o2m_member_t     *members;
+    void                 *elems;
+    uint64_t             group_id;
+    unsigned             size;
+    unsigned             my_index;
+    unsigned             root_index;
+    unsigned             my_pos;      /* Fan-in sender slot */
+    uct_o2m_mode_t       mode;
+    uct_o2m_op_t         op;
+    uct_o2m_dtype_t      dtype;
+    size_t               hdr_len;
+    size_t               dt_size;
+    unsigned             depth;
+    size_t               elem_stride;
+    size_t               max_length;
+    uct_o2m_peer_seg_t   *root_peer;  /* Non-root: the root's iface segment */
+    uct_o2m_proc_t       root_proc;
+    int                  *pidfds;     /* Watched members (root: all; others:
+                                         only the root, at [root_index]) */
+    uint64_t             completed;   /* Fan-out root: acked by all below
+                                         this; fan-in sender: delivered */
+    uint64_t             rx_seq;      /* Receiver / fan-in root: next
+                                         message or round to deliver */
+    unsigned             rx_seen;     /* Fan-in CENTRALIZED root: slots of
+                                         round rx_seq already seen */
+    void                 *scratch;    /* Fan-in LOCKED/ATOMIC sender: a
+                                         contribution before it is reduced */
+    ucs_time_t           created;
+} uct_o2m_group_ep_t;
+
+
+static UCS_F_ALWAYS_INLINE unsigned
+uct_o2m_group_num_peers(const uct_o2m_group_ep_t *ep)
+{
+    return ep->size - 1;
+}
+
+static UCS_F_ALWAYS_INLINE uct_o2m_elem_t *
+uct_o2m_group_elem(uct_o2m_group_ep_t *ep, uint64_t seq)
+{
+    return uct_o2m_elem_at(ep->elems, ep->elem_stride, seq, ep->depth);
+}
+
+/* Group endpoint life cycle and liveness (o2m_group.c) */
+ucs_status_t uct_o2m_group_attach(uct_o2m_group_ep_t *ep);
+ucs_status_t uct_o2m_group_check(uct_o2m_group_ep_t *ep, int stalled);
+void uct_o2m_group_destroy(uct_o2m_group_ep_t *ep);
+
+/* Fan-out (bcast_ep.c) */
+size_t uct_o2m_bcast_seg_layout(uct_o2m_group_seg_t *hdr,
+                                const uct_o2m_iface_t *iface);
+void uct_o2m_bcast_seg_init(uct_o2m_group_ep_t *ep);
+ucs_status_t uct_o2m_bcast_am_short(uct_o2m_group_ep_t *ep, uint8_t id,
+                                    uint64_t header, const void *payload,
+                                    unsigned length);
+ssize_t uct_o2m_bcast_am_bcopy(uct_o2m_group_ep_t *ep, uint8_t id,
+                               uct_pack_callback_t pack_cb, void *arg);
+ucs_status_t uct_o2m_bcast_am_zcopy(uct_o2m_group_ep_t *ep, uint8_t id,
+                                    const void *header, unsigned header_length,
+                                    const uct_iov_t *iov, size_t iovcnt,
+                                    uct_completion_t *comp);
+int uct_o2m_bcast_root_has_space(uct_o2m_group_ep_t *ep);
+unsigned uct_o2m_bcast_root_progress(uct_o2m_group_ep_t *ep);
+unsigned uct_o2m_bcast_recv_progress(uct_o2m_group_ep_t *ep);
+
+/* Fan-in (incast_ep.c) */
+size_t uct_o2m_incast_seg_layout(uct_o2m_group_seg_t *hdr,
+                                 const uct_o2m_iface_t *iface);
+void uct_o2m_incast_seg_init(uct_o2m_group_ep_t *ep);
+ucs_status_t uct_o2m_incast_am_short(uct_o2m_group_ep_t *ep, uint8_t id,
+                                     uint64_t header, const void *payload,
+                                     unsigned length);
+ssize_t uct_o2m_incast_am_bcopy(uct_o2m_group_ep_t *ep, uint8_t id,
+                                uct_pack_callback_t pack_cb, void *arg);
+ucs_status_t uct_o2m_incast_am_zcopy(uct_o2m_group_ep_t *ep, uint8_t id,
+                                     const void *header,
+                                     unsigned header_length,
+                                     const uct_iov_t *iov, size_t iovcnt,
+                                     uct_completion_t *comp);
+int uct_o2m_incast_send_has_space(uct_o2m_group_ep_t *ep);
+unsigned uct_o2m_incast_send_progress(uct_o2m_group_ep_t *ep);
+unsigned uct_o2m_incast_root_progress(uct_o2m_group_ep_t *ep);
+int uct_o2m_incast_root_waiting(uct_o2m_group_ep_t *ep);
+
+#endif

@@ -1,0 +1,883 @@
+/**
+ * ucx-o2m: the interface shared by sm_bcast and sm_incast, and the generic
+ * endpoint operations that dispatch on the endpoint type.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "o2m_iface.h"
+#include "o2m_group.h"
+#include "o2m_p2p.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/sys.h>
+#include <ucs/sys/string.h>
+#include <uct/base/uct_md.h>
+
+#include <string.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+
+ucs_config_field_t uct_o2m_iface_config_table[] = {
+    {"", "", NULL,
+     ucs_offsetof(uct_o2m_iface_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(uct_sm_iface_config_table)},
+
+    {"FIFO_SIZE", "64",
+     "Elements of the ring of a group (rounded up to a power of 2): how many\n"
+     "operations of one group can be in flight before the root (fan-out) or\n"
+     "the senders (fan-in) get UCS_ERR_NO_RESOURCE.",
+     ucs_offsetof(uct_o2m_iface_config_t, fifo_size), UCS_CONFIG_TYPE_UINT},
+
+    {"SEG_SIZE", "8k",
+     "Size of a ring element: the largest short/bcopy message is this minus\n"
+     "16 bytes; larger ones go through the single-copy zcopy path.",
+     ucs_offsetof(uct_o2m_iface_config_t, seg_size),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"P2P_FIFO_SIZE", "64",
+     "Elements of the receive FIFO of point-to-point endpoints (the ones UCP\n"
+     "creates), shared by all the senders to this interface.",
+     ucs_offsetof(uct_o2m_iface_config_t, p2p_fifo_size),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"MAX_MEMBERS", "128",
+     "Largest group size accepted by uct_o2m_ep_create().",
+     ucs_offsetof(uct_o2m_iface_config_t, max_members), UCS_CONFIG_TYPE_UINT},
+
+    {"MAX_GROUPS", "64",
+     "Groups rooted at one interface at the same time (size of its group\n"
+     "directory).",
+     ucs_offsetof(uct_o2m_iface_config_t, max_groups), UCS_CONFIG_TYPE_UINT},
+
+    {"MAX_ZCOPY", "64m",
+     "Largest zcopy message; receivers allocate private buffers up to this\n"
+     "size (times the group size for a fan-in gather).",
+     ucs_offsetof(uct_o2m_iface_config_t, max_zcopy),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"PEER_TIMEOUT", "10s",
+     "How long a group operation waits for a member that has not joined the\n"
+     "group before it fails with UCS_ERR_TIMED_OUT.  A member that died is\n"
+     "detected within CHECK_INTERVAL instead.",
+     ucs_offsetof(uct_o2m_iface_config_t, peer_timeout), UCS_CONFIG_TYPE_TIME},
+
+    {"CHECK_INTERVAL", "50ms",
+     "How often progress checks that the peers of its groups are alive.",
+     ucs_offsetof(uct_o2m_iface_config_t, check_interval),
+     UCS_CONFIG_TYPE_TIME},
+
+    {NULL}
+};
+
+
+static size_t uct_o2m_iface_dir_size(unsigned max_groups)
+{
+    return ucs_align_up_pow2(max_groups * sizeof(uct_o2m_dir_entry_t),
+                             UCT_O2M_LINE);
+}
+
+ucs_status_t uct_o2m_iface_query_common(uct_iface_h tl_iface,
+                                        uct_iface_attr_t *attr)
+{
+    uct_o2m_iface_t *iface = ucs_derived_of(tl_iface, uct_o2m_iface_t);
+    size_t max_data        = iface->config.seg_size - sizeof(uct_o2m_elem_t);
+
+    uct_base_iface_query(&iface->super.super, attr);
+
+    attr->iface_addr_len  = sizeof(uct_o2m_iface_addr_t);
+    attr->device_addr_len = uct_sm_iface_get_device_addr_len();
+    attr->ep_addr_len     = 0;
+    attr->max_conn_priv   = 0;
+    attr->cap.flags       = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
+                            UCT_IFACE_FLAG_AM_SHORT |
+                            UCT_IFACE_FLAG_AM_BCOPY |
+                            UCT_IFACE_FLAG_AM_ZCOPY |
+                            UCT_IFACE_FLAG_PENDING |
+                            UCT_IFACE_FLAG_CB_SYNC |
+                            UCT_IFACE_FLAG_EP_CHECK;
+    attr->cap.event_flags = 0;
+
+    attr->cap.am.max_short       = max_data;
+    attr->cap.am.max_bcopy       = max_data;
+    attr->cap.am.min_zcopy       = 0;
+    attr->cap.am.max_zcopy       = iface->config.max_zcopy;
+    attr->cap.am.opt_zcopy_align = 1;
+    attr->cap.am.align_mtu       = 1;
+    attr->cap.am.max_hdr         = UCT_O2M_MAX_ZCOPY_HDR;
+    attr->cap.am.max_iov         = UCT_O2M_MAX_IOV;
+
+    /* Advertised a bit slower than UCX's own posix/sysv transports, so that
+     * UCP keeps those for point-to-point traffic unless UCX_TLS asks for
+     * ours: the one-to-many groups are what this transport is for. */
+    attr->latency             = ucs_linear_func_make(100e-9, 0);
+    attr->bandwidth.dedicated = 0;
+    attr->bandwidth.shared    = iface->super.config.bandwidth;
+    attr->overhead            = 15e-9;
+    attr->priority            = 0;
+    return UCS_OK;
+}
+
+ucs_status_t uct_o2m_iface_get_address(uct_iface_h tl_iface,
+                                       uct_iface_addr_t *addr)
+{
+    uct_o2m_iface_t *iface           = ucs_derived_of(tl_iface,
+                                                      uct_o2m_iface_t);
+    uct_o2m_iface_addr_t *iface_addr = (uct_o2m_iface_addr_t*)addr;
+
+    iface_addr->pid    = iface->self.pid;
+    iface_addr->seg_fd = iface->seg_fd;
+    iface_addr->uuid   = iface->seg->uuid;
+    return UCS_OK;
+}
+
+int uct_o2m_iface_is_reachable(const uct_iface_h tl_iface,
+                               const uct_device_addr_t *dev_addr,
+                               const uct_iface_addr_t *iface_addr)
+{
+    const uct_o2m_iface_addr_t *addr = (const void*)iface_addr;
+    char path[64];
+
+    if (!uct_sm_iface_is_reachable(tl_iface, dev_addr, iface_addr)) {
+        return 0;
+    }
+
+    if (addr == NULL) {
+        return 1;
+    }
+
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", addr->pid, addr->seg_fd);
+    return access(path, R_OK | W_OK) == 0;
+}
+
+void *uct_o2m_iface_rx_buf(uct_o2m_iface_t *iface, int idx, size_t size)
+{
+    void *buf;
+
+    if (size <= iface->rx_buf_size[idx]) {
+        return iface->rx_buf[idx];
+    }
+
+    buf = ucs_malloc(size, "o2m rx buffer");
+    if (buf == NULL) {
+        ucs_error("failed to allocate a %zu-byte receive buffer", size);
+        return NULL;
+    }
+
+    ucs_free(iface->rx_buf[idx]);
+    iface->rx_buf[idx]      = buf;
+    iface->rx_buf_size[idx] = size;
+    return buf;
+}
+
+ucs_status_t uct_o2m_zdesc_pack(uct_o2m_zdesc_t *zdesc, const void *header,
+                                unsigned header_length, const uct_iov_t *iov,
+                                size_t iovcnt, size_t max_length)
+{
+    size_t length = header_length;
+    size_t i;
+
+    if (header_length > UCT_O2M_MAX_ZCOPY_HDR) {
+        ucs_error("zcopy header of %u bytes exceeds %d", header_length,
+                  UCT_O2M_MAX_ZCOPY_HDR);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (iovcnt > UCT_O2M_MAX_IOV) {
+        ucs_error("zcopy iov count %zu exceeds %d", iovcnt, UCT_O2M_MAX_IOV);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    for (i = 0; i < iovcnt; ++i) {
+        if ((iov[i].count > 1) && (iov[i].stride != iov[i].length)) {
+            ucs_error("strided zcopy iov is not supported");
+            return UCS_ERR_UNSUPPORTED;
+        }
+        zdesc->iov[i].base = (uintptr_t)iov[i].buffer;
+        zdesc->iov[i].len  = iov[i].length * ucs_max(iov[i].count, 1);
+        length            += zdesc->iov[i].len;
+    }
+
+    if (length > max_length) {
+        ucs_error("zcopy message of %zu bytes exceeds max_zcopy %zu", length,
+                  max_length);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    zdesc->pid           = getpid();
+    zdesc->iovcnt        = iovcnt;
+    zdesc->header_length = header_length;
+    zdesc->length        = length;
+    memcpy(zdesc->header, header, header_length);
+    return UCS_OK;
+}
+
+ucs_status_t uct_o2m_zcopy_read(const uct_o2m_zdesc_t *zdesc, void *dst)
+{
+    struct iovec riov[UCT_O2M_MAX_IOV];
+    uint32_t i;
+
+    memcpy(dst, zdesc->header, zdesc->header_length);
+    for (i = 0; i < zdesc->iovcnt; ++i) {
+        riov[i].iov_base = (void*)(uintptr_t)zdesc->iov[i].base;
+        riov[i].iov_len  = zdesc->iov[i].len;
+    }
+
+    return uct_o2m_cma_read(zdesc->pid,
+                            UCS_PTR_BYTE_OFFSET(dst, zdesc->header_length),
+                            riov, zdesc->iovcnt,
+                            zdesc->length - zdesc->header_length);
+}
+
+ucs_status_t uct_o2m_iface_map_peer(uct_o2m_iface_t *iface,
+                                    const uct_o2m_iface_addr_t *addr,
+                                    uct_o2m_peer_seg_t **peer_p)
+{
+    uct_o2m_peer_seg_t *peer;
+    ucs_status_t status;
+
+    ucs_list_for_each(peer, &iface->peer_segs, list) {
+        if ((peer->addr.pid == addr->pid) && (peer->addr.uuid == addr->uuid)) {
+            ++peer->refcount;
+            *peer_p = peer;
+            return UCS_OK;
+        }
+    }
+
+    peer = ucs_calloc(1, sizeof(*peer), "o2m peer segment");
+    if (peer == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    status = uct_o2m_seg_attach(addr->pid, addr->seg_fd, (void**)&peer->seg,
+                                &peer->size);
+    if (status != UCS_OK) {
+        ucs_error("cannot map the segment of interface pid %d fd %d: %s",
+                  addr->pid, addr->seg_fd, ucs_status_string(status));
+        goto err_free;
+    }
+
+    if ((peer->size < sizeof(*peer->seg)) ||
+        (peer->seg->magic != UCT_O2M_IFACE_MAGIC) ||
+        (peer->seg->uuid != addr->uuid) ||
+        (peer->seg->version != UCT_O2M_LAYOUT_VERSION)) {
+        ucs_error("pid %d fd %d is not the o2m interface segment %" PRIx64,
+                  addr->pid, addr->seg_fd, addr->uuid);
+        status = UCS_ERR_UNREACHABLE;
+        goto err_detach;
+    }
+
+    peer->addr     = *addr;
+    peer->refcount = 1;
+    ucs_list_add_tail(&iface->peer_segs, &peer->list);
+    *peer_p = peer;
+    return UCS_OK;
+
+err_detach:
+    uct_o2m_seg_detach(peer->seg, peer->size);
+err_free:
+    ucs_free(peer);
+    return status;
+}
+
+void uct_o2m_iface_unmap_peer(uct_o2m_iface_t *iface,
+                              uct_o2m_peer_seg_t *peer)
+{
+    if (--peer->refcount > 0) {
+        return;
+    }
+
+    ucs_list_del(&peer->list);
+    uct_o2m_seg_detach(peer->seg, peer->size);
+    ucs_free(peer);
+}
+
+ucs_status_t uct_o2m_iface_dir_add(uct_o2m_iface_t *iface, uint64_t group_id,
+                                   int seg_fd, uint64_t uuid)
+{
+    uct_o2m_dir_entry_t *entry, *free_entry = NULL;
+    unsigned i;
+
+    for (i = 0; i < iface->config.max_groups; ++i) {
+        entry = &iface->dir[i];
+        if (entry->in_use) {
+            if (entry->group_id == group_id) {
+                ucs_error("group id 0x%" PRIx64 " is already in use on this "
+                          "interface", group_id);
+                return UCS_ERR_ALREADY_EXISTS;
+            }
+        } else if (free_entry == NULL) {
+            free_entry = entry;
+        }
+    }
+
+    if (free_entry == NULL) {
+        ucs_error("interface already roots %u groups (MAX_GROUPS)",
+                  iface->config.max_groups);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+
+    free_entry->group_id = group_id;
+    free_entry->seg_fd   = seg_fd;
+    free_entry->uuid     = uuid;
+    __atomic_store_n(&free_entry->in_use, 1, __ATOMIC_RELEASE);
+    return UCS_OK;
+}
+
+void uct_o2m_iface_dir_remove(uct_o2m_iface_t *iface, uint64_t group_id)
+{
+    unsigned i;
+
+    for (i = 0; i < iface->config.max_groups; ++i) {
+        if (iface->dir[i].in_use && (iface->dir[i].group_id == group_id)) {
+            __atomic_store_n(&iface->dir[i].in_use, 0, __ATOMIC_RELEASE);
+            return;
+        }
+    }
+}
+
+static unsigned uct_o2m_iface_progress_ep(uct_o2m_ep_t *ep)
+{
+    uct_o2m_group_ep_t *gep = ucs_derived_of(ep, uct_o2m_group_ep_t);
+
+    switch (ep->type) {
+    case UCT_O2M_EP_P2P:
+        return uct_o2m_p2p_ep_progress(ucs_derived_of(ep, uct_o2m_p2p_ep_t));
+    case UCT_O2M_EP_BCAST_ROOT:
+        return uct_o2m_bcast_root_progress(gep);
+    case UCT_O2M_EP_BCAST_RECV:
+        return uct_o2m_bcast_recv_progress(gep);
+    case UCT_O2M_EP_INCAST_ROOT:
+        return uct_o2m_incast_root_progress(gep);
+    case UCT_O2M_EP_INCAST_SEND:
+        return uct_o2m_incast_send_progress(gep);
+    }
+
+    return 0;
+}
+
+static void uct_o2m_iface_check_peers(uct_o2m_iface_t *iface)
+{
+    uct_o2m_ep_t *ep, *tmp;
+
+    ucs_list_for_each_safe(ep, tmp, &iface->eps, list) {
+        if (ep->status != UCS_OK) {
+            continue;
+        }
+
+        if (ep->type == UCT_O2M_EP_P2P) {
+            uct_o2m_p2p_ep_check_peer(ucs_derived_of(ep, uct_o2m_p2p_ep_t));
+        } else {
+            uct_o2m_group_check(ucs_derived_of(ep, uct_o2m_group_ep_t), 0);
+        }
+    }
+}
+
+unsigned uct_o2m_iface_progress(uct_iface_h tl_iface)
+{
+    uct_o2m_iface_t *iface = ucs_derived_of(tl_iface, uct_o2m_iface_t);
+    uct_o2m_ep_t *ep, *tmp;
+    unsigned count;
+    ucs_time_t now;
+
+    count = uct_o2m_p2p_rx_progress(iface);
+
+    ucs_list_for_each_safe(ep, tmp, &iface->eps, list) {
+        if (ep->status == UCS_OK) {
+            count += uct_o2m_iface_progress_ep(ep);
+        }
+    }
+
+    if (count == 0) {
+        now = ucs_get_time();
+        if (now >= iface->next_check) {
+            iface->next_check = now + iface->config.check_interval;
+            uct_o2m_iface_check_peers(iface);
+        }
+    }
+
+    return count;
+}
+
+ucs_status_t uct_o2m_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                 uct_completion_t *comp)
+{
+    uct_o2m_iface_t *iface = ucs_derived_of(tl_iface, uct_o2m_iface_t);
+    uct_o2m_ep_t *ep;
+    ucs_status_t status;
+
+    if (comp != NULL) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    ucs_list_for_each(ep, &iface->eps, list) {
+        status = uct_o2m_ep_flush(&ep->super.super, flags, NULL);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+
+    return UCS_OK;
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* Endpoint base                                                           */
+
+UCS_CLASS_INIT_FUNC(uct_o2m_ep_t, uct_o2m_iface_t *iface,
+                    uct_o2m_ep_type_t type)
+{
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super.super);
+
+    self->type     = type;
+    self->status   = UCS_OK;
+    self->next_seq = 0;
+    ucs_queue_head_init(&self->pending);
+    ucs_queue_head_init(&self->zcopy_reqs);
+    ucs_queue_head_init(&self->flush_reqs);
+    ucs_list_add_tail(&iface->eps, &self->list);
+    return UCS_OK;
+}
+
+static void uct_o2m_ep_fail_reqs(ucs_queue_head_t *queue, ucs_status_t status)
+{
+    uct_o2m_zcopy_req_t *req;
+
+    while (!ucs_queue_is_empty(queue)) {
+        req = ucs_queue_pull_elem_non_empty(queue, uct_o2m_zcopy_req_t,
+                                            queue);
+        uct_invoke_completion(req->comp, status);
+        ucs_free(req);
+    }
+}
+
+static UCS_CLASS_CLEANUP_FUNC(uct_o2m_ep_t)
+{
+    if (!ucs_queue_is_empty(&self->pending)) {
+        ucs_warn("ep %p destroyed with pending requests", self);
+    }
+
+    /* The user's completions must not fire after destroy: just free */
+    while (!ucs_queue_is_empty(&self->zcopy_reqs)) {
+        ucs_free(ucs_queue_pull_elem_non_empty(&self->zcopy_reqs,
+                                               uct_o2m_zcopy_req_t, queue));
+    }
+    while (!ucs_queue_is_empty(&self->flush_reqs)) {
+        ucs_free(ucs_queue_pull_elem_non_empty(&self->flush_reqs,
+                                               uct_o2m_zcopy_req_t, queue));
+    }
+    ucs_list_del(&self->list);
+}
+
+UCS_CLASS_DEFINE(uct_o2m_ep_t, uct_base_ep_t);
+
+void uct_o2m_ep_set_failed(uct_o2m_ep_t *ep, ucs_status_t status)
+{
+    if (ep->status != UCS_OK) {
+        return;
+    }
+
+    ep->status = status;
+    uct_o2m_ep_fail_reqs(&ep->zcopy_reqs, status);
+    uct_o2m_ep_fail_reqs(&ep->flush_reqs, status);
+    uct_iface_handle_ep_err(ep->super.super.iface, &ep->super.super, status);
+}
+
+ucs_status_t uct_o2m_ep_add_zcopy(uct_o2m_ep_t *ep, ucs_queue_head_t *queue,
+                                  uint64_t seq, uct_completion_t *comp)
+{
+    uct_o2m_zcopy_req_t *req;
+
+    if (comp == NULL) {
+        /* Nobody waits on it: flush still covers it through next_seq */
+        return UCS_INPROGRESS;
+    }
+
+    req = ucs_malloc(sizeof(*req), "o2m zcopy req");
+    if (req == NULL) {
+        ucs_error("failed to allocate a completion request");
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    req->seq  = seq;
+    req->comp = comp;
+    ucs_queue_push(queue, &req->queue);
+    return UCS_INPROGRESS;
+}
+
+void uct_o2m_ep_complete_upto(uct_o2m_ep_t *ep, uint64_t done_seq)
+{
+    uct_o2m_zcopy_req_t *req;
+    ucs_queue_head_t *queues[] = {&ep->zcopy_reqs, &ep->flush_reqs};
+    unsigned i;
+
+    for (i = 0; i < ucs_static_array_size(queues); ++i) {
+        while (!ucs_queue_is_empty(queues[i])) {
+            req = ucs_queue_head_elem_non_empty(queues[i],
+                                                uct_o2m_zcopy_req_t, queue);
+            if (req->seq >= done_seq) {
+                break;
+            }
+            ucs_queue_pull_non_empty(queues[i]);
+            uct_invoke_completion(req->comp, UCS_OK);
+            ucs_free(req);
+        }
+    }
+}
+
+static int uct_o2m_ep_has_space(uct_o2m_ep_t *ep)
+{
+    uct_o2m_group_ep_t *gep = ucs_derived_of(ep, uct_o2m_group_ep_t);
+
+    switch (ep->type) {
+    case UCT_O2M_EP_P2P:
+        return uct_o2m_p2p_ep_has_space(ucs_derived_of(ep, uct_o2m_p2p_ep_t));
+    case UCT_O2M_EP_BCAST_ROOT:
+        return uct_o2m_bcast_root_has_space(gep);
+    case UCT_O2M_EP_INCAST_SEND:
+        return uct_o2m_incast_send_has_space(gep);
+    default:
+        return 1;
+    }
+}
+
+void uct_o2m_ep_dispatch_pending(uct_o2m_ep_t *ep)
+{
+    uct_pending_req_priv_queue_t *priv;
+
+    uct_pending_queue_dispatch(priv, &ep->pending,
+                               (ep->status == UCS_OK) &&
+                               uct_o2m_ep_has_space(ep));
+}
+
+/* Returns the group endpoint if @a ep may send on it, NULL otherwise */
+#define UCT_O2M_EP_CHECK_SEND(_ep) \
+    if (ucs_unlikely((_ep)->status != UCS_OK)) { \
+        return (_ep)->status; \
+    } \
+    if (ucs_unlikely(!ucs_queue_is_empty(&(_ep)->pending))) { \
+        return UCS_ERR_NO_RESOURCE; \
+    }
+
+static ucs_status_t uct_o2m_ep_no_send(uct_o2m_ep_t *ep)
+{
+    ucs_error("ep %p: only the %s of a group sends on it", ep,
+              (ep->type == UCT_O2M_EP_BCAST_RECV) ? "root" :
+                                                    "non-root members");
+    return UCS_ERR_UNSUPPORTED;
+}
+
+ucs_status_t uct_o2m_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
+                                 const void *payload, unsigned length)
+{
+    uct_o2m_ep_t *ep = ucs_derived_of(tl_ep, uct_o2m_ep_t);
+
+    UCT_CHECK_AM_ID(id);
+    UCT_O2M_EP_CHECK_SEND(ep);
+
+    switch (ep->type) {
+    case UCT_O2M_EP_P2P:
+        return uct_o2m_p2p_am_short(ucs_derived_of(ep, uct_o2m_p2p_ep_t), id,
+                                    header, payload, length);
+    case UCT_O2M_EP_BCAST_ROOT:
+        return uct_o2m_bcast_am_short(ucs_derived_of(ep, uct_o2m_group_ep_t),
+                                      id, header, payload, length);
+    case UCT_O2M_EP_INCAST_SEND:
+        return uct_o2m_incast_am_short(ucs_derived_of(ep, uct_o2m_group_ep_t),
+                                       id, header, payload, length);
+    default:
+        return uct_o2m_ep_no_send(ep);
+    }
+}
+
+ssize_t uct_o2m_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
+                            uct_pack_callback_t pack_cb, void *arg,
+                            unsigned flags)
+{
+    uct_o2m_ep_t *ep = ucs_derived_of(tl_ep, uct_o2m_ep_t);
+
+    UCT_CHECK_AM_ID(id);
+    UCT_O2M_EP_CHECK_SEND(ep);
+
+    switch (ep->type) {
+    case UCT_O2M_EP_P2P:
+        return uct_o2m_p2p_am_bcopy(ucs_derived_of(ep, uct_o2m_p2p_ep_t), id,
+                                    pack_cb, arg);
+    case UCT_O2M_EP_BCAST_ROOT:
+        return uct_o2m_bcast_am_bcopy(ucs_derived_of(ep, uct_o2m_group_ep_t),
+                                      id, pack_cb, arg);
+    case UCT_O2M_EP_INCAST_SEND:
+        return uct_o2m_incast_am_bcopy(ucs_derived_of(ep, uct_o2m_group_ep_t),
+                                       id, pack_cb, arg);
+    default:
+        return uct_o2m_ep_no_send(ep);
+    }
+}
+
+ucs_status_t uct_o2m_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
+                                 const void *header, unsigned header_length,
+                                 const uct_iov_t *iov, size_t iovcnt,
+                                 unsigned flags, uct_completion_t *comp)
+{
+    uct_o2m_ep_t *ep = ucs_derived_of(tl_ep, uct_o2m_ep_t);
+
+    UCT_CHECK_AM_ID(id);
+    UCT_O2M_EP_CHECK_SEND(ep);
+
+    switch (ep->type) {
+    case UCT_O2M_EP_P2P:
+        return uct_o2m_p2p_am_zcopy(ucs_derived_of(ep, uct_o2m_p2p_ep_t), id,
+                                    header, header_length, iov, iovcnt, comp);
+    case UCT_O2M_EP_BCAST_ROOT:
+        return uct_o2m_bcast_am_zcopy(ucs_derived_of(ep, uct_o2m_group_ep_t),
+                                      id, header, header_length, iov, iovcnt,
+                                      comp);
+    case UCT_O2M_EP_INCAST_SEND:
+        return uct_o2m_incast_am_zcopy(ucs_derived_of(ep, uct_o2m_group_ep_t),
+                                       id, header, header_length, iov, iovcnt,
+                                       comp);
+    default:
+        return uct_o2m_ep_no_send(ep);
+    }
+}
+
+ucs_status_t uct_o2m_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                              uct_completion_t *comp)
+{
+    uct_o2m_ep_t *ep = ucs_derived_of(tl_ep, uct_o2m_ep_t);
+    ucs_status_t status;
+
+    if (flags & UCT_FLUSH_FLAG_CANCEL) {
+        uct_o2m_ep_pending_purge(tl_ep, NULL, NULL);
+        return (ep->status == UCS_OK) ? UCS_OK : ep->status;
+    }
+
+    if (ep->status != UCS_OK) {
+        return ep->status;
+    }
+
+    if (!ucs_queue_is_empty(&ep->pending)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    /* Bring the completion state up to date first */
+    uct_o2m_iface_progress_ep(ep);
+    if (ep->status != UCS_OK) {
+        return ep->status;
+    }
+
+    switch (ep->type) {
+    case UCT_O2M_EP_P2P:
+        status = uct_o2m_p2p_ep_flush_status(
+                ucs_derived_of(ep, uct_o2m_p2p_ep_t));
+        break;
+    case UCT_O2M_EP_BCAST_ROOT:
+    case UCT_O2M_EP_INCAST_SEND:
+        status = (ucs_derived_of(ep, uct_o2m_group_ep_t)->completed >=
+                  ep->next_seq) ? UCS_OK : UCS_INPROGRESS;
+        break;
+    default:
+        /* Receivers have nothing in flight */
+        return UCS_OK;
+    }
+
+    if (status == UCS_INPROGRESS) {
+        uct_o2m_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                                uct_o2m_iface_t);
+        ucs_time_t now         = ucs_get_time();
+
+        /* A flush that waits is a stall: check the peers now and then */
+        if (now >= iface->next_check) {
+            iface->next_check = now + iface->config.check_interval;
+            uct_o2m_iface_check_peers(iface);
+            if (ep->status != UCS_OK) {
+                return ep->status;
+            }
+        }
+        return uct_o2m_ep_add_zcopy(ep, &ep->flush_reqs, ep->next_seq - 1,
+                                    comp);
+    }
+
+    return status;
+}
+
+ucs_status_t uct_o2m_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+                                    unsigned flags)
+{
+    uct_o2m_ep_t *ep = ucs_derived_of(tl_ep, uct_o2m_ep_t);
+
+    if ((ep->status == UCS_OK) && ucs_queue_is_empty(&ep->pending) &&
+        uct_o2m_ep_has_space(ep)) {
+        return UCS_ERR_BUSY;
+    }
+
+    uct_pending_req_queue_push(&ep->pending, req);
+    return UCS_OK;
+}
+
+void uct_o2m_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
+                              void *arg)
+{
+    uct_o2m_ep_t *ep = ucs_derived_of(tl_ep, uct_o2m_ep_t);
+    uct_pending_req_priv_queue_t *priv;
+
+    uct_pending_queue_purge(priv, &ep->pending, 1, cb, arg);
+}
+
+ucs_status_t uct_o2m_ep_check(uct_ep_h tl_ep, unsigned flags,
+                              uct_completion_t *comp)
+{
+    uct_o2m_ep_t *ep = ucs_derived_of(tl_ep, uct_o2m_ep_t);
+
+    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+
+    if (ep->status == UCS_OK) {
+        if (ep->type == UCT_O2M_EP_P2P) {
+            uct_o2m_p2p_ep_check_peer(ucs_derived_of(ep, uct_o2m_p2p_ep_t));
+        } else {
+            uct_o2m_group_check(ucs_derived_of(ep, uct_o2m_group_ep_t), 1);
+        }
+    }
+
+    return UCS_OK;
+}
+
+void uct_o2m_ep_destroy(uct_ep_h tl_ep)
+{
+    uct_o2m_ep_t *ep = ucs_derived_of(tl_ep, uct_o2m_ep_t);
+
+    if (ep->type == UCT_O2M_EP_P2P) {
+        uct_o2m_p2p_ep_destroy(ucs_derived_of(ep, uct_o2m_p2p_ep_t));
+    } else {
+        uct_o2m_group_destroy(ucs_derived_of(ep, uct_o2m_group_ep_t));
+    }
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* Interface                                                               */
+
+static unsigned uct_o2m_pow2_config(const char *name, unsigned value)
+{
+    unsigned rounded = ucs_roundup_pow2(ucs_max(value, 2));
+
+    if (rounded != value) {
+        ucs_debug("%s %u rounded up to %u", name, value, rounded);
+    }
+    return rounded;
+}
+
+UCS_CLASS_INIT_FUNC(uct_o2m_iface_t, uct_iface_ops_t *ops, uct_md_h md,
+                    uct_worker_h worker, const uct_iface_params_t *params,
+                    const uct_iface_config_t *tl_config, int is_incast)
+{
+    uct_o2m_iface_config_t *config = ucs_derived_of(tl_config,
+                                                    uct_o2m_iface_config_t);
+    size_t dir_size, fifo_size, hdr_size;
+    ucs_status_t status;
+    char name[64];
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_sm_iface_t, ops, &uct_base_iface_internal_ops,
+                              md, worker, params, tl_config);
+
+    if ((config->seg_size < 1024) || (config->seg_size > UINT32_MAX) ||
+        (config->seg_size % UCT_O2M_LINE)) {
+        ucs_error("SEG_SIZE %zu must be a multiple of %d between 1k and 4g",
+                  config->seg_size, UCT_O2M_LINE);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if ((config->max_members < 2) || (config->max_groups < 1) ||
+        (config->max_groups > 65536) || (config->max_members > 65536)) {
+        ucs_error("MAX_MEMBERS %u must be in 2..65536, MAX_GROUPS %u in "
+                  "1..65536", config->max_members, config->max_groups);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    self->is_incast             = is_incast;
+    self->config.fifo_size      = uct_o2m_pow2_config("FIFO_SIZE",
+                                                      config->fifo_size);
+    self->config.p2p_fifo_size  = uct_o2m_pow2_config("P2P_FIFO_SIZE",
+                                                      config->p2p_fifo_size);
+    self->config.seg_size       = config->seg_size;
+    self->config.max_members    = config->max_members;
+    self->config.max_groups     = config->max_groups;
+    self->config.max_zcopy      = config->max_zcopy;
+    self->config.peer_timeout   = ucs_time_from_sec(config->peer_timeout);
+    self->config.check_interval = ucs_time_from_sec(config->check_interval);
+    self->next_check            = 0;
+    self->rx_buf[0]             = NULL;
+    self->rx_buf[1]             = NULL;
+    self->rx_buf_size[0]        = 0;
+    self->rx_buf_size[1]        = 0;
+    ucs_list_head_init(&self->peer_segs);
+    ucs_list_head_init(&self->eps);
+    uct_o2m_proc_self(&self->self);
+    uct_o2m_cma_allow_peers();
+
+    hdr_size       = sizeof(uct_o2m_iface_seg_t);
+    dir_size       = uct_o2m_iface_dir_size(self->config.max_groups);
+    fifo_size      = (size_t)self->config.p2p_fifo_size *
+                     self->config.seg_size;
+    self->seg_size = hdr_size + dir_size + fifo_size;
+
+    ucs_snprintf_safe(name, sizeof(name), "ucx-o2m-%s-%d",
+                      is_incast ? "incast" : "bcast", self->self.pid);
+    status = uct_o2m_seg_create(name, self->seg_size, &self->seg_fd,
+                                (void**)&self->seg);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    /* The segment is zero-filled: a FIFO element with seq 0 is empty */
+    self->seg->uuid        = ucs_generate_uuid((uintptr_t)self);
+    self->seg->version     = UCT_O2M_LAYOUT_VERSION;
+    self->seg->fifo_depth  = self->config.p2p_fifo_size;
+    self->seg->elem_size   = self->config.seg_size;
+    self->seg->max_groups  = self->config.max_groups;
+    self->seg->dir_offset  = hdr_size;
+    self->seg->fifo_offset = hdr_size + dir_size;
+    self->seg->owner       = self->self;
+    self->seg->head        = 0;
+    self->seg->tail        = 0;
+    self->dir              = UCS_PTR_BYTE_OFFSET(self->seg, hdr_size);
+    self->fifo             = UCS_PTR_BYTE_OFFSET(self->seg,
+                                                 self->seg->fifo_offset);
+    __atomic_store_n(&self->seg->magic, UCT_O2M_IFACE_MAGIC,
+                     __ATOMIC_RELEASE);
+
+    ucs_debug("%s iface %p: segment fd %d, %zu bytes",
+              is_incast ? UCT_O2M_INCAST_TL_NAME : UCT_O2M_BCAST_TL_NAME,
+              self, self->seg_fd, self->seg_size);
+    return UCS_OK;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(uct_o2m_iface_t)
+{
+    uct_o2m_peer_seg_t *peer, *tmp;
+
+    uct_base_iface_progress_disable(&self->super.super.super,
+                                    UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+
+    if (!ucs_list_is_empty(&self->eps)) {
+        ucs_warn("%s iface %p closed with %zu endpoints still open",
+                 self->is_incast ? UCT_O2M_INCAST_TL_NAME :
+                                   UCT_O2M_BCAST_TL_NAME,
+                 self, ucs_list_length(&self->eps));
+    }
+
+    ucs_list_for_each_safe(peer, tmp, &self->peer_segs, list) {
+        ucs_list_del(&peer->list);
+        uct_o2m_seg_detach(peer->seg, peer->size);
+        ucs_free(peer);
+    }
+
+    ucs_free(self->rx_buf[0]);
+    ucs_free(self->rx_buf[1]);
+    uct_o2m_seg_destroy(self->seg_fd, self->seg, self->seg_size);
+}
+
+UCS_CLASS_DEFINE(uct_o2m_iface_t, uct_sm_iface_t);

@@ -1,0 +1,311 @@
+/**
+ * ucx-o2m: the interface shared by sm_bcast and sm_incast.
+ *
+ * Every interface owns one segment ("iface segment") holding
+ *  - a multi-producer FIFO that point-to-point endpoints of other processes
+ *    write into (what UCP uses), and
+ *  - the directory of the groups rooted at this interface: each group has a
+ *    segment of its own, created by the root, that members look up here by
+ *    group id and map.
+ * A peer learns everything about a segment's geometry from the segment's own
+ * header, never from its own configuration.
+ */
+#ifndef UCT_O2M_IFACE_H_
+#define UCT_O2M_IFACE_H_
+
+#include "uct_o2m.h"
+#include "o2m_seg.h"
+
+#include <uct/base/uct_iface.h>
+#include <uct/sm/base/sm_iface.h>
+#include <ucs/datastruct/list.h>
+#include <ucs/datastruct/queue.h>
+#include <ucs/time/time.h>
+#include <ucs/arch/atomic.h>
+#include <ucs/arch/bitops.h>
+#include <ucs/arch/cpu.h>
+
+
+#define UCT_O2M_IFACE_MAGIC     0x6f326d2d69666163ull /* "o2m-ifac" */
+#define UCT_O2M_GROUP_MAGIC     0x6f326d2d67727570ull /* "o2m-grup" */
+#define UCT_O2M_LAYOUT_VERSION  1
+#define UCT_O2M_MAX_IOV         16
+#define UCT_O2M_MAX_ZCOPY_HDR   256
+#define UCT_O2M_MAX_AM_PER_PROG 16   /* Messages delivered per progress call */
+
+/* A cache line; every field written by a different process gets its own */
+#define UCT_O2M_LINE            UCS_SYS_CACHE_LINE_SIZE
+
+
+/** Address of an interface: where its segment is. */
+typedef struct uct_o2m_iface_addr {
+    int32_t  pid;
+    int32_t  seg_fd;
+    uint64_t uuid;
+} UCS_S_PACKED uct_o2m_iface_addr_t;
+
+
+enum {
+    UCT_O2M_ELEM_FLAG_ZCOPY  = UCS_BIT(0), /* data is a uct_o2m_zdesc_t */
+    UCT_O2M_ELEM_FLAG_SHARED = UCS_BIT(1)  /* fan-in: reduced into the
+                                              element's shared buffer */
+};
+
+
+/**
+ * One message slot of a ring or FIFO.  The header shares its cache line with
+ * the first bytes of data, so a short message costs one line transfer.  The
+ * writer fills length/am_id/flags/data, then stores seq with release
+ * semantics; readers acquire seq and compare with the sequence they expect.
+ */
+typedef struct uct_o2m_elem {
+    volatile uint64_t seq;    /* Sequence number + 1 once published */
+    uint32_t          length; /* Bytes of active-message data */
+    uint8_t           am_id;
+    uint8_t           flags;
+    uint16_t          reserved;
+} uct_o2m_elem_t;
+
+#define UCT_O2M_ELEM_DATA(_elem) ((void*)((uct_o2m_elem_t*)(_elem) + 1))
+
+
+/**
+ * A large message: the reader copies it with process_vm_readv straight from
+ * the writer's buffer.  The header bytes follow the iov array.
+ */
+typedef struct uct_o2m_zdesc {
+    int32_t  pid;
+    uint32_t iovcnt;
+    uint32_t header_length;
+    uint32_t reserved;
+    uint64_t length;          /* header + iov bytes */
+    struct {
+        uint64_t base;
+        uint64_t len;
+    } iov[UCT_O2M_MAX_IOV];
+    uint8_t  header[UCT_O2M_MAX_ZCOPY_HDR];
+} uct_o2m_zdesc_t;
+
+
+/** Group directory entry in the root's iface segment. */
+typedef struct uct_o2m_dir_entry {
+    volatile uint64_t group_id;
+    volatile uint32_t in_use;  /* Set last, cleared first */
+    int32_t           seg_fd;
+    uint64_t          uuid;    /* Of the group segment */
+    uint64_t          reserved;
+} uct_o2m_dir_entry_t;
+
+
+typedef struct uct_o2m_iface_seg {
+    uint64_t          magic;
+    uint64_t          uuid;
+    uint32_t          version;
+    uint32_t          fifo_depth; /* Power of 2 */
+    uint32_t          elem_size;
+    uint32_t          max_groups;
+    uint64_t          dir_offset;
+    uint64_t          fifo_offset;
+    uct_o2m_proc_t    owner;
+    /* Written by senders: next FIFO sequence to claim */
+    volatile uint64_t head UCS_V_ALIGNED(UCT_O2M_LINE);
+    /* Written by the owner: next FIFO sequence to consume */
+    volatile uint64_t tail UCS_V_ALIGNED(UCT_O2M_LINE);
+} UCS_V_ALIGNED(UCT_O2M_LINE) uct_o2m_iface_seg_t;
+
+
+/** Configuration, common to sm_bcast and sm_incast. */
+typedef struct uct_o2m_iface_config {
+    uct_sm_iface_config_t super;
+    unsigned              fifo_size;       /* Group ring depth */
+    size_t                seg_size;        /* Ring element size */
+    unsigned              p2p_fifo_size;   /* Point-to-point FIFO depth */
+    unsigned              max_members;
+    unsigned              max_groups;
+    size_t                max_zcopy;
+    double                peer_timeout;
+    double                check_interval;
+} uct_o2m_iface_config_t;
+
+
+/** A peer's iface segment, mapped once per interface and shared by eps. */
+typedef struct uct_o2m_peer_seg {
+    ucs_list_link_t      list;
+    uct_o2m_iface_addr_t addr;
+    uct_o2m_iface_seg_t  *seg;
+    size_t               size;
+    unsigned             refcount;
+} uct_o2m_peer_seg_t;
+
+
+typedef struct uct_o2m_ep uct_o2m_ep_t;
+
+
+typedef struct uct_o2m_iface {
+    uct_sm_iface_t        super;
+    int                   is_incast;
+    uct_o2m_proc_t        self;
+    int                   seg_fd;
+    uct_o2m_iface_seg_t   *seg;
+    size_t                seg_size;
+    uct_o2m_dir_entry_t   *dir;
+    void                  *fifo;     /* Our point-to-point receive FIFO */
+    ucs_list_link_t       peer_segs; /* uct_o2m_peer_seg_t */
+    ucs_list_link_t       eps;       /* All endpoints, see uct_o2m_ep_t */
+    /* Private buffers for large messages and fan-in results; grown on
+     * demand up to the configured max_zcopy (times members for gather) */
+    void                  *rx_buf[2];
+    size_t                rx_buf_size[2];
+    ucs_time_t            next_check;
+    struct {
+        unsigned          fifo_size;
+        size_t            seg_size;
+        unsigned          p2p_fifo_size;
+        unsigned          max_members;
+        unsigned          max_groups;
+        size_t            max_zcopy;
+        ucs_time_t        peer_timeout;
+        ucs_time_t        check_interval;
+    } config;
+} uct_o2m_iface_t;
+
+
+typedef enum {
+    UCT_O2M_EP_P2P,        /* Point-to-point sender */
+    UCT_O2M_EP_BCAST_ROOT,
+    UCT_O2M_EP_BCAST_RECV,
+    UCT_O2M_EP_INCAST_ROOT,
+    UCT_O2M_EP_INCAST_SEND
+} uct_o2m_ep_type_t;
+
+
+/** Large send waiting for the readers: completed in progress. */
+typedef struct uct_o2m_zcopy_req {
+    ucs_queue_elem_t  queue;
+    uint64_t          seq;
+    uct_completion_t  *comp;
+} uct_o2m_zcopy_req_t;
+
+
+/** Base of every endpoint of these transports. */
+struct uct_o2m_ep {
+    uct_base_ep_t      super;
+    uct_o2m_ep_type_t  type;
+    ucs_list_link_t    list;         /* In iface->eps */
+    ucs_status_t       status;       /* UCS_OK until the ep has failed */
+    ucs_queue_head_t   pending;      /* uct_pending_req_t */
+    ucs_queue_head_t   zcopy_reqs;   /* uct_o2m_zcopy_req_t, in seq order */
+    ucs_queue_head_t   flush_reqs;   /* uct_o2m_zcopy_req_t, in seq order */
+    uint64_t           next_seq;     /* Next message this ep sends */
+};
+
+
+extern ucs_config_field_t uct_o2m_iface_config_table[];
+
+UCS_CLASS_DECLARE(uct_o2m_iface_t, uct_iface_ops_t*, uct_md_h, uct_worker_h,
+                  const uct_iface_params_t*, const uct_iface_config_t*, int);
+
+UCS_CLASS_DECLARE(uct_o2m_ep_t, uct_o2m_iface_t*, uct_o2m_ep_type_t);
+
+
+/* Interface operations shared by both transports */
+ucs_status_t uct_o2m_iface_query_common(uct_iface_h tl_iface,
+                                        uct_iface_attr_t *attr);
+ucs_status_t uct_o2m_iface_get_address(uct_iface_h tl_iface,
+                                       uct_iface_addr_t *addr);
+int uct_o2m_iface_is_reachable(const uct_iface_h tl_iface,
+                               const uct_device_addr_t *dev_addr,
+                               const uct_iface_addr_t *iface_addr);
+unsigned uct_o2m_iface_progress(uct_iface_h tl_iface);
+ucs_status_t uct_o2m_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                 uct_completion_t *comp);
+
+/* Peer iface segments */
+ucs_status_t uct_o2m_iface_map_peer(uct_o2m_iface_t *iface,
+                                    const uct_o2m_iface_addr_t *addr,
+                                    uct_o2m_peer_seg_t **peer_p);
+void uct_o2m_iface_unmap_peer(uct_o2m_iface_t *iface,
+                              uct_o2m_peer_seg_t *peer);
+
+/* Group directory of this interface */
+ucs_status_t uct_o2m_iface_dir_add(uct_o2m_iface_t *iface, uint64_t group_id,
+                                   int seg_fd, uint64_t uuid);
+void uct_o2m_iface_dir_remove(uct_o2m_iface_t *iface, uint64_t group_id);
+
+/* Private receive buffer @a idx of at least @a size bytes */
+void *uct_o2m_iface_rx_buf(uct_o2m_iface_t *iface, int idx, size_t size);
+
+/* Read a large message described by @a zdesc into @a dst */
+ucs_status_t uct_o2m_zcopy_read(const uct_o2m_zdesc_t *zdesc, void *dst);
+
+/* Fill a descriptor for a large send from this process */
+ucs_status_t uct_o2m_zdesc_pack(uct_o2m_zdesc_t *zdesc, const void *header,
+                                unsigned header_length, const uct_iov_t *iov,
+                                size_t iovcnt, size_t max_length);
+
+/* Endpoint helpers shared by all endpoint types */
+void uct_o2m_ep_set_failed(uct_o2m_ep_t *ep, ucs_status_t status);
+void uct_o2m_ep_dispatch_pending(uct_o2m_ep_t *ep);
+ucs_status_t uct_o2m_ep_add_zcopy(uct_o2m_ep_t *ep, ucs_queue_head_t *queue,
+                                  uint64_t seq, uct_completion_t *comp);
+void uct_o2m_ep_complete_upto(uct_o2m_ep_t *ep, uint64_t done_seq);
+
+/* Generic endpoint operations: dispatch on ep->type */
+ucs_status_t uct_o2m_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
+                                 const void *payload, unsigned length);
+ssize_t uct_o2m_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
+                            uct_pack_callback_t pack_cb, void *arg,
+                            unsigned flags);
+ucs_status_t uct_o2m_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
+                                 const void *header, unsigned header_length,
+                                 const uct_iov_t *iov, size_t iovcnt,
+                                 unsigned flags, uct_completion_t *comp);
+ucs_status_t uct_o2m_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                              uct_completion_t *comp);
+ucs_status_t uct_o2m_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+                                    unsigned flags);
+void uct_o2m_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
+                              void *arg);
+ucs_status_t uct_o2m_ep_check(uct_ep_h tl_ep, unsigned flags,
+                              uct_completion_t *comp);
+ucs_status_t uct_o2m_ep_create_p2p(const uct_ep_params_t *params,
+                                   uct_ep_h *ep_p);
+void uct_o2m_ep_destroy(uct_ep_h tl_ep);
+
+
+/* Inside a busy-wait loop: let the sibling hyper-thread run */
+static UCS_F_ALWAYS_INLINE void uct_o2m_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#else
+    __asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+
+static UCS_F_ALWAYS_INLINE uct_o2m_elem_t *
+uct_o2m_elem_at(void *base, size_t stride, uint64_t seq, unsigned depth)
+{
+    return (uct_o2m_elem_t*)UCS_PTR_BYTE_OFFSET(base,
+                                                (seq & (depth - 1)) * stride);
+}
+
+
+/* Publish an element: everything written before becomes visible first */
+static UCS_F_ALWAYS_INLINE void uct_o2m_elem_publish(uct_o2m_elem_t *elem,
+                                                     uint64_t seq)
+{
+    __atomic_store_n(&elem->seq, seq + 1, __ATOMIC_RELEASE);
+}
+
+
+static UCS_F_ALWAYS_INLINE int uct_o2m_elem_ready(const uct_o2m_elem_t *elem,
+                                                  uint64_t seq)
+{
+    return __atomic_load_n(&elem->seq, __ATOMIC_ACQUIRE) == (seq + 1);
+}
+
+#endif

@@ -1,0 +1,277 @@
+/**
+ * ucx-o2m: point-to-point endpoints, see o2m_p2p.h.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "o2m_p2p.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <string.h>
+#include <unistd.h>
+
+
+ucs_status_t uct_o2m_deliver_elem(uct_o2m_iface_t *iface,
+                                  uct_o2m_elem_t *elem)
+{
+    const uct_o2m_zdesc_t *zdesc;
+    ucs_status_t status;
+    void *data;
+
+    if (ucs_likely(!(elem->flags & UCT_O2M_ELEM_FLAG_ZCOPY))) {
+        uct_iface_invoke_am(&iface->super.super, elem->am_id,
+                            UCT_O2M_ELEM_DATA(elem), elem->length, 0);
+        return UCS_OK;
+    }
+
+    zdesc = UCT_O2M_ELEM_DATA(elem);
+    data  = uct_o2m_iface_rx_buf(iface, 0, ucs_max(zdesc->length, 1));
+    if (data == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    status = uct_o2m_zcopy_read(zdesc, data);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    uct_iface_invoke_am(&iface->super.super, elem->am_id, data, zdesc->length,
+                        0);
+    return UCS_OK;
+}
+
+unsigned uct_o2m_p2p_rx_progress(uct_o2m_iface_t *iface)
+{
+    uct_o2m_iface_seg_t *seg = iface->seg;
+    uint64_t tail            = seg->tail;
+    unsigned count           = 0;
+    uct_o2m_elem_t *elem;
+    ucs_status_t status;
+
+    while (count < UCT_O2M_MAX_AM_PER_PROG) {
+        elem = uct_o2m_elem_at(iface->fifo, iface->config.seg_size, tail,
+                               iface->config.p2p_fifo_size);
+        if (!uct_o2m_elem_ready(elem, tail)) {
+            break;
+        }
+
+        status = uct_o2m_deliver_elem(iface, elem);
+        if (status != UCS_OK) {
+            /* The sender is gone: nobody is left to receive an error */
+            ucs_error("dropped a %u-byte message (am_id %d) from the receive "
+                      "FIFO: %s", elem->length, elem->am_id,
+                      ucs_status_string(status));
+        }
+
+        ++tail;
+        ++count;
+        __atomic_store_n(&seg->tail, tail, __ATOMIC_RELEASE);
+    }
+
+    return count;
+}
+
+/* Claim the next FIFO element of the peer, or NULL when it is full */
+static UCS_F_ALWAYS_INLINE uct_o2m_elem_t *
+uct_o2m_p2p_claim(uct_o2m_p2p_ep_t *ep, uint64_t *seq_p)
+{
+    uct_o2m_iface_seg_t *seg = ep->seg;
+    uint64_t head            = __atomic_load_n(&seg->head, __ATOMIC_RELAXED);
+
+    do {
+        if ((head - __atomic_load_n(&seg->tail, __ATOMIC_ACQUIRE)) >=
+            ep->depth) {
+            return NULL;
+        }
+    } while (!__atomic_compare_exchange_n(&seg->head, &head, head + 1, 0,
+                                          __ATOMIC_ACQ_REL,
+                                          __ATOMIC_RELAXED));
+
+    *seq_p             = head;
+    ep->super.next_seq = head + 1;
+    return uct_o2m_elem_at(ep->fifo, ep->elem_size, head, ep->depth);
+}
+
+ucs_status_t uct_o2m_p2p_am_short(uct_o2m_p2p_ep_t *ep, uint8_t id,
+                                  uint64_t header, const void *payload,
+                                  unsigned length)
+{
+    uct_o2m_elem_t *elem;
+    uint64_t seq;
+
+    UCT_CHECK_LENGTH(length + sizeof(header), 0,
+                     ep->elem_size - sizeof(uct_o2m_elem_t), "am_short");
+
+    elem = uct_o2m_p2p_claim(ep, &seq);
+    if (elem == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    elem->length = length + sizeof(header);
+    elem->am_id  = id;
+    elem->flags  = 0;
+    memcpy(UCT_O2M_ELEM_DATA(elem), &header, sizeof(header));
+    memcpy(UCS_PTR_BYTE_OFFSET(UCT_O2M_ELEM_DATA(elem), sizeof(header)),
+           payload, length);
+    uct_o2m_elem_publish(elem, seq);
+    return UCS_OK;
+}
+
+ssize_t uct_o2m_p2p_am_bcopy(uct_o2m_p2p_ep_t *ep, uint8_t id,
+                             uct_pack_callback_t pack_cb, void *arg)
+{
+    uct_o2m_elem_t *elem;
+    uint64_t seq;
+    size_t length;
+
+    elem = uct_o2m_p2p_claim(ep, &seq);
+    if (elem == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    length = pack_cb(UCT_O2M_ELEM_DATA(elem), arg);
+    ucs_assertv(length <= ep->elem_size - sizeof(uct_o2m_elem_t),
+                "pack_cb packed %zu bytes", length);
+    elem->length = length;
+    elem->am_id  = id;
+    elem->flags  = 0;
+    uct_o2m_elem_publish(elem, seq);
+    return length;
+}
+
+ucs_status_t uct_o2m_p2p_am_zcopy(uct_o2m_p2p_ep_t *ep, uint8_t id,
+                                  const void *header, unsigned header_length,
+                                  const uct_iov_t *iov, size_t iovcnt,
+                                  uct_completion_t *comp)
+{
+    uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
+                                            uct_o2m_iface_t);
+    uct_o2m_zdesc_t zdesc;
+    uct_o2m_elem_t *elem;
+    ucs_status_t status;
+    uint64_t seq;
+
+    /* Validate before claiming: a claimed element must be published */
+    status = uct_o2m_zdesc_pack(&zdesc, header, header_length, iov, iovcnt,
+                                iface->config.max_zcopy);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    elem = uct_o2m_p2p_claim(ep, &seq);
+    if (elem == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    memcpy(UCT_O2M_ELEM_DATA(elem), &zdesc, sizeof(zdesc));
+    elem->length = zdesc.length;
+    elem->am_id  = id;
+    elem->flags  = UCT_O2M_ELEM_FLAG_ZCOPY;
+    uct_o2m_elem_publish(elem, seq);
+
+    status = uct_o2m_ep_add_zcopy(&ep->super, &ep->super.zcopy_reqs, seq,
+                                  comp);
+    if (status == UCS_ERR_NO_MEMORY) {
+        /* The message is out; only its completion is lost: wait for it */
+        while (__atomic_load_n(&ep->seg->tail, __ATOMIC_ACQUIRE) <= seq) {
+            uct_o2m_cpu_relax();
+        }
+        return UCS_OK;
+    }
+    return status;
+}
+
+int uct_o2m_p2p_ep_has_space(uct_o2m_p2p_ep_t *ep)
+{
+    return (__atomic_load_n(&ep->seg->head, __ATOMIC_RELAXED) -
+            __atomic_load_n(&ep->seg->tail, __ATOMIC_ACQUIRE)) < ep->depth;
+}
+
+ucs_status_t uct_o2m_p2p_ep_flush_status(uct_o2m_p2p_ep_t *ep)
+{
+    return (__atomic_load_n(&ep->seg->tail, __ATOMIC_ACQUIRE) >=
+            ep->super.next_seq) ? UCS_OK : UCS_INPROGRESS;
+}
+
+unsigned uct_o2m_p2p_ep_progress(uct_o2m_p2p_ep_t *ep)
+{
+    if (!ucs_queue_is_empty(&ep->super.zcopy_reqs) ||
+        !ucs_queue_is_empty(&ep->super.flush_reqs)) {
+        uct_o2m_ep_complete_upto(&ep->super,
+                                 __atomic_load_n(&ep->seg->tail,
+                                                 __ATOMIC_ACQUIRE));
+    }
+
+    if (!ucs_queue_is_empty(&ep->super.pending)) {
+        uct_o2m_ep_dispatch_pending(&ep->super);
+    }
+
+    return 0;
+}
+
+void uct_o2m_p2p_ep_check_peer(uct_o2m_p2p_ep_t *ep)
+{
+    if (uct_o2m_proc_has_exited(ep->pidfd)) {
+        ucs_debug("ep %p: peer process %d has exited", ep,
+                  ep->peer->addr.pid);
+        uct_o2m_ep_set_failed(&ep->super, UCS_ERR_CONNECTION_RESET);
+    }
+}
+
+static UCS_CLASS_INIT_FUNC(uct_o2m_p2p_ep_t, const uct_ep_params_t *params)
+{
+    uct_o2m_iface_t *iface = ucs_derived_of(params->iface, uct_o2m_iface_t);
+    const uct_o2m_iface_addr_t *addr;
+    ucs_status_t status;
+
+    UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
+    addr = (const uct_o2m_iface_addr_t*)params->iface_addr;
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_o2m_ep_t, iface, UCT_O2M_EP_P2P);
+
+    status = uct_o2m_iface_map_peer(iface, addr, &self->peer);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    self->seg       = self->peer->seg;
+    self->fifo      = UCS_PTR_BYTE_OFFSET(self->seg, self->seg->fifo_offset);
+    self->depth     = self->seg->fifo_depth;
+    self->elem_size = self->seg->elem_size;
+    self->pidfd     = uct_o2m_proc_watch(&self->seg->owner);
+    if (self->pidfd < 0) {
+        ucs_error("peer process %d is gone", addr->pid);
+        uct_o2m_iface_unmap_peer(iface, self->peer);
+        return UCS_ERR_UNREACHABLE;
+    }
+
+    ucs_debug("p2p ep %p to pid %d", self, addr->pid);
+    return UCS_OK;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(uct_o2m_p2p_ep_t)
+{
+    uct_o2m_iface_t *iface = ucs_derived_of(self->super.super.super.iface,
+                                            uct_o2m_iface_t);
+
+    close(self->pidfd);
+    uct_o2m_iface_unmap_peer(iface, self->peer);
+}
+
+UCS_CLASS_DEFINE(uct_o2m_p2p_ep_t, uct_o2m_ep_t);
+static UCS_CLASS_DEFINE_NEW_FUNC(uct_o2m_p2p_ep_t, uct_ep_t,
+                                 const uct_ep_params_t*);
+static UCS_CLASS_DEFINE_DELETE_FUNC(uct_o2m_p2p_ep_t, uct_ep_t);
+
+ucs_status_t uct_o2m_ep_create_p2p(const uct_ep_params_t *params,
+                                   uct_ep_h *ep_p)
+{
+    return UCS_CLASS_NEW_FUNC_NAME(uct_o2m_p2p_ep_t)(params, ep_p);
+}
+
+void uct_o2m_p2p_ep_destroy(uct_o2m_p2p_ep_t *ep)
+{
+    UCS_CLASS_DELETE_FUNC_NAME(uct_o2m_p2p_ep_t)(&ep->super.super.super);
+}

@@ -1,0 +1,49 @@
+/**
+ * ucx-o2m: point-to-point endpoints (what UCP creates with uct_ep_create).
+ *
+ * Senders write into the receive FIFO of the peer's interface segment: a
+ * sender claims sequence number "head" with a compare-and-swap (only while
+ * head - tail < depth), fills element head % depth and publishes it; the
+ * owner consumes elements in sequence order and advances "tail", which also
+ * tells senders that their large (zcopy) messages have been read.
+ */
+#ifndef UCT_O2M_P2P_H_
+#define UCT_O2M_P2P_H_
+
+#include "o2m_iface.h"
+
+
+typedef struct uct_o2m_p2p_ep {
+    uct_o2m_ep_t        super;
+    uct_o2m_peer_seg_t  *peer;
+    uct_o2m_iface_seg_t *seg;   /* peer->seg */
+    void                *fifo;
+    unsigned            depth;
+    size_t              elem_size;
+    int                 pidfd;  /* Watches the peer process */
+} uct_o2m_p2p_ep_t;
+
+
+ucs_status_t uct_o2m_p2p_am_short(uct_o2m_p2p_ep_t *ep, uint8_t id,
+                                  uint64_t header, const void *payload,
+                                  unsigned length);
+ssize_t uct_o2m_p2p_am_bcopy(uct_o2m_p2p_ep_t *ep, uint8_t id,
+                             uct_pack_callback_t pack_cb, void *arg);
+ucs_status_t uct_o2m_p2p_am_zcopy(uct_o2m_p2p_ep_t *ep, uint8_t id,
+                                  const void *header, unsigned header_length,
+                                  const uct_iov_t *iov, size_t iovcnt,
+                                  uct_completion_t *comp);
+int uct_o2m_p2p_ep_has_space(uct_o2m_p2p_ep_t *ep);
+ucs_status_t uct_o2m_p2p_ep_flush_status(uct_o2m_p2p_ep_t *ep);
+unsigned uct_o2m_p2p_ep_progress(uct_o2m_p2p_ep_t *ep);
+void uct_o2m_p2p_ep_check_peer(uct_o2m_p2p_ep_t *ep);
+void uct_o2m_p2p_ep_destroy(uct_o2m_p2p_ep_t *ep);
+
+/* Deliver what arrived in this interface's own receive FIFO */
+unsigned uct_o2m_p2p_rx_progress(uct_o2m_iface_t *iface);
+
+/* Deliver one element (also used by the fan-out receivers) */
+ucs_status_t uct_o2m_deliver_elem(uct_o2m_iface_t *iface,
+                                  uct_o2m_elem_t *elem);
+
+#endif

@@ -1,0 +1,203 @@
+/**
+ * ucx-o2m: shared segments, peer processes and single-copy reads.
+ */
+#ifndef _GNU_SOURCE
+#  define _GNU_SOURCE /* memfd_create, process_vm_readv */
+#endif
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "o2m_seg.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/sys/sys.h>
+#include <ucs/sys/compiler_def.h>
+#include <ucs/sys/math.h>
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/prctl.h>
+#include <poll.h>
+#include <fcntl.h>
+#include <errno.h>
+#include <string.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <limits.h>
+
+
+ucs_status_t uct_o2m_seg_create(const char *name, size_t size, int *fd_p,
+                                void **addr_p)
+{
+    void *addr;
+    int fd;
+
+    fd = memfd_create(name, MFD_CLOEXEC);
+    if (fd < 0) {
+        ucs_error("memfd_create(%s) failed: %m", name);
+        return UCS_ERR_IO_ERROR;
+    }
+
+    /* Owner-only, also for peers that open it through /proc */
+    if (fchmod(fd, S_IRUSR | S_IWUSR) != 0) {
+        ucs_error("fchmod(memfd %s) failed: %m", name);
+        goto err_close;
+    }
+
+    if (ftruncate(fd, size) != 0) {
+        ucs_error("ftruncate(memfd %s, %zu) failed: %m", name, size);
+        goto err_close;
+    }
+
+    addr = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (addr == MAP_FAILED) {
+        ucs_error("mmap(memfd %s, %zu) failed: %m", name, size);
+        goto err_close;
+    }
+
+    *fd_p   = fd;
+    *addr_p = addr;
+    return UCS_OK;
+
+err_close:
+    close(fd);
+    return UCS_ERR_NO_MEMORY;
+}
+
+void uct_o2m_seg_destroy(int fd, void *addr, size_t size)
+{
+    uct_o2m_seg_detach(addr, size);
+    close(fd);
+}
+
+ucs_status_t uct_o2m_seg_attach(pid_t pid, int fd, void **addr_p,
+                                size_t *size_p)
+{
+    char path[64];
+    struct stat st;
+    void *addr;
+    int local_fd;
+
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+    local_fd = open(path, O_RDWR | O_CLOEXEC);
+    if (local_fd < 0) {
+        /* The owner may have exited or closed it: the caller decides */
+        ucs_debug("open(%s) failed: %m", path);
+        return (errno == ENOENT) ? UCS_ERR_UNREACHABLE : UCS_ERR_IO_ERROR;
+    }
+
+    if (fstat(local_fd, &st) != 0) {
+        ucs_error("fstat(%s) failed: %m", path);
+        goto err_close;
+    }
+
+    addr = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+                local_fd, 0);
+    if (addr == MAP_FAILED) {
+        ucs_error("mmap(%s, %zu) failed: %m", path, (size_t)st.st_size);
+        goto err_close;
+    }
+
+    close(local_fd);
+    *addr_p = addr;
+    *size_p = st.st_size;
+    return UCS_OK;
+
+err_close:
+    close(local_fd);
+    return UCS_ERR_IO_ERROR;
+}
+
+void uct_o2m_seg_detach(void *addr, size_t size)
+{
+    if (munmap(addr, size) != 0) {
+        ucs_warn("munmap(%p, %zu) failed: %m", addr, size);
+    }
+}
+
+void uct_o2m_proc_self(uct_o2m_proc_t *proc)
+{
+    proc->pid        = getpid();
+    proc->start_time = ucs_sys_get_proc_create_time(proc->pid);
+}
+
+int uct_o2m_proc_watch(const uct_o2m_proc_t *proc)
+{
+    int pidfd;
+
+    pidfd = syscall(SYS_pidfd_open, proc->pid, 0);
+    if (pidfd < 0) {
+        return -1;
+    }
+
+    /* The pid may have been reused since the peer published it */
+    if (ucs_sys_get_proc_create_time(proc->pid) != proc->start_time) {
+        close(pidfd);
+        return -1;
+    }
+
+    return pidfd;
+}
+
+int uct_o2m_proc_has_exited(int pidfd)
+{
+    struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
+
+    return (pidfd < 0) || (poll(&pfd, 1, 0) != 0);
+}
+
+ucs_status_t uct_o2m_cma_read(pid_t pid, void *dst,
+                              const struct iovec *remote_iov, size_t iovcnt,
+                              size_t length)
+{
+    struct iovec riov[iovcnt];
+    struct iovec liov;
+    size_t done, skip, i, first;
+    ssize_t ret;
+
+    memcpy(riov, remote_iov, sizeof(riov));
+    done  = 0;
+    first = 0;
+    while (done < length) {
+        liov.iov_base = UCS_PTR_BYTE_OFFSET(dst, done);
+        liov.iov_len  = length - done;
+        ret = process_vm_readv(pid, &liov, 1, &riov[first],
+                               ucs_min(iovcnt - first, IOV_MAX), 0);
+        if (ret < 0) {
+            ucs_error("process_vm_readv(pid %d, %zu bytes) failed: %m",
+                      (int)pid, length - done);
+            return (errno == ESRCH) ? UCS_ERR_CONNECTION_RESET :
+                                      UCS_ERR_IO_ERROR;
+        } else if (ret == 0) {
+            ucs_error("process_vm_readv(pid %d) read nothing at %zu/%zu",
+                      (int)pid, done, length);
+            return UCS_ERR_IO_ERROR;
+        }
+
+        /* Skip what the partial read consumed */
+        done += ret;
+        skip  = ret;
+        for (i = first; (i < iovcnt) && (skip > 0); ++i) {
+            if (skip >= riov[i].iov_len) {
+                skip -= riov[i].iov_len;
+                ++first;
+            } else {
+                riov[i].iov_base = UCS_PTR_BYTE_OFFSET(riov[i].iov_base, skip);
+                riov[i].iov_len -= skip;
+                skip             = 0;
+            }
+        }
+    }
+
+    return UCS_OK;
+}
+
+void uct_o2m_cma_allow_peers(void)
+{
+#if defined(PR_SET_PTRACER)
+    /* Needed only with Yama ptrace_scope=1; harmless otherwise */
+    (void)prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+#endif
+}

@@ -1,0 +1,61 @@
+/**
+ * ucx-o2m: shared segments, peer processes and single-copy reads.
+ *
+ * Segments are anonymous memory files (memfd) with owner-only permissions.
+ * A peer maps one by opening /proc/<owner pid>/fd/<fd>, so no name ever
+ * appears in /dev/shm and the memory goes away with the last process that
+ * maps it, whatever way the processes exit.
+ */
+#ifndef UCT_O2M_SEG_H_
+#define UCT_O2M_SEG_H_
+
+#include <ucs/type/status.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <stdint.h>
+#include <stddef.h>
+
+
+/** A process, robust against pid reuse. */
+typedef struct uct_o2m_proc {
+    int32_t  pid;
+    uint64_t start_time; /* In clock ticks since boot, from /proc/<pid>/stat */
+} uct_o2m_proc_t;
+
+
+ucs_status_t uct_o2m_seg_create(const char *name, size_t size, int *fd_p,
+                                void **addr_p);
+
+void uct_o2m_seg_destroy(int fd, void *addr, size_t size);
+
+/* Map the segment held open as @a fd by process @a pid. */
+ucs_status_t uct_o2m_seg_attach(pid_t pid, int fd, void **addr_p,
+                                size_t *size_p);
+
+void uct_o2m_seg_detach(void *addr, size_t size);
+
+/* This process. */
+void uct_o2m_proc_self(uct_o2m_proc_t *proc);
+
+/**
+ * Watch a peer process: returns a pidfd (>= 0) that polls readable when the
+ * process ends, or -1 when the process is already gone (or was replaced by
+ * another with the same pid).
+ */
+int uct_o2m_proc_watch(const uct_o2m_proc_t *proc);
+
+/* Whether a watched process has ended (zombies included). */
+int uct_o2m_proc_has_exited(int pidfd);
+
+/**
+ * Copy @a length bytes described by @a remote_iov (@a iovcnt entries) from
+ * the address space of @a pid to @a dst, with process_vm_readv.
+ */
+ucs_status_t uct_o2m_cma_read(pid_t pid, void *dst,
+                              const struct iovec *remote_iov, size_t iovcnt,
+                              size_t length);
+
+/* Allow any process of ours to read our memory (Yama ptrace_scope=1). */
+void uct_o2m_cma_allow_peers(void);
+
+#endif

@@ -1,0 +1,196 @@
+/**
+ * ucx-o2m: one-to-many shared-memory transports for UCX.
+ *
+ * Extension API of the sm_bcast (fan-out) and sm_incast (fan-in) transports.
+ * Everything that is not about group membership goes through the ordinary
+ * UCT API: an endpoint returned by uct_o2m_ep_create() is a normal uct_ep_h
+ * (uct_ep_am_short/bcopy/zcopy, uct_ep_flush, uct_ep_pending_add,
+ * uct_ep_destroy), and data is delivered through the active-message handlers
+ * set with uct_iface_set_am_handler() on the receiving interface.
+ *
+ * Group semantics
+ * ---------------
+ * A group joins @a size processes on one host; one member is the root.
+ * Every member opens an sm_bcast (or sm_incast) interface and creates one
+ * group endpoint with the same group_id, size and root_index, and its own
+ * my_index.  Non-root members pass the root's interface (and device) address,
+ * obtained with uct_iface_get_address() on the root and exchanged out of band.
+ *
+ *  - sm_bcast: the root sends (uct_ep_am_*); each of the size-1 other members
+ *    receives every message, once and in order, through its AM handler.
+ *    Non-root members do not send on a group endpoint.
+ *  - sm_incast: each non-root member contributes one message per round
+ *    (uct_ep_am_*); when all size-1 contributions of a round are in, the
+ *    root's AM handler is called once with either their reduction (op and
+ *    dtype) or, with UCT_O2M_OP_GATHER, the contributions side by side in
+ *    member-index order, root excluded.  All contributions of a round must
+ *    have the same length.  The first hdr_len bytes of a contribution are not
+ *    reduced: the root receives those of the lowest-index contributor.  The
+ *    root does not send on a group endpoint.
+ *
+ * uct_ep_flush() on a group endpoint completes when every message sent (or
+ * contributed) before it has been consumed by all the members involved.
+ *
+ * A plain uct_ep_create() to a peer's interface address gives a
+ * point-to-point endpoint (a group of two with the caller as root), which is
+ * what UCP uses when sm_bcast or sm_incast is selected with UCX_TLS.
+ *
+ * A member that dies makes the others' group endpoints fail: their pending
+ * and later operations return an error and the interface error handler is
+ * called, within the configured PEER_TIMEOUT.
+ */
+#ifndef UCT_O2M_H_
+#define UCT_O2M_H_
+
+#include <uct/api/uct.h>
+#include <stdint.h>
+#include <stddef.h>
+
+BEGIN_C_DECLS
+
+#define UCT_O2M_BCAST_TL_NAME  "sm_bcast"
+#define UCT_O2M_INCAST_TL_NAME "sm_incast"
+
+/** Version of this extension API. */
+#define UCT_O2M_API_MAJOR 1
+#define UCT_O2M_API_MINOR 0
+
+
+/**
+ * Synchronization mode of a group.
+ * Fan-out (sm_bcast) supports BATCHED and CENTRALIZED; they differ in how
+ * the root learns that receivers consumed a message.  Fan-in (sm_incast)
+ * supports all four.
+ */
+typedef enum {
+    /** Arrivals counted with one atomic counter per ring element; every
+     *  writer has its own cache lines; the receiver does the work. */
+    UCT_O2M_MODE_BATCHED,
+    /** No shared counter: each writer sets a flag at the end of its own slot
+     *  and the receiver polls them; the receiver does the work. */
+    UCT_O2M_MODE_CENTRALIZED,
+    /** Senders reduce into one shared buffer under a process-shared lock. */
+    UCT_O2M_MODE_LOCKED,
+    /** Senders reduce into one shared buffer with atomic operations; only
+     *  the (op, dtype) pairs accepted by uct_o2m_op_supported(). */
+    UCT_O2M_MODE_ATOMIC,
+    UCT_O2M_MODE_LAST
+} uct_o2m_mode_t;
+
+
+/** Reduction operation of a fan-in group. */
+typedef enum {
+    UCT_O2M_OP_GATHER, /**< No reduction: contributions side by side */
+    UCT_O2M_OP_SUM,
+    UCT_O2M_OP_PROD,
+    UCT_O2M_OP_MIN,
+    UCT_O2M_OP_MAX,
+    UCT_O2M_OP_BAND,   /**< Integer types only */
+    UCT_O2M_OP_BOR,    /**< Integer types only */
+    UCT_O2M_OP_BXOR,   /**< Integer types only */
+    UCT_O2M_OP_LAND,
+    UCT_O2M_OP_LOR,
+    UCT_O2M_OP_LXOR,
+    UCT_O2M_OP_LAST
+} uct_o2m_op_t;
+
+
+/** Element type of a reduction. */
+typedef enum {
+    UCT_O2M_DT_INT8,
+    UCT_O2M_DT_UINT8,
+    UCT_O2M_DT_INT16,
+    UCT_O2M_DT_UINT16,
+    UCT_O2M_DT_INT32,
+    UCT_O2M_DT_UINT32,
+    UCT_O2M_DT_INT64,
+    UCT_O2M_DT_UINT64,
+    UCT_O2M_DT_FLOAT,
+    UCT_O2M_DT_DOUBLE,
+    UCT_O2M_DT_LAST
+} uct_o2m_dtype_t;
+
+
+enum uct_o2m_group_params_field {
+    UCT_O2M_GROUP_FIELD_MODE      = UCS_BIT(0),
+    UCT_O2M_GROUP_FIELD_OP        = UCS_BIT(1),
+    UCT_O2M_GROUP_FIELD_DTYPE     = UCS_BIT(2),
+    UCT_O2M_GROUP_FIELD_HDR_LEN   = UCS_BIT(3),
+    UCT_O2M_GROUP_FIELD_ROOT_ADDR = UCS_BIT(4)
+};
+
+
+/** Parameters of uct_o2m_ep_create(). */
+typedef struct uct_o2m_group_params {
+    /** Mask of enum uct_o2m_group_params_field: which optional fields are
+     *  set.  group_id, size, my_index and root_index are always required. */
+    uint64_t                 field_mask;
+    /** Identifies the group among the live groups of the root's interface;
+     *  the same on every member. */
+    uint64_t                 group_id;
+    unsigned                 size;       /**< Number of members, root included */
+    unsigned                 my_index;   /**< This member, 0..size-1 */
+    unsigned                 root_index; /**< The root, 0..size-1 */
+    uct_o2m_mode_t           mode;       /**< Default: BATCHED */
+    uct_o2m_op_t             op;         /**< sm_incast; default: GATHER */
+    uct_o2m_dtype_t          dtype;      /**< sm_incast reductions */
+    /** sm_incast: leading bytes of a contribution that are not reduced
+     *  (default 0). */
+    size_t                   hdr_len;
+    /** Non-root members: the root's interface and device addresses. */
+    const uct_iface_addr_t   *root_iface_addr;
+    const uct_device_addr_t  *root_dev_addr;
+} uct_o2m_group_params_t;
+
+
+/** Limits of an sm_bcast / sm_incast interface, see uct_o2m_iface_query(). */
+typedef struct uct_o2m_iface_attr {
+    unsigned max_members;  /**< Largest group size */
+    unsigned max_groups;   /**< Groups rooted at this interface at once */
+    size_t   max_short;    /**< Largest uct_ep_am_short header+payload */
+    size_t   max_bcopy;    /**< Largest uct_ep_am_bcopy message */
+    size_t   max_zcopy;    /**< Largest uct_ep_am_zcopy message */
+    unsigned fifo_depth;   /**< Ring elements of a group */
+    int      is_incast;    /**< Nonzero for sm_incast */
+} uct_o2m_iface_attr_t;
+
+
+/**
+ * Create a group endpoint on an sm_bcast or sm_incast interface.
+ *
+ * @return UCS_OK, UCS_ERR_INVALID_PARAM (bad size/index/mode/op/dtype, or an
+ *         interface of another transport), UCS_ERR_UNSUPPORTED (mode, op and
+ *         dtype not supported together), UCS_ERR_EXCEEDS_LIMIT (too many
+ *         members or groups), UCS_ERR_ALREADY_EXISTS (group_id in use on the
+ *         root's interface), UCS_ERR_UNREACHABLE (root not on this host).
+ */
+ucs_status_t uct_o2m_ep_create(uct_iface_h iface,
+                               const uct_o2m_group_params_t *params,
+                               uct_ep_h *ep_p);
+
+
+/**
+ * Whether a fan-in group of the given mode supports (op, dtype).
+ * GATHER is supported by every mode and dtype is then ignored.
+ */
+int uct_o2m_op_supported(uct_o2m_mode_t mode, uct_o2m_op_t op,
+                         uct_o2m_dtype_t dtype);
+
+
+/** Size in bytes of one element of @a dtype, 0 when invalid. */
+size_t uct_o2m_dtype_size(uct_o2m_dtype_t dtype);
+
+
+/** Query the limits of an sm_bcast / sm_incast interface. */
+ucs_status_t uct_o2m_iface_query(uct_iface_h iface,
+                                 uct_o2m_iface_attr_t *attr);
+
+
+/** Names, for logs and tools. */
+const char *uct_o2m_mode_name(uct_o2m_mode_t mode);
+const char *uct_o2m_op_name(uct_o2m_op_t op);
+const char *uct_o2m_dtype_name(uct_o2m_dtype_t dtype);
+
+END_C_DECLS
+
+#endif
