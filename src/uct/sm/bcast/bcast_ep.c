@@ -60,7 +60,7 @@ static uint64_t uct_o2m_bcast_min_consumed(uct_o2m_group_ep_t *ep)
 }
 
 /* Advance ep->completed: messages below it were consumed by everyone */
-static void uct_o2m_bcast_root_reclaim(uct_o2m_group_ep_t *ep)
+void uct_o2m_bcast_root_reclaim(uct_o2m_group_ep_t *ep)
 {
     unsigned num_receivers = uct_o2m_group_num_peers(ep);
 

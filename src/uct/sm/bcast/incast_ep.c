@@ -126,7 +126,7 @@ void uct_o2m_incast_seg_init(uct_o2m_group_ep_t *ep)
 /* ------------------------------------------------------------------------ */
 /* Senders                                                                 */
 
-static void uct_o2m_incast_send_update(uct_o2m_group_ep_t *ep)
+void uct_o2m_incast_send_update(uct_o2m_group_ep_t *ep)
 {
     ep->completed = __atomic_load_n(&ep->seg->delivered, __ATOMIC_ACQUIRE);
     uct_o2m_ep_complete_upto(&ep->super, ep->completed);

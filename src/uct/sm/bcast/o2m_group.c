@@ -265,6 +265,22 @@ ucs_status_t uct_o2m_group_check(uct_o2m_group_ep_t *ep, int stalled)
     return ep->super.status;
 }
 
+ucs_status_t uct_o2m_group_flush_status(uct_o2m_group_ep_t *ep)
+{
+    if (ep->super.next_seq == 0) {
+        return UCS_OK;
+    }
+
+    /* A sender that has sent is attached */
+    if (ep->super.type == UCT_O2M_EP_BCAST_ROOT) {
+        uct_o2m_bcast_root_reclaim(ep);
+    } else {
+        uct_o2m_incast_send_update(ep);
+    }
+
+    return (ep->completed >= ep->super.next_seq) ? UCS_OK : UCS_INPROGRESS;
+}
+
 static ucs_status_t
 uct_o2m_group_check_params(uct_o2m_iface_t *iface,
                            const uct_o2m_group_params_t *params,

@@ -128,6 +128,7 @@ uct_o2m_group_elem(uct_o2m_group_ep_t *ep, uint64_t seq)
 /* Group endpoint life cycle and liveness (o2m_group.c) */
 ucs_status_t uct_o2m_group_attach(uct_o2m_group_ep_t *ep);
 ucs_status_t uct_o2m_group_check(uct_o2m_group_ep_t *ep, int stalled);
+ucs_status_t uct_o2m_group_flush_status(uct_o2m_group_ep_t *ep);
 void uct_o2m_group_destroy(uct_o2m_group_ep_t *ep);
 
 /* Fan-out (bcast_ep.c) */
@@ -144,6 +145,7 @@ ucs_status_t uct_o2m_bcast_am_zcopy(uct_o2m_group_ep_t *ep, uint8_t id,
                                     const uct_iov_t *iov, size_t iovcnt,
                                     uct_completion_t *comp);
 int uct_o2m_bcast_root_has_space(uct_o2m_group_ep_t *ep);
+void uct_o2m_bcast_root_reclaim(uct_o2m_group_ep_t *ep);
 unsigned uct_o2m_bcast_root_progress(uct_o2m_group_ep_t *ep);
 unsigned uct_o2m_bcast_recv_progress(uct_o2m_group_ep_t *ep);
 
@@ -162,6 +164,7 @@ ucs_status_t uct_o2m_incast_am_zcopy(uct_o2m_group_ep_t *ep, uint8_t id,
                                      const uct_iov_t *iov, size_t iovcnt,
                                      uct_completion_t *comp);
 int uct_o2m_incast_send_has_space(uct_o2m_group_ep_t *ep);
+void uct_o2m_incast_send_update(uct_o2m_group_ep_t *ep);
 unsigned uct_o2m_incast_send_progress(uct_o2m_group_ep_t *ep);
 unsigned uct_o2m_incast_root_progress(uct_o2m_group_ep_t *ep);
 int uct_o2m_incast_root_waiting(uct_o2m_group_ep_t *ep);

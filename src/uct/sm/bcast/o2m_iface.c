@@ -663,12 +663,6 @@ ucs_status_t uct_o2m_ep_flush(uct_ep_h tl_ep, unsigned flags,
         return UCS_ERR_NO_RESOURCE;
     }
 
-    /* Bring the completion state up to date first */
-    uct_o2m_iface_progress_ep(ep);
-    if (ep->status != UCS_OK) {
-        return ep->status;
-    }
-
     switch (ep->type) {
     case UCT_O2M_EP_P2P:
         status = uct_o2m_p2p_ep_flush_status(
@@ -676,8 +670,8 @@ ucs_status_t uct_o2m_ep_flush(uct_ep_h tl_ep, unsigned flags,
         break;
     case UCT_O2M_EP_BCAST_ROOT:
     case UCT_O2M_EP_INCAST_SEND:
-        status = (ucs_derived_of(ep, uct_o2m_group_ep_t)->completed >=
-                  ep->next_seq) ? UCS_OK : UCS_INPROGRESS;
+        status = uct_o2m_group_flush_status(
+                ucs_derived_of(ep, uct_o2m_group_ep_t));
         break;
     default:
         /* Receivers have nothing in flight */

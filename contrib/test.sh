@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+#
+# The project's test command (README; .ci/run runs exactly this):
+#
+#   contrib/test.sh [extra gtest arguments, e.g. --gtest_filter=...]
+#
+#   1. contrib/bootstrap.sh: packages, UCX source, autogen, configure, make (build/)
+#   2. build and run the gtest suite in build/
+#   3. contrib/check-install.sh: 'make install DESTDIR=...' lands the header,
+#      the library and ucx-o2m.pc, and they are usable
+#   4. configure build-asan/ with --enable-sanitizers (ASan + UBSan), build,
+#      run the same gtest suite there
+#
+# Exits non-zero when any step fails; prints a summary at the end.
+#
+set -euo pipefail
+
+top=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
+cd "$top"
+
+# --- the gtest binary and its arguments (one place) ---
+GTEST_BIN=test/gtest/o2m_gtest            # relative to a build dir
+GTEST_ARGS=("$@")
+GTEST_TIMEOUT=${O2M_GTEST_TIMEOUT:-1800}  # seconds, per run (guard only)
+BUILD=$top/build
+BUILD_ASAN=$top/build-asan
+JOBS=$(nproc)
+
+# Sanitizer run-time options for the ASan build.  Leak checking is on; the
+# suppression file holds UCX-internal leaks only (see its header).
+ASAN_RUN_OPTIONS="detect_leaks=1:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
+LSAN_RUN_OPTIONS="suppressions=$top/contrib/lsan.supp:print_suppressions=0"
+UBSAN_RUN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+
+say() { echo "=== test.sh: $*"; }
+
+steps=()
+results=()
+times=()
+failed=0
+
+# run_step NAME COMMAND...: runs it, records PASS/FAIL and the duration
+run_step() {
+    local name=$1; shift
+    local start=$SECONDS rc=0
+    say "BEGIN $name"
+    "$@" || rc=$?
+    steps+=("$name"); times+=($((SECONDS - start)))
+    if [ $rc -eq 0 ]; then
+        results+=("PASS")
+        say "END   $name: PASS ($((SECONDS - start)) s)"
+    else
+        results+=("FAIL (rc=$rc)")
+        failed=1
+        say "END   $name: FAIL rc=$rc ($((SECONDS - start)) s)" >&2
+    fi
+    return $rc
+}
+
+skip_step() {
+    steps+=("$1"); results+=("NOT RUN (an earlier step failed)"); times+=(0)
+}
+
+summary() {
+    local rc=$1
+    echo
+    echo "==================== ucx-o2m test summary ===================="
+    local i
+    for i in "${!steps[@]}"; do
+        printf '  %-32s %-36s %5s s\n' "${steps[$i]}" "${results[$i]}" "${times[$i]}"
+    done
+    echo "  total: $SECONDS s"
+    if [ $failed -eq 0 ] && [ "$rc" -eq 0 ]; then
+        echo "  RESULT: PASS"
+    else
+        echo "  RESULT: FAIL"
+    fi
+    echo "=============================================================="
+}
+
+build_gtest() {
+    local dir=$1
+    # (set -e does not apply inside a function called from 'if'/'||')
+    make -C "$dir/test/gtest" -j"$JOBS" o2m_gtest || return 1
+    if [ ! -x "$dir/$GTEST_BIN" ]; then
+        echo "test.sh: $dir/$GTEST_BIN was not built" >&2
+        return 1
+    fi
+}
+
+run_gtest() {
+    local dir=$1
+    [ -x "$dir/$GTEST_BIN" ] || { echo "test.sh: $dir/$GTEST_BIN missing" >&2; return 1; }
+    (cd "$dir" && timeout -k 30 "$GTEST_TIMEOUT" "./$GTEST_BIN" "${GTEST_ARGS[@]}")
+}
+
+run_gtest_asan() {
+    ASAN_OPTIONS=$ASAN_RUN_OPTIONS LSAN_OPTIONS=$LSAN_RUN_OPTIONS \
+        UBSAN_OPTIONS=$UBSAN_RUN_OPTIONS run_gtest "$1"
+}
+
+trap 'summary $?' EXIT
+
+# name and "stop the rest on failure" for every step, in order
+if ! run_step "bootstrap (build/)" bash contrib/bootstrap.sh --build-dir "$BUILD"; then
+    for s in "gtest build (build/)" "gtest run (build/)" "check-install" \
+             "bootstrap (build-asan/)" "gtest build (build-asan/)" "gtest run (build-asan/)"; do
+        skip_step "$s"
+    done
+    exit 1
+fi
+
+if run_step "gtest build (build/)" build_gtest "$BUILD"; then
+    run_step "gtest run (build/)" run_gtest "$BUILD" || true
+else
+    skip_step "gtest run (build/)"
+fi
+
+run_step "check-install" bash contrib/check-install.sh "$BUILD" || true
+
+if run_step "bootstrap (build-asan/)" bash contrib/bootstrap.sh \
+        --build-dir "$BUILD_ASAN" -- --enable-sanitizers; then
+    if run_step "gtest build (build-asan/)" build_gtest "$BUILD_ASAN"; then
+        run_step "gtest run (build-asan/)" run_gtest_asan "$BUILD_ASAN" || true
+    else
+        skip_step "gtest run (build-asan/)"
+    fi
+else
+    skip_step "gtest build (build-asan/)"
+    skip_step "gtest run (build-asan/)"
+fi
+
+exit $failed
