@@ -47,16 +47,17 @@ static ucs_config_field_t uct_o2m_md_config_table[] = {
     {NULL}
 };
 
-/* sm_bcast: the defaults of the common table */
+/* Each transport has its own variables (UCX_SM_BCAST_FIFO_SIZE); one of the
+ * common table (UCX_O2M_FIFO_SIZE) sets both.  sm_bcast: its defaults. */
 static ucs_config_field_t uct_o2m_bcast_config_table[] = {
-    {"", "", NULL, 0, UCS_CONFIG_TYPE_TABLE(uct_o2m_iface_config_table)},
+    {"O2M_", "", NULL, 0, UCS_CONFIG_TYPE_TABLE(uct_o2m_iface_config_table)},
 
     {NULL}
 };
 
 /* sm_incast: a fan-in element holds one slot per sender, keep fewer */
 static ucs_config_field_t uct_o2m_incast_config_table[] = {
-    {"", "FIFO_SIZE=16", NULL, 0,
+    {"O2M_", "FIFO_SIZE=16", NULL, 0,
      UCS_CONFIG_TYPE_TABLE(uct_o2m_iface_config_table)},
 
     {NULL}
