@@ -8,6 +8,7 @@ extern "C" {
 }
 
 #include <sys/mman.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <dirent.h>
 #include <signal.h>
@@ -207,6 +208,14 @@ uct_env::uct_env(const std::string &tl_name,
     for (const auto &kv : config) {
         status = uct_config_modify(iface_config, kv.first.c_str(),
                                    kv.second.c_str());
+        if (status == UCS_ERR_NO_ELEM) {
+            /* The transport's own variables live in a sub-table with the
+             * prefix "O2M_" (UCX_O2M_FIFO_SIZE / UCX_SM_BCAST_FIFO_SIZE in
+             * the environment); uct_config_modify() wants that prefix */
+            status = uct_config_modify(iface_config,
+                                       ("O2M_" + kv.first).c_str(),
+                                       kv.second.c_str());
+        }
         CHILD_CHECK(status == UCS_OK, "config %s=%s: %s", kv.first.c_str(),
                     kv.second.c_str(), ucs_status_string(status));
     }
@@ -279,7 +288,10 @@ bool uct_env::progress_until(const std::function<bool()> &cond,
         if (ucs_get_time() > deadline) {
             return false;
         }
-        progress();
+        if (progress() == 0) {
+            /* Tests run more processes than cores: let the others run */
+            sched_yield();
+        }
     }
     return true;
 }

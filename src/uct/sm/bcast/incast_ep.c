@@ -186,6 +186,27 @@ uct_o2m_incast_trylock(uct_o2m_group_ep_t *ep, uct_o2m_incast_ctl_t *ctl)
     return 0;
 }
 
+/*
+ * dst = src, as the first contribution of a result.  Logical operations
+ * reduce it into their identity instead, so that a result is always 0 or 1,
+ * whatever the number of contributions.
+ */
+static void uct_o2m_incast_first(uct_o2m_group_ep_t *ep, void *dst,
+                                 const void *src, size_t count)
+{
+    switch (ep->op) {
+    case UCT_O2M_OP_LAND:
+    case UCT_O2M_OP_LOR:
+    case UCT_O2M_OP_LXOR:
+        uct_o2m_reduce_identity(ep->op, ep->dtype, dst, count);
+        uct_o2m_reduce(ep->op, ep->dtype, dst, src, count);
+        break;
+    default:
+        memcpy(dst, src, count * ep->dt_size);
+        break;
+    }
+}
+
 /* Reduce a whole contribution into the shared buffer (LOCKED, ATOMIC) */
 static void uct_o2m_incast_reduce_shared(uct_o2m_group_ep_t *ep, void *elem,
                                          const void *data, size_t length)
@@ -199,7 +220,7 @@ static void uct_o2m_incast_reduce_shared(uct_o2m_group_ep_t *ep, void *elem,
     if (ep->mode == UCT_O2M_MODE_ATOMIC) {
         uct_o2m_reduce_atomic(ep->op, ep->dtype, dst, src, count);
     } else if (ctl->shared_count == 0) {
-        memcpy(dst, src, length - ep->hdr_len);
+        uct_o2m_incast_first(ep, dst, src, count);
     } else {
         uct_o2m_reduce(ep->op, ep->dtype, dst, src, count);
     }
@@ -312,6 +333,11 @@ ucs_status_t uct_o2m_incast_am_short(uct_o2m_group_ep_t *ep, uint8_t id,
 {
     uct_o2m_incast_short_arg_t arg = {header, payload, length};
     ssize_t ret;
+
+    /* The limit is the root's: known once the group is joined */
+    if (!uct_o2m_incast_send_has_space(ep)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
 
     UCT_CHECK_LENGTH(length + sizeof(header), 0, ep->max_length, "am_short");
 
@@ -508,8 +534,8 @@ static ucs_status_t uct_o2m_incast_reduce_all(uct_o2m_group_ep_t *ep,
         }
 
         if (!have_result) {
-            memcpy(UCS_PTR_BYTE_OFFSET(result, hdr_len),
-                   UCS_PTR_BYTE_OFFSET(data, hdr_len), length - hdr_len);
+            uct_o2m_incast_first(ep, UCS_PTR_BYTE_OFFSET(result, hdr_len),
+                                 UCS_PTR_BYTE_OFFSET(data, hdr_len), count);
             have_result = 1;
         } else {
             uct_o2m_reduce(ep->op, ep->dtype,

@@ -157,11 +157,13 @@ void *uct_o2m_iface_rx_buf(uct_o2m_iface_t *iface, int idx, size_t size)
 {
     void *buf;
 
-    if (size <= iface->rx_buf_size[idx]) {
+    if ((iface->rx_buf[idx] != NULL) && (size <= iface->rx_buf_size[idx])) {
         return iface->rx_buf[idx];
     }
 
-    buf = ucs_malloc(size, "o2m rx buffer");
+    /* Never NULL for an empty message either */
+    size = ucs_max(size, UCT_O2M_LINE);
+    buf  = ucs_malloc(size, "o2m rx buffer");
     if (buf == NULL) {
         ucs_error("failed to allocate a %zu-byte receive buffer", size);
         return NULL;
@@ -434,7 +436,8 @@ UCS_CLASS_INIT_FUNC(uct_o2m_ep_t, uct_o2m_iface_t *iface,
 
     self->type     = type;
     self->status   = UCS_OK;
-    self->next_seq = 0;
+    self->next_seq    = 0;
+    self->dispatching = 0;
     ucs_queue_head_init(&self->pending);
     ucs_queue_head_init(&self->zcopy_reqs);
     ucs_queue_head_init(&self->flush_reqs);
@@ -548,17 +551,21 @@ void uct_o2m_ep_dispatch_pending(uct_o2m_ep_t *ep)
 {
     uct_pending_req_priv_queue_t *priv;
 
+    ep->dispatching = 1;
     uct_pending_queue_dispatch(priv, &ep->pending,
                                (ep->status == UCS_OK) &&
                                uct_o2m_ep_has_space(ep));
+    ep->dispatching = 0;
 }
 
-/* Returns the group endpoint if @a ep may send on it, NULL otherwise */
+/* A failed ep refuses sends; while requests wait in its pending queue, only
+ * they may send, so that messages keep their order */
 #define UCT_O2M_EP_CHECK_SEND(_ep) \
     if (ucs_unlikely((_ep)->status != UCS_OK)) { \
         return (_ep)->status; \
     } \
-    if (ucs_unlikely(!ucs_queue_is_empty(&(_ep)->pending))) { \
+    if (ucs_unlikely(!ucs_queue_is_empty(&(_ep)->pending) && \
+                     !(_ep)->dispatching)) { \
         return UCS_ERR_NO_RESOURCE; \
     }
 

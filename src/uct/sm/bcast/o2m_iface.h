@@ -197,6 +197,7 @@ struct uct_o2m_ep {
     ucs_queue_head_t   zcopy_reqs;   /* uct_o2m_zcopy_req_t, in seq order */
     ucs_queue_head_t   flush_reqs;   /* uct_o2m_zcopy_req_t, in seq order */
     uint64_t           next_seq;     /* Next message this ep sends */
+    int                dispatching;  /* Pending requests are being run */
 };
 
 

@@ -1,0 +1,453 @@
+/**
+ * ucx-o2m tests: the plugin as UCX tools see it, the version guard,
+ * configuration, segments and resource leaks.
+ */
+#include "test_traffic.h"
+
+#include <sys/stat.h>
+#include <dirent.h>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+using namespace o2m_test;
+
+namespace {
+
+class misc : public ::testing::Test {
+protected:
+    shm_residue_check m_shm;
+};
+
+unsigned count_matches(const std::string &text, const std::string &regex)
+{
+    std::regex re(regex);
+
+    return std::distance(std::sregex_iterator(text.begin(), text.end(), re),
+                         std::sregex_iterator());
+}
+
+std::string ucx_info(const std::string &preload, const std::string &args,
+                     int *status, const std::string &env = "")
+{
+    return run_command("env LD_PRELOAD=\"" + preload + "\" " + env +
+                       " ucx_info " + args, status, 60);
+}
+
+const char *TL_LINE_BCAST  = "#[ \\t]+Transport: sm_bcast\\n";
+const char *TL_LINE_INCAST = "#[ \\t]+Transport: sm_incast\\n";
+const char *WARNING_LINE   = "(^|\\n)\\[ucx-o2m\\] WARNING[^\\n]*";
+
+TEST_F(misc, ucx_info_lists_transports)
+{
+    int status;
+    std::string out = ucx_info(plugin_preload(), "-d", &status);
+
+    EXPECT_EQ(0, status) << out;
+    EXPECT_EQ(1u, count_matches(out, TL_LINE_BCAST)) << out;
+    EXPECT_EQ(1u, count_matches(out, TL_LINE_INCAST)) << out;
+    EXPECT_EQ(0u, count_matches(out, WARNING_LINE)) << out;
+    EXPECT_EQ(0u, count_matches(out, "UCX +ERROR")) << out;
+
+    /* Not there without the plugin */
+    out = ucx_info("", "-d", &status);
+    EXPECT_EQ(0, status) << out;
+    EXPECT_EQ(0u, count_matches(out, TL_LINE_BCAST)) << out;
+    EXPECT_EQ(0u, count_matches(out, TL_LINE_INCAST)) << out;
+    EXPECT_NE(0u, count_matches(out, "Transport: self")) << out;
+}
+
+TEST_F(misc, ucx_info_lists_config)
+{
+    int status;
+    std::string out = ucx_info(plugin_preload(), "-c -f", &status);
+
+    EXPECT_EQ(0, status) << out;
+    for (const char *var : {"UCX_SM_BCAST_FIFO_SIZE=64\n",
+                            "UCX_SM_INCAST_FIFO_SIZE=16\n",
+                            "UCX_SM_BCAST_SEG_SIZE=",
+                            "UCX_SM_BCAST_P2P_FIFO_SIZE=",
+                            "UCX_SM_BCAST_MAX_MEMBERS=",
+                            "UCX_SM_BCAST_MAX_GROUPS=",
+                            "UCX_SM_BCAST_MAX_ZCOPY=",
+                            "UCX_SM_BCAST_PEER_TIMEOUT=",
+                            "UCX_SM_BCAST_CHECK_INTERVAL=",
+                            "UCX_SM_INCAST_PEER_TIMEOUT="}) {
+        EXPECT_NE(std::string::npos, out.find(var)) << var;
+    }
+
+    /* A transport's own variable, and the common one for both */
+    out = ucx_info(plugin_preload(), "-c", &status,
+                   "UCX_SM_BCAST_FIFO_SIZE=32");
+    EXPECT_EQ(0, status) << out;
+    EXPECT_NE(std::string::npos, out.find("UCX_SM_BCAST_FIFO_SIZE=32\n"));
+    EXPECT_NE(std::string::npos, out.find("UCX_SM_INCAST_FIFO_SIZE=16\n"));
+    out = ucx_info(plugin_preload(), "-c", &status, "UCX_O2M_FIFO_SIZE=128");
+    EXPECT_EQ(0, status) << out;
+    EXPECT_NE(std::string::npos, out.find("UCX_SM_BCAST_FIFO_SIZE=128\n"));
+    EXPECT_NE(std::string::npos, out.find("UCX_SM_INCAST_FIFO_SIZE=128\n"));
+
+    /* Not there without the plugin */
+    out = ucx_info("", "-c -f", &status);
+    EXPECT_EQ(std::string::npos, out.find("UCX_SM_BCAST_FIFO_SIZE"));
+}
+
+
+/*
+ * The version guard: a shim that makes ucp_get_version() report another
+ * version, preloaded before the plugin
+ */
+class version_guard : public misc {
+protected:
+    void SetUp() override
+    {
+        char tmpl[] = "/tmp/o2m-version-XXXXXX";
+
+        ASSERT_NE(nullptr, mkdtemp(tmpl));
+        m_dir = tmpl;
+    }
+
+    void TearDown() override
+    {
+        int status;
+
+        run_command("rm -rf " + m_dir, &status, 10);
+    }
+
+    /* Build a shim reporting @a version ("1, 12, 0") */
+    std::string shim(const std::string &name, const std::string &version)
+    {
+        const std::string src = m_dir + "/" + name + ".c";
+        const std::string lib = m_dir + "/" + name + ".so";
+        std::ofstream out(src);
+        int status;
+
+        out << "void ucp_get_version(unsigned *major, unsigned *minor, "
+               "unsigned *patch)\n{\n    unsigned v[] = {" << version
+            << "};\n    *major = v[0];\n    *minor = v[1];\n"
+               "    *patch = v[2];\n}\n";
+        out.close();
+
+        std::string log = run_command("cc -shared -fPIC -o " + lib + " " +
+                                      src, &status, 60);
+        EXPECT_EQ(0, status) << log;
+        return lib;
+    }
+
+    /* LD_PRELOAD: sanitizer runtimes (if any), the shim, the plugin */
+    static std::string preload_with(const std::string &shim)
+    {
+        std::string preload = plugin_preload();
+        size_t pos          = preload.rfind(plugin_path());
+
+        return preload.substr(0, pos) + shim + " " + plugin_path();
+    }
+
+    std::string m_dir;
+};
+
+TEST_F(version_guard, other_version_refused)
+{
+    for (const char *version : {"1, 12, 0", "1, 13, 2", "2, 13, 1"}) {
+        std::string lib = shim("other", version);
+        int status;
+        std::string out = ucx_info(preload_with(lib), "-d", &status);
+
+        EXPECT_EQ(0, status) << version << ":\n" << out;
+        EXPECT_EQ(1u, count_matches(out, WARNING_LINE)) << version << ":\n"
+                                                        << out;
+        EXPECT_EQ(0u, count_matches(out, "Transport: sm_bcast")) << out;
+        EXPECT_EQ(0u, count_matches(out, "Transport: sm_incast")) << out;
+        EXPECT_NE(0u, count_matches(out, "Transport: self")) << out;
+        /* The warning names both versions */
+        std::string ver = std::regex_replace(std::string(version),
+                                             std::regex(", "), ".");
+        EXPECT_NE(std::string::npos, out.find("1.13.1")) << out;
+        EXPECT_NE(std::string::npos, out.find(ver)) << out;
+    }
+}
+
+/* The same shim reporting the right version changes nothing: the test
+ * above fails for the guard's reason, not the shim's */
+TEST_F(version_guard, same_version_accepted)
+{
+    std::string lib = shim("same", "1, 13, 1");
+    int status;
+    std::string out = ucx_info(preload_with(lib), "-d", &status);
+
+    EXPECT_EQ(0, status) << out;
+    EXPECT_EQ(0u, count_matches(out, WARNING_LINE)) << out;
+    EXPECT_EQ(1u, count_matches(out, TL_LINE_BCAST)) << out;
+    EXPECT_EQ(1u, count_matches(out, TL_LINE_INCAST)) << out;
+}
+
+
+/*
+ * Configuration errors and values
+ */
+ucs_status_t open_with(const std::string &tl, const std::string &name,
+                       const std::string &value)
+{
+    uct_component_h *components, component = NULL;
+    uct_component_attr_t attr;
+    uct_md_config_t *md_config;
+    uct_iface_config_t *config;
+    uct_iface_params_t params;
+    ucs_async_context_t *async;
+    uct_worker_h worker;
+    uct_iface_h iface;
+    unsigned num, i;
+    ucs_status_t status;
+    uct_md_h md;
+
+    CHILD_CHECK_OK(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
+                                            &async));
+    CHILD_CHECK_OK(uct_worker_create(async, UCS_THREAD_MODE_SINGLE,
+                                     &worker));
+    CHILD_CHECK_OK(uct_query_components(&components, &num));
+    for (i = 0; i < num; ++i) {
+        attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
+        uct_component_query(components[i], &attr);
+        if (!strcmp(attr.name, "o2m")) {
+            component = components[i];
+        }
+    }
+    uct_release_component_list(components);
+    CHILD_CHECK(component != NULL, "no o2m component");
+    CHILD_CHECK_OK(uct_md_config_read(component, NULL, NULL, &md_config));
+    CHILD_CHECK_OK(uct_md_open(component, "o2m", md_config, &md));
+    uct_config_release(md_config);
+    CHILD_CHECK_OK(uct_md_iface_config_read(md, tl.c_str(), NULL, NULL,
+                                            &config));
+    status = uct_config_modify(config, ("O2M_" + name).c_str(),
+                               value.c_str());
+    CHILD_CHECK(status == UCS_OK, "%s=%s: %s", name.c_str(), value.c_str(),
+                ucs_status_string(status));
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                                  UCT_IFACE_PARAM_FIELD_DEVICE;
+    params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
+    params.mode.device.tl_name  = tl.c_str();
+    params.mode.device.dev_name = "memory";
+    iface                       = NULL;
+    status = uct_iface_open(md, worker, &params, config, &iface);
+    uct_config_release(config);
+    if (status == UCS_OK) {
+        uct_iface_close(iface);
+    }
+    uct_md_close(md);
+    uct_worker_destroy(worker);
+    ucs_async_context_destroy(async);
+    return status;
+}
+
+/* Links of our memfds among this process's descriptors */
+std::vector<std::string> o2m_fds()
+{
+    std::vector<std::string> fds;
+    struct dirent *entry;
+    char path[300], link[300];
+    DIR *dir = opendir("/proc/self/fd");
+    ssize_t len;
+
+    while ((dir != NULL) && ((entry = readdir(dir)) != NULL)) {
+        snprintf(path, sizeof(path), "/proc/self/fd/%s", entry->d_name);
+        len = readlink(path, link, sizeof(link) - 1);
+        if (len > 0) {
+            link[len] = '\0';
+            if (strstr(link, "ucx-o2m") != NULL) {
+                fds.push_back(std::string(entry->d_name) + " -> " + link);
+            }
+        }
+    }
+    if (dir != NULL) {
+        closedir(dir);
+    }
+    return fds;
+}
+
+/* Mappings of our segments in this process */
+unsigned o2m_mappings()
+{
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    unsigned count = 0;
+
+    while (std::getline(maps, line)) {
+        count += (line.find("ucx-o2m") != std::string::npos);
+    }
+    return count;
+}
+
+TEST_F(misc, bad_config_fails_cleanly)
+{
+    proc_group pg(1);
+
+    pg.run_ok([&](unsigned rank) {
+        const struct {
+            const char *name;
+            const char *value;
+        } bad[] = {
+            {"SEG_SIZE", "100"},    {"SEG_SIZE", "1000"},
+            {"SEG_SIZE", "1100"},   {"SEG_SIZE", "8g"},
+            {"MAX_MEMBERS", "1"},   {"MAX_MEMBERS", "100000"},
+            {"MAX_GROUPS", "0"},    {"MAX_GROUPS", "100000"}
+        };
+
+        /* Warm up: UCX opens its own descriptors once */
+        CHILD_CHECK_OK(open_with("sm_bcast", "FIFO_SIZE", "8"));
+        unsigned fds = count_fds();
+
+        for (const char *tl : {"sm_bcast", "sm_incast"}) {
+            for (const auto &b : bad) {
+                ucs_status_t status = open_with(tl, b.name, b.value);
+                CHILD_CHECK(is_error(status), "%s with %s=%s: %s", tl,
+                            b.name, b.value, ucs_status_string(status));
+            }
+        }
+        CHILD_CHECK(count_fds() == fds, "%u descriptors before, %u after",
+                    fds, count_fds());
+        CHILD_CHECK(o2m_fds().empty() && (o2m_mappings() == 0),
+                    "segments left behind");
+
+        /* Odd values that are fine */
+        CHILD_CHECK_OK(open_with("sm_bcast", "SEG_SIZE", "1k"));
+        CHILD_CHECK_OK(open_with("sm_incast", "FIFO_SIZE", "3"));
+        CHILD_CHECK(count_fds() == fds, "descriptors leaked");
+    }, 60);
+}
+
+TEST_F(misc, config_from_environment)
+{
+    proc_group pg(1);
+
+    pg.run_ok([&](unsigned rank) {
+        uct_o2m_iface_attr_t oattr;
+
+        setenv("UCX_SM_BCAST_FIFO_SIZE", "5", 1);
+        setenv("UCX_SM_BCAST_SEG_SIZE", "2k", 1);
+        setenv("UCX_O2M_MAX_GROUPS", "7", 1);
+        {
+            uct_env env("sm_bcast");
+            CHILD_CHECK_OK(uct_o2m_iface_query(env.iface(), &oattr));
+            CHILD_CHECK(oattr.fifo_depth == 8, "FIFO_SIZE 5: %u",
+                        oattr.fifo_depth);
+            CHILD_CHECK(oattr.max_short == 2048 - 16, "max_short %zu",
+                        oattr.max_short);
+            CHILD_CHECK(env.attr().cap.am.max_short == 2048 - 16,
+                        "iface attr max_short %zu",
+                        env.attr().cap.am.max_short);
+            CHILD_CHECK(oattr.max_groups == 7, "max_groups %u",
+                        oattr.max_groups);
+        }
+        {
+            uct_env env("sm_incast");
+            CHILD_CHECK_OK(uct_o2m_iface_query(env.iface(), &oattr));
+            CHILD_CHECK(oattr.fifo_depth == 16, "incast FIFO_SIZE %u",
+                        oattr.fifo_depth);
+            CHILD_CHECK(oattr.max_groups == 7, "max_groups %u",
+                        oattr.max_groups);
+            CHILD_CHECK(oattr.is_incast == 1, "is_incast");
+        }
+    }, 60);
+}
+
+
+/*
+ * Segments: owner-only, and nothing left after the endpoints and the
+ * interface are gone (descriptors, mappings)
+ */
+TEST_F(misc, segments_private_and_released)
+{
+    proc_group pg(2);
+
+    pg.run_ok([&](unsigned rank) {
+        {
+            /* Warm-up of UCX's own descriptors */
+            uct_env warm("sm_bcast");
+        }
+        const unsigned fds = count_fds();
+
+        {
+            uct_env env("sm_bcast");
+            traffic_receiver rx(env, 1, "receiver");
+            peer_addrs addrs;
+            uct_o2m_group_params_t p;
+            uct_ep_h group_ep, p2p_ep;
+            uct_ep_params_t ep_params;
+
+            addrs.exchange(pg, rank, env);
+            memset(&p, 0, sizeof(p));
+            p.field_mask      = UCT_O2M_GROUP_FIELD_ROOT_ADDR;
+            p.group_id        = 1;
+            p.size            = 2;
+            p.my_index        = rank;
+            p.root_index      = 0;
+            p.root_iface_addr = (const uct_iface_addr_t*)
+                                addrs.iface[0].data();
+            p.root_dev_addr   = (const uct_device_addr_t*)
+                                addrs.dev[0].data();
+            if (rank == 0) {
+                CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &group_ep));
+            }
+            pg.barrier(rank);
+            if (rank == 1) {
+                CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &group_ep));
+            }
+
+            memset(&ep_params, 0, sizeof(ep_params));
+            ep_params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                                   UCT_EP_PARAM_FIELD_DEV_ADDR |
+                                   UCT_EP_PARAM_FIELD_IFACE_ADDR;
+            ep_params.iface      = env.iface();
+            ep_params.dev_addr   = (const uct_device_addr_t*)
+                                   addrs.dev[1 - rank].data();
+            ep_params.iface_addr = (const uct_iface_addr_t*)
+                                   addrs.iface[1 - rank].data();
+            CHILD_CHECK_OK(uct_ep_create(&ep_params, &p2p_ep));
+
+            /* Every segment this process owns is owner-only */
+            std::vector<std::string> mine = o2m_fds();
+            CHILD_CHECK(mine.size() == ((rank == 0) ? 2u : 1u),
+                        "rank %u owns %zu segments", rank, mine.size());
+            for (const std::string &fd : mine) {
+                struct stat st;
+                std::string path = "/proc/self/fd/" +
+                                   fd.substr(0, fd.find(' '));
+                CHILD_CHECK(stat(path.c_str(), &st) == 0, "stat %s",
+                            path.c_str());
+                CHILD_CHECK((st.st_mode & 0777) == 0600, "%s: mode %o",
+                            fd.c_str(), st.st_mode & 0777);
+                CHILD_CHECK(st.st_uid == getuid(), "owner");
+            }
+            CHILD_CHECK(o2m_mappings() >= mine.size() + 1, "mappings");
+
+            /* A message each way, so everything is really in use */
+            schedule_t sched = {msg_short(1), msg_zcopy(20000, 4)};
+            rx.expect(3, (rank == 1) ? &sched : NULL);
+            if (rank == 0) {
+                traffic_sender tx(env, group_ep, 1, 3, &sched);
+                tx.send_until(sched.size());
+                tx.flush();
+                tx.wait_zcopy();
+            } else {
+                rx.wait_all();
+            }
+            pg.barrier(rank);
+
+            uct_ep_destroy(p2p_ep);
+            uct_ep_destroy(group_ep);
+            pg.barrier(rank);
+        }
+
+        CHILD_CHECK(o2m_fds().empty(), "descriptors left: %s",
+                    o2m_fds().front().c_str());
+        CHILD_CHECK(o2m_mappings() == 0, "%u mappings left",
+                    o2m_mappings());
+        CHILD_CHECK(count_fds() == fds, "%u descriptors before, %u after",
+                    fds, count_fds());
+    }, 60);
+}
+
+} // namespace
