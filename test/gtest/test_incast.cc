@@ -69,6 +69,7 @@ const uct_o2m_dtype_t all_dtypes[] = {
 };
 
 const unsigned fifo_depth = 4;        /* FIFO_SIZE of every interface here */
+const double   member_wait_timeout = 10; /* seconds, see class member */
 const size_t   one_mib    = 1ul << 20;
 
 
@@ -530,6 +531,10 @@ public:
         m_pg(pg), m_rank(rank), m_env(new uct_env(UCT_O2M_INCAST_TL_NAME,
                                                   incast_config()))
     {
+        /* In this child only: a member that failed makes the others wait
+         * at most this long (each wait here is milliseconds when healthy) */
+        wait_timeout = member_wait_timeout;
+
         std::vector<char> addr = m_env->iface_addr();
         std::vector<char> dev  = m_env->dev_addr();
         ucs_status_t status;
@@ -728,7 +733,9 @@ size_t pack_cb(void *dest, void *arg)
 {
     pack_arg *p = (pack_arg*)arg;
 
-    memcpy(dest, p->buf, p->length);
+    if (p->length > 0) {
+        memcpy(dest, p->buf, p->length);
+    }
     return p->length;
 }
 
@@ -759,11 +766,16 @@ ucs_status_t send_contribution(uct_ep_h ep, uint8_t am_id, send_method method,
                                const uint8_t *buf, size_t length,
                                unsigned round, uct_completion_t *comp)
 {
+    static const uint8_t empty = 0;
     uct_iov_t iov[3];
     size_t zhdr, rest, off, niov;
     uint64_t header;
     pack_arg arg;
     ssize_t ret;
+
+    if (buf == NULL) {
+        buf = &empty; /* an empty std::vector: no NULL header pointer */
+    }
 
     switch (method) {
     case SEND_SHORT:

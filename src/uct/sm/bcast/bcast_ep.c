@@ -127,8 +127,9 @@ ucs_status_t uct_o2m_bcast_am_short(uct_o2m_group_ep_t *ep, uint8_t id,
     }
 
     memcpy(UCT_O2M_ELEM_DATA(elem), &header, sizeof(header));
-    memcpy(UCS_PTR_BYTE_OFFSET(UCT_O2M_ELEM_DATA(elem), sizeof(header)),
-           payload, length);
+    uct_o2m_memcpy(UCS_PTR_BYTE_OFFSET(UCT_O2M_ELEM_DATA(elem),
+                                       sizeof(header)),
+                   payload, length);
     uct_o2m_bcast_root_publish(ep, elem, id, length + sizeof(header), 0);
     return UCS_OK;
 }
@@ -204,8 +205,7 @@ unsigned uct_o2m_bcast_recv_progress(uct_o2m_group_ep_t *ep)
     uct_o2m_elem_t *elem;
     ucs_status_t status;
 
-    if (ucs_unlikely(ep->seg == NULL) &&
-        (uct_o2m_group_attach(ep) != UCS_OK)) {
+    if (ucs_unlikely(ep->seg == NULL) && !uct_o2m_group_try_attach(ep)) {
         return 0;
     }
 

@@ -134,8 +134,7 @@ void uct_o2m_incast_send_update(uct_o2m_group_ep_t *ep)
 
 int uct_o2m_incast_send_has_space(uct_o2m_group_ep_t *ep)
 {
-    if (ucs_unlikely(ep->seg == NULL) &&
-        (uct_o2m_group_attach(ep) != UCS_OK)) {
+    if (ucs_unlikely(ep->seg == NULL) && !uct_o2m_group_try_attach(ep)) {
         return 0;
     }
 
@@ -322,8 +321,8 @@ static size_t uct_o2m_incast_pack_short(void *dest, void *arg)
     uct_o2m_incast_short_arg_t *sarg = arg;
 
     memcpy(dest, &sarg->header, sizeof(sarg->header));
-    memcpy(UCS_PTR_BYTE_OFFSET(dest, sizeof(sarg->header)), sarg->payload,
-           sarg->length);
+    uct_o2m_memcpy(UCS_PTR_BYTE_OFFSET(dest, sizeof(sarg->header)),
+                   sarg->payload, sarg->length);
     return sizeof(sarg->header) + sarg->length;
 }
 
@@ -392,8 +391,7 @@ ucs_status_t uct_o2m_incast_am_zcopy(uct_o2m_group_ep_t *ep, uint8_t id,
 
 unsigned uct_o2m_incast_send_progress(uct_o2m_group_ep_t *ep)
 {
-    if (ucs_unlikely(ep->seg == NULL) &&
-        (uct_o2m_group_attach(ep) != UCS_OK)) {
+    if (ucs_unlikely(ep->seg == NULL) && !uct_o2m_group_try_attach(ep)) {
         return 0;
     }
 

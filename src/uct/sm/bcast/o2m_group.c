@@ -155,6 +155,21 @@ ucs_status_t uct_o2m_group_attach(uct_o2m_group_ep_t *ep)
     return UCS_OK;
 }
 
+int uct_o2m_group_try_attach(uct_o2m_group_ep_t *ep)
+{
+    ucs_status_t status = uct_o2m_group_attach(ep);
+
+    if (status == UCS_OK) {
+        return 1;
+    }
+
+    /* Parameters that differ from the root's will not get better */
+    if (status != UCS_ERR_NO_RESOURCE) {
+        uct_o2m_ep_set_failed(&ep->super, status);
+    }
+    return 0;
+}
+
 static void uct_o2m_group_fail(uct_o2m_group_ep_t *ep, ucs_status_t status,
                                const char *why, unsigned member)
 {
@@ -242,8 +257,8 @@ ucs_status_t uct_o2m_group_check(uct_o2m_group_ep_t *ep, int stalled)
     }
 
     if (ep->seg == NULL) {
-        if (uct_o2m_group_attach(ep) != UCS_OK) {
-            if (uct_o2m_group_timed_out(ep)) {
+        if (!uct_o2m_group_try_attach(ep)) {
+            if ((ep->super.status == UCS_OK) && uct_o2m_group_timed_out(ep)) {
                 uct_o2m_group_fail(ep, UCS_ERR_TIMED_OUT,
                                    "root did not create the group in "
                                    "PEER_TIMEOUT", ep->root_index);

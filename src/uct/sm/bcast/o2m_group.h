@@ -127,6 +127,7 @@ uct_o2m_group_elem(uct_o2m_group_ep_t *ep, uint64_t seq)
 
 /* Group endpoint life cycle and liveness (o2m_group.c) */
 ucs_status_t uct_o2m_group_attach(uct_o2m_group_ep_t *ep);
+int uct_o2m_group_try_attach(uct_o2m_group_ep_t *ep);
 ucs_status_t uct_o2m_group_check(uct_o2m_group_ep_t *ep, int stalled);
 ucs_status_t uct_o2m_group_flush_status(uct_o2m_group_ep_t *ep);
 void uct_o2m_group_destroy(uct_o2m_group_ep_t *ep);

@@ -213,7 +213,7 @@ ucs_status_t uct_o2m_zdesc_pack(uct_o2m_zdesc_t *zdesc, const void *header,
     zdesc->iovcnt        = iovcnt;
     zdesc->header_length = header_length;
     zdesc->length        = length;
-    memcpy(zdesc->header, header, header_length);
+    uct_o2m_memcpy(zdesc->header, header, header_length);
     return UCS_OK;
 }
 

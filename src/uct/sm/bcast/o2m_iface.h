@@ -25,6 +25,8 @@
 #include <ucs/arch/bitops.h>
 #include <ucs/arch/cpu.h>
 
+#include <string.h>
+
 
 #define UCT_O2M_IFACE_MAGIC     0x6f326d2d69666163ull /* "o2m-ifac" */
 #define UCT_O2M_GROUP_MAGIC     0x6f326d2d67727570ull /* "o2m-grup" */
@@ -272,6 +274,17 @@ ucs_status_t uct_o2m_ep_check(uct_ep_h tl_ep, unsigned flags,
 ucs_status_t uct_o2m_ep_create_p2p(const uct_ep_params_t *params,
                                    uct_ep_h *ep_p);
 void uct_o2m_ep_destroy(uct_ep_h tl_ep);
+
+
+/* memcpy that accepts a NULL buffer with a zero length (am_short with no
+ * payload, zcopy with no header) */
+static UCS_F_ALWAYS_INLINE void uct_o2m_memcpy(void *dst, const void *src,
+                                               size_t length)
+{
+    if (length > 0) {
+        memcpy(dst, src, length);
+    }
+}
 
 
 /* Inside a busy-wait loop: let the sibling hyper-thread run */

@@ -113,8 +113,9 @@ ucs_status_t uct_o2m_p2p_am_short(uct_o2m_p2p_ep_t *ep, uint8_t id,
     elem->am_id  = id;
     elem->flags  = 0;
     memcpy(UCT_O2M_ELEM_DATA(elem), &header, sizeof(header));
-    memcpy(UCS_PTR_BYTE_OFFSET(UCT_O2M_ELEM_DATA(elem), sizeof(header)),
-           payload, length);
+    uct_o2m_memcpy(UCS_PTR_BYTE_OFFSET(UCT_O2M_ELEM_DATA(elem),
+                                       sizeof(header)),
+                   payload, length);
     uct_o2m_elem_publish(elem, seq);
     return UCS_OK;
 }

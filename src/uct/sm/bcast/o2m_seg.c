@@ -152,12 +152,16 @@ ucs_status_t uct_o2m_cma_read(pid_t pid, void *dst,
                               const struct iovec *remote_iov, size_t iovcnt,
                               size_t length)
 {
-    struct iovec riov[iovcnt];
+    struct iovec riov[ucs_max(iovcnt, 1)];
     struct iovec liov;
     size_t done, skip, i, first;
     ssize_t ret;
 
-    memcpy(riov, remote_iov, sizeof(riov));
+    if (length == 0) {
+        return UCS_OK;
+    }
+
+    memcpy(riov, remote_iov, sizeof(*riov) * iovcnt);
     done  = 0;
     first = 0;
     while (done < length) {
