@@ -32,9 +32,10 @@ ucs_config_field_t uct_o2m_iface_config_table[] = {
      "the senders (fan-in) get UCS_ERR_NO_RESOURCE.",
      ucs_offsetof(uct_o2m_iface_config_t, fifo_size), UCS_CONFIG_TYPE_UINT},
 
-    {"SEG_SIZE", "8k",
-     "Size of a ring element: the largest short/bcopy message is this minus\n"
-     "16 bytes; larger ones go through the single-copy zcopy path.",
+    {"SEG_SIZE", "8256",
+     "Size of a ring element, a multiple of 64: the largest short/bcopy\n"
+     "message is this minus 16 bytes (the default fits 8 KiB of payload and\n"
+     "a protocol header); larger ones go through the single-copy zcopy path.",
      ucs_offsetof(uct_o2m_iface_config_t, seg_size),
      UCS_CONFIG_TYPE_MEMUNITS},
 
