@@ -14,7 +14,8 @@
  *  - LOCKED:      the sender reduces into the shared buffer under the lock;
  *  - ATOMIC:      the sender reduces into the shared buffer with atomic
  *                 operations (the root refills it with the identity of the
- *                 operation after each round).
+ *                 operation after each round); a group with one sender has
+ *                 no concurrent writer and uses plain stores.
  * LOCKED and ATOMIC then increment "arrived".  Their slots only carry the
  * length, the header bytes and large-message descriptors; a gather or a
  * large (zcopy) contribution always goes through the slot, and the root
@@ -217,7 +218,12 @@ static void uct_o2m_incast_reduce_shared(uct_o2m_group_ep_t *ep, void *elem,
     size_t count    = (length - ep->hdr_len) / ep->dt_size;
 
     if (ep->mode == UCT_O2M_MODE_ATOMIC) {
-        uct_o2m_reduce_atomic(ep->op, ep->dtype, dst, src, count);
+        if (uct_o2m_group_num_peers(ep) > 1) {
+            uct_o2m_reduce_atomic(ep->op, ep->dtype, dst, src, count);
+        } else {
+            /* The only writer of a buffer that holds the identity */
+            uct_o2m_incast_first(ep, dst, src, count);
+        }
     } else if (ctl->shared_count == 0) {
         uct_o2m_incast_first(ep, dst, src, count);
     } else {
