@@ -65,9 +65,12 @@ void uct_o2m_bcast_root_reclaim(uct_o2m_group_ep_t *ep)
     unsigned num_receivers = uct_o2m_group_num_peers(ep);
 
     if (ep->mode == UCT_O2M_MODE_BATCHED) {
+        /* Reset each counter here, off the send path: the element is free
+         * and nobody writes its counter until it is published again */
         while ((ep->completed < ep->super.next_seq) &&
                (__atomic_load_n(uct_o2m_bcast_ack(ep, ep->completed),
                                 __ATOMIC_ACQUIRE) == num_receivers)) {
+            *uct_o2m_bcast_ack(ep, ep->completed) = 0;
             ++ep->completed;
         }
     } else {
@@ -93,11 +96,6 @@ uct_o2m_bcast_root_claim(uct_o2m_group_ep_t *ep)
 {
     if (ucs_unlikely(!uct_o2m_bcast_root_has_space(ep))) {
         return NULL;
-    }
-
-    if (ep->mode == UCT_O2M_MODE_BATCHED) {
-        /* Everyone acknowledged the previous use: nobody writes it now */
-        *uct_o2m_bcast_ack(ep, ep->super.next_seq) = 0;
     }
 
     return uct_o2m_group_elem(ep, ep->super.next_seq);

@@ -14,8 +14,9 @@
  *  - LOCKED:      the sender reduces into the shared buffer under the lock;
  *  - ATOMIC:      the sender reduces into the shared buffer with atomic
  *                 operations (the root refills it with the identity of the
- *                 operation after each round); a group with one sender has
- *                 no concurrent writer and uses plain stores.
+ *                 operation after each round).
+ * A group of two (one sender) has no concurrency and takes the batched path
+ * in every mode.
  * LOCKED and ATOMIC then increment "arrived".  Their slots only carry the
  * length, the header bytes and large-message descriptors; a gather or a
  * large (zcopy) contribution always goes through the slot, and the root
@@ -42,10 +43,22 @@
 #define UCT_O2M_INCAST_LOCK_SPINS 4096
 
 
-static int uct_o2m_incast_is_shared(uct_o2m_mode_t mode, uct_o2m_op_t op)
+/*
+ * Whether senders reduce into the shared buffer.  With a single sender there
+ * is nothing to lock and nothing to do atomically: a group of two takes the
+ * batched path in every mode.
+ */
+static int uct_o2m_incast_is_shared(const uct_o2m_group_seg_t *hdr)
 {
-    return ((mode == UCT_O2M_MODE_LOCKED) || (mode == UCT_O2M_MODE_ATOMIC)) &&
-           (op != UCT_O2M_OP_GATHER);
+    return ((hdr->mode == UCT_O2M_MODE_LOCKED) ||
+            (hdr->mode == UCT_O2M_MODE_ATOMIC)) &&
+           (hdr->op != UCT_O2M_OP_GATHER) && (hdr->size > 2);
+}
+
+static int uct_o2m_incast_is_logical(uct_o2m_op_t op)
+{
+    return (op == UCT_O2M_OP_LAND) || (op == UCT_O2M_OP_LOR) ||
+           (op == UCT_O2M_OP_LXOR);
 }
 
 static UCS_F_ALWAYS_INLINE void *
@@ -85,7 +98,7 @@ size_t uct_o2m_incast_seg_layout(uct_o2m_group_seg_t *hdr,
     hdr->elems_offset   = hdr->members_offset +
                           (hdr->size * sizeof(uct_o2m_member_t));
     hdr->max_length     = max_length;
-    if (uct_o2m_incast_is_shared(hdr->mode, hdr->op)) {
+    if (uct_o2m_incast_is_shared(hdr)) {
         hdr->shared_size = ucs_align_up_pow2(max_length, UCT_O2M_LINE);
         slot_data        = ucs_max(sizeof(uct_o2m_zdesc_t), hdr->hdr_len);
     } else {
@@ -194,16 +207,11 @@ uct_o2m_incast_trylock(uct_o2m_group_ep_t *ep, uct_o2m_incast_ctl_t *ctl)
 static void uct_o2m_incast_first(uct_o2m_group_ep_t *ep, void *dst,
                                  const void *src, size_t count)
 {
-    switch (ep->op) {
-    case UCT_O2M_OP_LAND:
-    case UCT_O2M_OP_LOR:
-    case UCT_O2M_OP_LXOR:
+    if (uct_o2m_incast_is_logical(ep->op)) {
         uct_o2m_reduce_identity(ep->op, ep->dtype, dst, count);
         uct_o2m_reduce(ep->op, ep->dtype, dst, src, count);
-        break;
-    default:
+    } else {
         memcpy(dst, src, count * ep->dt_size);
-        break;
     }
 }
 
@@ -218,12 +226,7 @@ static void uct_o2m_incast_reduce_shared(uct_o2m_group_ep_t *ep, void *elem,
     size_t count    = (length - ep->hdr_len) / ep->dt_size;
 
     if (ep->mode == UCT_O2M_MODE_ATOMIC) {
-        if (uct_o2m_group_num_peers(ep) > 1) {
-            uct_o2m_reduce_atomic(ep->op, ep->dtype, dst, src, count);
-        } else {
-            /* The only writer of a buffer that holds the identity */
-            uct_o2m_incast_first(ep, dst, src, count);
-        }
+        uct_o2m_reduce_atomic(ep->op, ep->dtype, dst, src, count);
     } else if (ctl->shared_count == 0) {
         uct_o2m_incast_first(ep, dst, src, count);
     } else {
@@ -521,6 +524,17 @@ static ucs_status_t uct_o2m_incast_reduce_all(uct_o2m_group_ep_t *ep,
             continue;
         }
 
+        if ((slot->flags & UCT_O2M_ELEM_FLAG_ZCOPY) && !have_result &&
+            !uct_o2m_incast_is_logical(ep->op)) {
+            /* The first contribution is the result so far: read it there */
+            status = uct_o2m_zcopy_read(UCT_O2M_ELEM_DATA(slot), result);
+            if (status != UCS_OK) {
+                return status;
+            }
+            have_result = 1;
+            continue;
+        }
+
         if ((slot->flags & UCT_O2M_ELEM_FLAG_ZCOPY) && (tmp == NULL)) {
             tmp = uct_o2m_iface_rx_buf(iface, 0, length);
             if (tmp == NULL) {
@@ -574,7 +588,15 @@ static ucs_status_t uct_o2m_incast_deliver(uct_o2m_group_ep_t *ep, void *elem,
         }
     }
 
-    *length_p     = length;
+    *length_p = length;
+    if ((num_senders == 1) && (first->flags == 0) &&
+        !uct_o2m_incast_is_logical(ep->op)) {
+        /* One contribution is its own result: deliver it from its slot */
+        uct_iface_invoke_am(&iface->super.super, first->am_id,
+                            UCT_O2M_ELEM_DATA(first), length, 0);
+        return UCS_OK;
+    }
+
     result_length = (ep->op == UCT_O2M_OP_GATHER) ? (length * num_senders) :
                     length;
     result        = uct_o2m_iface_rx_buf(iface, 1,

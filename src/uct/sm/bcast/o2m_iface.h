@@ -34,6 +34,7 @@
 #define UCT_O2M_MAX_IOV         16
 #define UCT_O2M_MAX_ZCOPY_HDR   256
 #define UCT_O2M_MAX_AM_PER_PROG 16   /* Messages delivered per progress call */
+#define UCT_O2M_IDLE_POLLS      16   /* Idle progress calls between clock reads */
 
 /* A cache line; every field written by a different process gets its own */
 #define UCT_O2M_LINE            UCS_SYS_CACHE_LINE_SIZE
@@ -159,6 +160,7 @@ typedef struct uct_o2m_iface {
     void                  *rx_buf[2];
     size_t                rx_buf_size[2];
     ucs_time_t            next_check;
+    unsigned              idle_polls;
     struct {
         unsigned          fifo_size;
         size_t            seg_size;
