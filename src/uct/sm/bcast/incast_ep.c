@@ -15,8 +15,8 @@
  *  - ATOMIC:      the sender reduces into the shared buffer with atomic
  *                 operations (the root refills it with the identity of the
  *                 operation after each round).
- * A group of two (one sender) has no concurrency and takes the batched path
- * in every mode.
+ * A group of two (one sender) has no concurrency: in every mode its sender
+ * fills its slot and stamps it, and the root copies nothing more.
  * LOCKED and ATOMIC then increment "arrived".  Their slots only carry the
  * length, the header bytes and large-message descriptors; a gather or a
  * large (zcopy) contribution always goes through the slot, and the root
@@ -45,14 +45,23 @@
 
 /*
  * Whether senders reduce into the shared buffer.  With a single sender there
- * is nothing to lock and nothing to do atomically: a group of two takes the
- * batched path in every mode.
+ * is nothing to lock and nothing to do atomically.
  */
 static int uct_o2m_incast_is_shared(const uct_o2m_group_seg_t *hdr)
 {
     return ((hdr->mode == UCT_O2M_MODE_LOCKED) ||
             (hdr->mode == UCT_O2M_MODE_ATOMIC)) &&
            (hdr->op != UCT_O2M_OP_GATHER) && (hdr->size > 2);
+}
+
+/*
+ * Whether arrivals are seen through the stamps of the slots (CENTRALIZED)
+ * rather than the arrival counter.  A single sender needs no counter either.
+ */
+static UCS_F_ALWAYS_INLINE int
+uct_o2m_incast_stamped(const uct_o2m_group_ep_t *ep)
+{
+    return (ep->mode == UCT_O2M_MODE_CENTRALIZED) || (ep->size == 2);
 }
 
 static int uct_o2m_incast_is_logical(uct_o2m_op_t op)
@@ -246,7 +255,7 @@ uct_o2m_incast_commit(uct_o2m_group_ep_t *ep, void *elem,
     slot->length = length;
     slot->am_id  = id;
     slot->flags  = flags;
-    if (ep->mode == UCT_O2M_MODE_CENTRALIZED) {
+    if (uct_o2m_incast_stamped(ep)) {
         uct_o2m_elem_publish(slot, seq);
     } else {
         slot->seq = seq + 1;
@@ -425,7 +434,7 @@ static int uct_o2m_incast_round_complete(uct_o2m_group_ep_t *ep, void *elem)
 {
     unsigned num_senders = uct_o2m_group_num_peers(ep);
 
-    if (ep->mode != UCT_O2M_MODE_CENTRALIZED) {
+    if (!uct_o2m_incast_stamped(ep)) {
         return __atomic_load_n(&uct_o2m_incast_ctl(elem)->arrived,
                                __ATOMIC_ACQUIRE) == num_senders;
     }
@@ -443,7 +452,7 @@ int uct_o2m_incast_root_waiting(uct_o2m_group_ep_t *ep)
 {
     void *elem = uct_o2m_incast_elem(ep, ep->rx_seq);
 
-    if (ep->mode == UCT_O2M_MODE_CENTRALIZED) {
+    if (uct_o2m_incast_stamped(ep)) {
         uct_o2m_incast_round_complete(ep, elem);
         return ep->rx_seen > 0;
     }
