@@ -2320,3 +2320,104 @@ TEST(IncastZeroLength, empty_contributions_fresh_root)
 }
 
 } // namespace
+
+
+/*
+ * RING_MAX bounds the fan-in ring of a large group: with 4 senders and a
+ * 64 KiB budget, a ring of FIFO_SIZE 64 elements of 4 x 8 KiB slots shrinks
+ * to 2 elements.  Exactly 2 rounds fit before the senders get
+ * UCS_ERR_NO_RESOURCE, and 20 rounds still reduce correctly.
+ */
+TEST(IncastRingMax, large_group_gets_fewer_elements)
+{
+    static const unsigned nprocs = 5, rounds = 20, count = 16;
+    std::vector<std::string> shm_before = o2m_test::dev_shm_files();
+    o2m_test::proc_group pg(nprocs);
+
+    pg.run_ok([&](unsigned rank) {
+        struct ctx_t {
+            unsigned rounds;
+            bool     bad;
+        } ctx = {0, false};
+        o2m_test::uct_env env("sm_incast", {{"O2M_FIFO_SIZE", "64"},
+                                            {"O2M_RING_MAX", "64k"}});
+        std::vector<char> root_addr(env.attr().iface_addr_len);
+        uct_o2m_group_params_t params = {};
+        std::vector<int32_t> data(count);
+        ucs_status_t status;
+        uct_ep_h ep;
+
+        env.set_am_handler(7, [](void *arg, void *buf, size_t length,
+                                 unsigned flags) -> ucs_status_t {
+            ctx_t *c         = static_cast<ctx_t*>(arg);
+            const int32_t *v = static_cast<const int32_t*>(buf);
+
+            for (unsigned i = 0; i < count; ++i) {
+                /* senders 1..4 contribute round * 100 + rank + i */
+                int32_t expect = 4 * (c->rounds * 100 + i) + (1 + 2 + 3 + 4);
+                c->bad |= (length != count * 4) || (v[i] != expect);
+            }
+            ++c->rounds;
+            return UCS_OK;
+        }, &ctx);
+
+        if (rank == 0) {
+            std::vector<char> addr = env.iface_addr();
+            memcpy(pg.shared(), addr.data(), addr.size());
+        }
+        pg.barrier(rank);
+        memcpy(root_addr.data(), pg.shared(), root_addr.size());
+
+        params.field_mask      = UCT_O2M_GROUP_FIELD_MODE |
+                                 UCT_O2M_GROUP_FIELD_OP |
+                                 UCT_O2M_GROUP_FIELD_DTYPE |
+                                 UCT_O2M_GROUP_FIELD_ROOT_ADDR;
+        params.group_id        = 0x7177;
+        params.size            = nprocs;
+        params.my_index        = rank;
+        params.root_index      = 0;
+        params.mode            = UCT_O2M_MODE_BATCHED;
+        params.op              = UCT_O2M_OP_SUM;
+        params.dtype           = UCT_O2M_DT_INT32;
+        params.root_iface_addr = (const uct_iface_addr_t*)root_addr.data();
+        CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &params, &ep));
+        pg.barrier(rank);
+
+        if (rank == 0) {
+            /* Hold back until every sender saw the ring full */
+            pg.barrier(rank);
+            CHILD_CHECK(env.progress_until([&] {
+                return ctx.rounds == rounds;
+            }), "root got %u of %u rounds", ctx.rounds, rounds);
+            CHILD_CHECK(!ctx.bad, "wrong reduction result");
+        } else {
+            for (unsigned r = 0; r < rounds; ++r) {
+                for (unsigned i = 0; i < count; ++i) {
+                    data[i] = r * 100 + rank + i;
+                }
+                if (r == 2) {
+                    status = uct_ep_am_short(ep, 7, 0, data.data(),
+                                             count * 4 - 8);
+                    CHILD_CHECK(status == UCS_ERR_NO_RESOURCE,
+                                "round 2 with a 2-element ring: %s",
+                                ucs_status_string(status));
+                    pg.barrier(rank);
+                }
+                CHILD_CHECK(env.progress_until([&] {
+                    uint64_t hdr;
+                    memcpy(&hdr, data.data(), sizeof(hdr));
+                    return uct_ep_am_short(ep, 7, hdr, data.data() + 2,
+                                           count * 4 - 8) == UCS_OK;
+                }), "rank %u round %u not sent", rank, r);
+            }
+            CHILD_CHECK(env.progress_until([&] {
+                return uct_ep_flush(ep, 0, NULL) == UCS_OK;
+            }), "flush");
+        }
+
+        pg.barrier(rank);
+        uct_ep_destroy(ep);
+    });
+
+    EXPECT_EQ(shm_before, o2m_test::dev_shm_files());
+}

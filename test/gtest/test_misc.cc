@@ -64,7 +64,8 @@ TEST_F(misc, ucx_info_lists_config)
 
     EXPECT_EQ(0, status) << out;
     for (const char *var : {"UCX_SM_BCAST_FIFO_SIZE=64\n",
-                            "UCX_SM_INCAST_FIFO_SIZE=16\n",
+                            "UCX_SM_INCAST_FIFO_SIZE=64\n",
+                            "UCX_SM_INCAST_RING_MAX=",
                             "UCX_SM_BCAST_SEG_SIZE=",
                             "UCX_SM_BCAST_P2P_FIFO_SIZE=",
                             "UCX_SM_BCAST_MAX_MEMBERS=",
@@ -81,7 +82,7 @@ TEST_F(misc, ucx_info_lists_config)
                    "UCX_SM_BCAST_FIFO_SIZE=32");
     EXPECT_EQ(0, status) << out;
     EXPECT_NE(std::string::npos, out.find("UCX_SM_BCAST_FIFO_SIZE=32\n"));
-    EXPECT_NE(std::string::npos, out.find("UCX_SM_INCAST_FIFO_SIZE=16\n"));
+    EXPECT_NE(std::string::npos, out.find("UCX_SM_INCAST_FIFO_SIZE=64\n"));
     out = ucx_info(plugin_preload(), "-c", &status, "UCX_O2M_FIFO_SIZE=128");
     EXPECT_EQ(0, status) << out;
     EXPECT_NE(std::string::npos, out.find("UCX_SM_BCAST_FIFO_SIZE=128\n"));
@@ -344,7 +345,7 @@ TEST_F(misc, config_from_environment)
         {
             uct_env env("sm_incast");
             CHILD_CHECK_OK(uct_o2m_iface_query(env.iface(), &oattr));
-            CHILD_CHECK(oattr.fifo_depth == 16, "incast FIFO_SIZE %u",
+            CHILD_CHECK(oattr.fifo_depth == 64, "incast FIFO_SIZE %u",
                         oattr.fifo_depth);
             CHILD_CHECK(oattr.max_groups == 7, "max_groups %u",
                         oattr.max_groups);

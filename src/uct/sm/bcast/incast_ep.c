@@ -119,6 +119,11 @@ size_t uct_o2m_incast_seg_layout(uct_o2m_group_seg_t *hdr,
                                          UCT_O2M_LINE);
     hdr->elem_stride = UCT_O2M_LINE + hdr->shared_size +
                        ((hdr->size - 1) * hdr->slot_stride);
+    while ((hdr->depth > 2) &&
+           ((hdr->depth * hdr->elem_stride) > iface->config.ring_max)) {
+        hdr->depth /= 2;
+    }
+
     return hdr->elems_offset + (hdr->depth * hdr->elem_stride);
 }
 
@@ -642,6 +647,12 @@ static void uct_o2m_incast_release(uct_o2m_group_ep_t *ep, void *elem,
     ctl->shared_count = 0;
     ep->rx_seen       = 0;
     ++ep->rx_seq;
+}
+
+/* Free the released elements for the senders: once per progress call, so
+ * that a stream of rounds does not bounce this line once per round */
+static void uct_o2m_incast_publish_delivered(uct_o2m_group_ep_t *ep)
+{
     __atomic_store_n(&ep->seg->delivered, ep->rx_seq, __ATOMIC_RELEASE);
 }
 
@@ -665,11 +676,15 @@ unsigned uct_o2m_incast_root_progress(uct_o2m_group_ep_t *ep)
                       ep->group_id, ep->rx_seq, ucs_status_string(status));
             __atomic_store_n(&ep->seg->failed, status, __ATOMIC_RELEASE);
             uct_o2m_ep_set_failed(&ep->super, status);
-            return count;
+            break;
         }
 
         uct_o2m_incast_release(ep, elem, length);
         ++count;
+    }
+
+    if (count > 0) {
+        uct_o2m_incast_publish_delivered(ep);
     }
 
     return count;

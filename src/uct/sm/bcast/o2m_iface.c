@@ -60,6 +60,12 @@ ucs_config_field_t uct_o2m_iface_config_table[] = {
      ucs_offsetof(uct_o2m_iface_config_t, max_zcopy),
      UCS_CONFIG_TYPE_MEMUNITS},
 
+    {"RING_MAX", "16m",
+     "Largest ring of a group: a fan-in ring holds a slot per sender in each\n"
+     "element, so large groups get fewer than FIFO_SIZE elements (at least\n"
+     "2) to stay within this size.",
+     ucs_offsetof(uct_o2m_iface_config_t, ring_max), UCS_CONFIG_TYPE_MEMUNITS},
+
     {"PEER_TIMEOUT", "10s",
      "How long a group operation waits for a member that has not joined the\n"
      "group before it fails with UCS_ERR_TIMED_OUT.  A member that died is\n"
@@ -809,6 +815,7 @@ UCS_CLASS_INIT_FUNC(uct_o2m_iface_t, uct_iface_ops_t *ops, uct_md_h md,
     self->config.max_members    = config->max_members;
     self->config.max_groups     = config->max_groups;
     self->config.max_zcopy      = config->max_zcopy;
+    self->config.ring_max       = config->ring_max;
     self->config.peer_timeout   = ucs_time_from_sec(config->peer_timeout);
     self->config.check_interval = ucs_time_from_sec(config->check_interval);
     self->next_check            = 0;

@@ -126,6 +126,7 @@ typedef struct uct_o2m_iface_config {
     unsigned              max_members;
     unsigned              max_groups;
     size_t                max_zcopy;
+    size_t                ring_max;
     double                peer_timeout;
     double                check_interval;
 } uct_o2m_iface_config_t;
@@ -168,6 +169,7 @@ typedef struct uct_o2m_iface {
         unsigned          max_members;
         unsigned          max_groups;
         size_t            max_zcopy;
+        size_t            ring_max;
         ucs_time_t        peer_timeout;
         ucs_time_t        check_interval;
     } config;

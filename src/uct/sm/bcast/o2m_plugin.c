@@ -55,10 +55,9 @@ static ucs_config_field_t uct_o2m_bcast_config_table[] = {
     {NULL}
 };
 
-/* sm_incast: a fan-in element holds one slot per sender, keep fewer */
+/* sm_incast: the same defaults; RING_MAX bounds its rings for large groups */
 static ucs_config_field_t uct_o2m_incast_config_table[] = {
-    {"O2M_", "FIFO_SIZE=16", NULL, 0,
-     UCS_CONFIG_TYPE_TABLE(uct_o2m_iface_config_table)},
+    {"O2M_", "", NULL, 0, UCS_CONFIG_TYPE_TABLE(uct_o2m_iface_config_table)},
 
     {NULL}
 };

@@ -150,7 +150,8 @@ typedef struct uct_o2m_iface_attr {
     size_t   max_short;    /**< Largest uct_ep_am_short header+payload */
     size_t   max_bcopy;    /**< Largest uct_ep_am_bcopy message */
     size_t   max_zcopy;    /**< Largest uct_ep_am_zcopy message */
-    unsigned fifo_depth;   /**< Ring elements of a group */
+    unsigned fifo_depth;   /**< Ring elements of a group (fan-in rings of
+                                large groups may have fewer: RING_MAX) */
     int      is_incast;    /**< Nonzero for sm_incast */
 } uct_o2m_iface_attr_t;
 
