@@ -83,9 +83,10 @@ static void uct_o2m_group_join(uct_o2m_group_ep_t *ep)
                      __ATOMIC_RELEASE);
 }
 
+/* Whether a mapped segment is the group segment the directory named */
 static int uct_o2m_group_seg_matches(const uct_o2m_group_ep_t *ep,
                                      const uct_o2m_group_seg_t *seg,
-                                     size_t size, int is_incast)
+                                     size_t size)
 {
     return (size >= sizeof(*seg)) && (seg->magic == UCT_O2M_GROUP_MAGIC) &&
            (seg->version == UCT_O2M_LAYOUT_VERSION) &&
@@ -124,7 +125,7 @@ ucs_status_t uct_o2m_group_attach(uct_o2m_group_ep_t *ep)
         return UCS_ERR_NO_RESOURCE; /* Raced with the root closing it */
     }
 
-    if (!uct_o2m_group_seg_matches(ep, seg, size, iface->is_incast) ||
+    if (!uct_o2m_group_seg_matches(ep, seg, size) ||
         (seg->uuid != uuid)) {
         uct_o2m_seg_detach(seg, size);
         return UCS_ERR_NO_RESOURCE;

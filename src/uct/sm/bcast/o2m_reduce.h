@@ -57,6 +57,8 @@
 
 BEGIN_C_DECLS
 
+/* The kernels are exported (UCT_O2M_API) for the tests and for UCG. */
+
 /** A reduction kernel for one (op, dtype): dst[i] = dst[i] op src[i]. */
 typedef void (*uct_o2m_reduce_func_t)(void *dst, const void *src,
                                       size_t count);
@@ -66,7 +68,7 @@ typedef void (*uct_o2m_reduce_func_t)(void *dst, const void *src,
  * dst[i] = dst[i] op src[i] for @a count elements of @a dtype.
  * Any alignment; dst and src must not overlap.
  */
-void uct_o2m_reduce(uct_o2m_op_t op, uct_o2m_dtype_t dtype, void *dst,
+UCT_O2M_API void uct_o2m_reduce(uct_o2m_op_t op, uct_o2m_dtype_t dtype, void *dst,
                     const void *src, size_t count);
 
 
@@ -76,7 +78,7 @@ void uct_o2m_reduce(uct_o2m_op_t op, uct_o2m_dtype_t dtype, void *dst,
  * for (op, dtype) where uct_o2m_atomic_supported() is true.  dst must be
  * aligned to the element size; src may be unaligned.
  */
-void uct_o2m_reduce_atomic(uct_o2m_op_t op, uct_o2m_dtype_t dtype, void *dst,
+UCT_O2M_API void uct_o2m_reduce_atomic(uct_o2m_op_t op, uct_o2m_dtype_t dtype, void *dst,
                            const void *src, size_t count);
 
 
@@ -84,12 +86,12 @@ void uct_o2m_reduce_atomic(uct_o2m_op_t op, uct_o2m_dtype_t dtype, void *dst,
  * The plain kernel of (op, dtype), to look up once instead of dispatching on
  * every call; NULL for GATHER and for unsupported or invalid pairs.
  */
-uct_o2m_reduce_func_t uct_o2m_reduce_func(uct_o2m_op_t op,
+UCT_O2M_API uct_o2m_reduce_func_t uct_o2m_reduce_func(uct_o2m_op_t op,
                                           uct_o2m_dtype_t dtype);
 
 
 /** The atomic kernel of (op, dtype); NULL as for uct_o2m_reduce_func(). */
-uct_o2m_reduce_func_t uct_o2m_reduce_atomic_func(uct_o2m_op_t op,
+UCT_O2M_API uct_o2m_reduce_func_t uct_o2m_reduce_atomic_func(uct_o2m_op_t op,
                                                  uct_o2m_dtype_t dtype);
 
 
@@ -98,7 +100,7 @@ uct_o2m_reduce_func_t uct_o2m_reduce_atomic_func(uct_o2m_op_t op,
  * types only, every other op on every type.  GATHER: always 1 (dtype is
  * ignored).  0 for invalid values.
  */
-int uct_o2m_reduce_supported(uct_o2m_op_t op, uct_o2m_dtype_t dtype);
+UCT_O2M_API int uct_o2m_reduce_supported(uct_o2m_op_t op, uct_o2m_dtype_t dtype);
 
 
 /**
@@ -107,7 +109,7 @@ int uct_o2m_reduce_supported(uct_o2m_op_t op, uct_o2m_dtype_t dtype);
  * always-lock-free atomics on the target (none on x86_64 / aarch64).
  * GATHER: always 1.  0 for invalid values.
  */
-int uct_o2m_atomic_supported(uct_o2m_op_t op, uct_o2m_dtype_t dtype);
+UCT_O2M_API int uct_o2m_atomic_supported(uct_o2m_op_t op, uct_o2m_dtype_t dtype);
 
 
 /**
@@ -117,7 +119,7 @@ int uct_o2m_atomic_supported(uct_o2m_op_t op, uct_o2m_dtype_t dtype);
  * GATHER: zeroes.  Unsupported or invalid pairs: dst is left unchanged.
  * Any alignment.
  */
-void uct_o2m_reduce_identity(uct_o2m_op_t op, uct_o2m_dtype_t dtype,
+UCT_O2M_API void uct_o2m_reduce_identity(uct_o2m_op_t op, uct_o2m_dtype_t dtype,
                              void *dst, size_t count);
 
 END_C_DECLS

@@ -51,6 +51,9 @@ BEGIN_C_DECLS
 #define UCT_O2M_BCAST_TL_NAME  "sm_bcast"
 #define UCT_O2M_INCAST_TL_NAME "sm_incast"
 
+/** Functions of this API are the only symbols the library exports. */
+#define UCT_O2M_API __attribute__((visibility("default")))
+
 /** Version of this extension API. */
 #define UCT_O2M_API_MAJOR 1
 #define UCT_O2M_API_MINOR 0
@@ -165,7 +168,7 @@ typedef struct uct_o2m_iface_attr {
  *         members or groups), UCS_ERR_ALREADY_EXISTS (group_id in use on the
  *         root's interface), UCS_ERR_UNREACHABLE (root not on this host).
  */
-ucs_status_t uct_o2m_ep_create(uct_iface_h iface,
+UCT_O2M_API ucs_status_t uct_o2m_ep_create(uct_iface_h iface,
                                const uct_o2m_group_params_t *params,
                                uct_ep_h *ep_p);
 
@@ -174,23 +177,23 @@ ucs_status_t uct_o2m_ep_create(uct_iface_h iface,
  * Whether a fan-in group of the given mode supports (op, dtype).
  * GATHER is supported by every mode and dtype is then ignored.
  */
-int uct_o2m_op_supported(uct_o2m_mode_t mode, uct_o2m_op_t op,
+UCT_O2M_API int uct_o2m_op_supported(uct_o2m_mode_t mode, uct_o2m_op_t op,
                          uct_o2m_dtype_t dtype);
 
 
 /** Size in bytes of one element of @a dtype, 0 when invalid. */
-size_t uct_o2m_dtype_size(uct_o2m_dtype_t dtype);
+UCT_O2M_API size_t uct_o2m_dtype_size(uct_o2m_dtype_t dtype);
 
 
 /** Query the limits of an sm_bcast / sm_incast interface. */
-ucs_status_t uct_o2m_iface_query(uct_iface_h iface,
+UCT_O2M_API ucs_status_t uct_o2m_iface_query(uct_iface_h iface,
                                  uct_o2m_iface_attr_t *attr);
 
 
 /** Names, for logs and tools. */
-const char *uct_o2m_mode_name(uct_o2m_mode_t mode);
-const char *uct_o2m_op_name(uct_o2m_op_t op);
-const char *uct_o2m_dtype_name(uct_o2m_dtype_t dtype);
+UCT_O2M_API const char *uct_o2m_mode_name(uct_o2m_mode_t mode);
+UCT_O2M_API const char *uct_o2m_op_name(uct_o2m_op_t op);
+UCT_O2M_API const char *uct_o2m_dtype_name(uct_o2m_dtype_t dtype);
 
 END_C_DECLS
 
