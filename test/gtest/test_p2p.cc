@@ -146,6 +146,8 @@ TEST_P(p2p_traffic, two_procs)
         pg.barrier(rank);
         progress_for(env, 0.005);
         CHILD_CHECK(rx.complete(), "phase 1: extra messages");
+        /* Phase 2 sends on the same AM ids: not before the peer checked */
+        pg.barrier(rank);
 
         /* Phase 2: both ways at once */
         schedule_t sched = size_class_schedule(oattr.max_short,
