@@ -525,28 +525,17 @@ struct self_iface {
 
     self_iface()
     {
-        uct_component_h *components;
-        uct_component_attr_t attr;
         uct_md_config_t *md_config;
         uct_iface_config_t *config;
         uct_iface_params_t params;
         uct_tl_resource_desc_t *resources;
-        unsigned num, num_res, i;
+        unsigned num_res;
 
         CHILD_CHECK_OK(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
                                                 &async));
         CHILD_CHECK_OK(uct_worker_create(async, UCS_THREAD_MODE_SINGLE,
                                          &worker));
-        CHILD_CHECK_OK(uct_query_components(&components, &num));
-        for (i = 0; i < num; ++i) {
-            attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
-            uct_component_query(components[i], &attr);
-            if (!strcmp(attr.name, "self")) {
-                component = components[i];
-            }
-        }
-        uct_release_component_list(components);
-        CHILD_CHECK(component != NULL, "no self component");
+        component = find_component("self");
 
         CHILD_CHECK_OK(uct_md_config_read(component, NULL, NULL,
                                           &md_config));

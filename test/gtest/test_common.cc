@@ -169,12 +169,9 @@ void proc_group::allgather(unsigned rank, const void *mine, size_t length,
 uct_env::uct_env(const std::string &tl_name,
                  const std::map<std::string, std::string> &config)
 {
-    uct_component_h *components;
-    uct_component_attr_t comp_attr;
     uct_md_config_t *md_config;
     uct_iface_config_t *iface_config;
     uct_iface_params_t params;
-    unsigned num_components, i;
     ucs_status_t status;
 
     status = ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
@@ -183,18 +180,7 @@ uct_env::uct_env(const std::string &tl_name,
     status = uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE, &m_worker);
     CHILD_CHECK_OK(status);
 
-    status = uct_query_components(&components, &num_components);
-    CHILD_CHECK_OK(status);
-    m_component = NULL;
-    for (i = 0; i < num_components; ++i) {
-        comp_attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
-        uct_component_query(components[i], &comp_attr);
-        if (!strcmp(comp_attr.name, "o2m")) {
-            m_component = components[i];
-        }
-    }
-    uct_release_component_list(components);
-    CHILD_CHECK(m_component != NULL, "component o2m is not registered");
+    m_component = find_component("o2m");
 
     status = uct_md_config_read(m_component, NULL, NULL, &md_config);
     CHILD_CHECK_OK(status);
@@ -309,6 +295,25 @@ ucs_status_t uct_env::err_handler(void *arg, uct_ep_h ep, ucs_status_t status)
     return UCS_OK;
 }
 
+
+uct_component_h find_component(const char *name)
+{
+    uct_component_h *components, found = NULL;
+    uct_component_attr_t attr;
+    unsigned num, i;
+
+    CHILD_CHECK_OK(uct_query_components(&components, &num));
+    for (i = 0; i < num; ++i) {
+        attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
+        CHILD_CHECK_OK(uct_component_query(components[i], &attr));
+        if (!strcmp(attr.name, name)) {
+            found = components[i];
+        }
+    }
+    uct_release_component_list(components);
+    CHILD_CHECK(found != NULL, "component %s is not registered", name);
+    return found;
+}
 
 std::vector<std::string> dev_shm_files()
 {

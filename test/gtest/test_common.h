@@ -126,6 +126,9 @@ private:
 };
 
 
+/* The UCT component called @a name (CHILD_CHECK fails when absent) */
+uct_component_h find_component(const char *name);
+
 /* Names of the files in /dev/shm */
 std::vector<std::string> dev_shm_files();
 

@@ -189,15 +189,13 @@ TEST_F(version_guard, same_version_accepted)
 ucs_status_t open_with(const std::string &tl, const std::string &name,
                        const std::string &value)
 {
-    uct_component_h *components, component = NULL;
-    uct_component_attr_t attr;
+    uct_component_h component;
     uct_md_config_t *md_config;
     uct_iface_config_t *config;
     uct_iface_params_t params;
     ucs_async_context_t *async;
     uct_worker_h worker;
     uct_iface_h iface;
-    unsigned num, i;
     ucs_status_t status;
     uct_md_h md;
 
@@ -205,16 +203,7 @@ ucs_status_t open_with(const std::string &tl, const std::string &name,
                                             &async));
     CHILD_CHECK_OK(uct_worker_create(async, UCS_THREAD_MODE_SINGLE,
                                      &worker));
-    CHILD_CHECK_OK(uct_query_components(&components, &num));
-    for (i = 0; i < num; ++i) {
-        attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
-        uct_component_query(components[i], &attr);
-        if (!strcmp(attr.name, "o2m")) {
-            component = components[i];
-        }
-    }
-    uct_release_component_list(components);
-    CHILD_CHECK(component != NULL, "no o2m component");
+    component = find_component("o2m");
     CHILD_CHECK_OK(uct_md_config_read(component, NULL, NULL, &md_config));
     CHILD_CHECK_OK(uct_md_open(component, "o2m", md_config, &md));
     uct_config_release(md_config);
