@@ -122,4 +122,4 @@ fi
 
 say "building in $build_dir"
 make -C "$build_dir" -j"$(nproc)" >/dev/null || die "make failed"
-say "done: plugin is $build_dir/src/uct/.libs/libuct_o2m.so"
+say "done: plugin is $build_dir/src/uct/.libs/libuct_o2m.so, UCG is $build_dir/src/ucg/.libs/libucg_o2m.so"

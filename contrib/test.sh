@@ -5,11 +5,12 @@
 #   contrib/test.sh [extra gtest arguments, e.g. --gtest_filter=...]
 #
 #   1. contrib/bootstrap.sh: packages, UCX source, autogen, configure, make (build/)
-#   2. build and run the gtest suite in build/
-#   3. contrib/check-install.sh: 'make install DESTDIR=...' lands the header,
-#      the library and ucx-o2m.pc, and they are usable
+#   2. build and run the gtest suite in build/, and ucg_p2p_sim (UCG's
+#      point-to-point algorithms against a simulated network)
+#   3. contrib/check-install.sh: 'make install DESTDIR=...' lands the headers,
+#      the libraries, ucx-o2m.pc and ucg-o2m.pc, and they are usable
 #   4. configure build-asan/ with --enable-sanitizers (ASan + UBSan), build,
-#      run the same gtest suite there
+#      run the same gtest suite and ucg_p2p_sim there
 #
 # Exits non-zero when any step fails; prints a summary at the end.
 #
@@ -20,6 +21,7 @@ cd "$top"
 
 # --- the gtest binary and its arguments (one place) ---
 GTEST_BIN=test/gtest/o2m_gtest            # relative to a build dir
+SIM_BIN=test/gtest/ucg_p2p_sim            # (gtest arguments not passed)
 GTEST_ARGS=("$@")
 GTEST_TIMEOUT=${O2M_GTEST_TIMEOUT:-1800}  # seconds, per run (guard only)
 BUILD=$top/build
@@ -79,13 +81,15 @@ summary() {
 }
 
 build_gtest() {
-    local dir=$1
+    local dir=$1 bin
     # (set -e does not apply inside a function called from 'if'/'||')
-    make -C "$dir/test/gtest" -j"$JOBS" o2m_gtest || return 1
-    if [ ! -x "$dir/$GTEST_BIN" ]; then
-        echo "test.sh: $dir/$GTEST_BIN was not built" >&2
-        return 1
-    fi
+    make -C "$dir/test/gtest" -j"$JOBS" o2m_gtest ucg_p2p_sim || return 1
+    for bin in "$GTEST_BIN" "$SIM_BIN"; do
+        if [ ! -x "$dir/$bin" ]; then
+            echo "test.sh: $dir/$bin was not built" >&2
+            return 1
+        fi
+    done
 }
 
 run_gtest() {
@@ -99,12 +103,24 @@ run_gtest_asan() {
         UBSAN_OPTIONS=$UBSAN_RUN_OPTIONS run_gtest "$1"
 }
 
+run_sim() {
+    local dir=$1
+    [ -x "$dir/$SIM_BIN" ] || { echo "test.sh: $dir/$SIM_BIN missing" >&2; return 1; }
+    (cd "$dir" && timeout -k 30 "$GTEST_TIMEOUT" "./$SIM_BIN")
+}
+
+run_sim_asan() {
+    ASAN_OPTIONS=$ASAN_RUN_OPTIONS LSAN_OPTIONS=$LSAN_RUN_OPTIONS \
+        UBSAN_OPTIONS=$UBSAN_RUN_OPTIONS run_sim "$1"
+}
+
 trap 'summary $?' EXIT
 
 # name and "stop the rest on failure" for every step, in order
 if ! run_step "bootstrap (build/)" bash contrib/bootstrap.sh --build-dir "$BUILD"; then
-    for s in "gtest build (build/)" "gtest run (build/)" "check-install" \
-             "bootstrap (build-asan/)" "gtest build (build-asan/)" "gtest run (build-asan/)"; do
+    for s in "gtest build (build/)" "gtest run (build/)" "ucg_p2p_sim (build/)" \
+             "check-install" "bootstrap (build-asan/)" "gtest build (build-asan/)" \
+             "gtest run (build-asan/)" "ucg_p2p_sim (build-asan/)"; do
         skip_step "$s"
     done
     exit 1
@@ -112,8 +128,10 @@ fi
 
 if run_step "gtest build (build/)" build_gtest "$BUILD"; then
     run_step "gtest run (build/)" run_gtest "$BUILD" || true
+    run_step "ucg_p2p_sim (build/)" run_sim "$BUILD" || true
 else
     skip_step "gtest run (build/)"
+    skip_step "ucg_p2p_sim (build/)"
 fi
 
 run_step "check-install" bash contrib/check-install.sh "$BUILD" || true
@@ -122,12 +140,15 @@ if run_step "bootstrap (build-asan/)" bash contrib/bootstrap.sh \
         --build-dir "$BUILD_ASAN" -- --enable-sanitizers; then
     if run_step "gtest build (build-asan/)" build_gtest "$BUILD_ASAN"; then
         run_step "gtest run (build-asan/)" run_gtest_asan "$BUILD_ASAN" || true
+        run_step "ucg_p2p_sim (build-asan/)" run_sim_asan "$BUILD_ASAN" || true
     else
         skip_step "gtest run (build-asan/)"
+        skip_step "ucg_p2p_sim (build-asan/)"
     fi
 else
     skip_step "gtest build (build-asan/)"
     skip_step "gtest run (build-asan/)"
+    skip_step "ucg_p2p_sim (build-asan/)"
 fi
 
 exit $failed

@@ -1,0 +1,436 @@
+/**
+ * ucg_info: UCG configuration and plans.
+ *
+ *   ucg_info -c       the UCX_UCG_* variables, their values and docs
+ *   ucg_info -p ...   the plan of a collective on a given topology, computed
+ *                     by the planner alone (nothing runs)
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "ucg_config.h"
+#include "ucg_plan.h"
+#include "ucg_dt.h"
+
+#include <ucs/sys/string.h>
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <errno.h>
+#include <limits.h>
+
+/* sm_bcast / sm_incast largest bcopy message with their default SEG_SIZE */
+#define UCG_INFO_DEFAULT_SM_MAX_BCOPY 8240
+
+static const char *ucg_info_coll_names[] = {
+    [UCG_COLL_BCAST]     = "bcast",
+    [UCG_COLL_REDUCE]    = "reduce",
+    [UCG_COLL_ALLREDUCE] = "allreduce",
+    [UCG_COLL_BARRIER]   = "barrier",
+    [UCG_COLL_GATHER]    = "gather",
+    [UCG_COLL_SCATTER]   = "scatter",
+    [UCG_COLL_ALLGATHER] = "allgather"
+};
+
+enum {
+    OPT_HOSTS = 256,
+    OPT_NO_O2M,
+    OPT_NONCOMM,
+    OPT_SM_MAX_BCOPY,
+    OPT_DT_SIZE
+};
+
+typedef struct {
+    int         print_config;
+    int         print_plan;
+    unsigned    size;
+    const char  *hosts;
+    int         coll;           /* ucg_coll_type_t, or -1: all */
+    size_t      msg_size;
+    unsigned    root;
+    int         dtype_set;
+    ucg_dtype_t dtype;
+    size_t      dt_size;        /* UCG_DT_BYTES */
+    ucg_op_t    op;
+    int         op_set;
+    int         no_o2m;
+    int         noncommutative;
+    size_t      sm_max_bcopy;
+} ucg_info_opts_t;
+
+
+static void ucg_info_usage(FILE *stream)
+{
+    unsigned i;
+
+    fprintf(stream,
+"Usage: ucg_info -c\n"
+"       ucg_info -p -n <ranks> [options]\n"
+"       ucg_info -h\n"
+"\n"
+"  -c                  print the UCG configuration (UCX_UCG_* variables)\n"
+"  -p                  print the plan of a collective (nothing runs)\n"
+"  -h                  this help\n"
+"\n"
+"Plan options:\n"
+"  -n <ranks>          group size (required)\n"
+"  --hosts <layout>    host layout, as UCX_UCG_HOSTS: <k> (every k\n"
+"                      consecutive ranks share a host) or <n1>,<n2>,...\n"
+"                      (host sizes, the last repeated); default:\n"
+"                      UCX_UCG_HOSTS, or one host when that is auto\n"
+"  -C <collective>     ");
+    for (i = 0; i < UCG_COLL_LAST; ++i) {
+        fprintf(stream, "%s|", ucg_info_coll_names[i]);
+    }
+    fprintf(stream, "all (default: all)\n"
+"  -s <size>           bytes per member, e.g. 8, 64k (default: 8)\n"
+"  -r <root>           root of bcast, reduce, gather, scatter (default: 0)\n"
+"  -d <dtype>          element type of reductions (default: int32):\n"
+"                      ");
+    for (i = 0; i < UCG_DT_LAST; ++i) {
+        fprintf(stream, "%s%s", ucg_dtype_name((ucg_dtype_t)i),
+                (i + 1 < UCG_DT_LAST) ? " " : "\n");
+        if ((i % 8 == 7) && (i + 1 < UCG_DT_LAST)) {
+            fprintf(stream, "\n                      ");
+        }
+    }
+    fprintf(stream,
+"  --dt-size <bytes>   element size of -d bytes (default: 1)\n"
+"  -o <op>             reduction (default: sum):\n"
+"                      ");
+    for (i = 0; i < UCG_OP_LAST; ++i) {
+        fprintf(stream, "%s%s", ucg_op_name((ucg_op_t)i),
+                (i + 1 < UCG_OP_LAST) ? " " : "\n");
+    }
+    fprintf(stream,
+"  --noncommutative    the reduction is not commutative (a user op)\n"
+"  --no-o2m            sm_bcast / sm_incast unavailable: flat plans\n"
+"  --sm-max-bcopy <n>  their largest bcopy message (default: %d)\n"
+"\n"
+"The configuration comes from the UCX_UCG_* environment variables.\n",
+            UCG_INFO_DEFAULT_SM_MAX_BCOPY);
+}
+
+static int ucg_info_parse_uint(const char *opt, const char *arg,
+                               unsigned min, unsigned *value_p)
+{
+    unsigned long value;
+    char *end;
+
+    errno = 0;
+    value = strtoul(arg, &end, 10);
+    if ((arg[0] == '\0') || (arg[0] == '-') || (*end != '\0') ||
+        (errno != 0) || (value > UINT_MAX) || (value < min)) {
+        fprintf(stderr, "ucg_info: invalid %s '%s' (expected an integer "
+                "from %u)\n", opt, arg, min);
+        return -1;
+    }
+
+    *value_p = value;
+    return 0;
+}
+
+static int ucg_info_parse_size(const char *opt, const char *arg,
+                               size_t *value_p)
+{
+    size_t value;
+
+    if ((ucs_str_to_memunits(arg, &value) != UCS_OK) ||
+        (value == UCS_MEMUNITS_INF) || (value == UCS_MEMUNITS_AUTO) ||
+        (arg[0] == '-')) {
+        fprintf(stderr, "ucg_info: invalid %s '%s' (expected a size, e.g. "
+                "8, 4k, 1m)\n", opt, arg);
+        return -1;
+    }
+
+    *value_p = value;
+    return 0;
+}
+
+static int ucg_info_parse_args(int argc, char **argv, ucg_info_opts_t *opts)
+{
+    static const struct option long_opts[] = {
+        {"hosts",           required_argument, NULL, OPT_HOSTS},
+        {"no-o2m",          no_argument,       NULL, OPT_NO_O2M},
+        {"noncommutative",  no_argument,       NULL, OPT_NONCOMM},
+        {"sm-max-bcopy",    required_argument, NULL, OPT_SM_MAX_BCOPY},
+        {"dt-size",         required_argument, NULL, OPT_DT_SIZE},
+        {"help",            no_argument,       NULL, 'h'},
+        {NULL,              0,                 NULL, 0}
+    };
+    unsigned value;
+    int c, i;
+
+    memset(opts, 0, sizeof(*opts));
+    opts->coll         = -1;
+    opts->msg_size     = 8;
+    opts->dtype        = UCG_DT_INT32;
+    opts->dt_size      = 1;
+    opts->op           = UCG_OP_SUM;
+    opts->sm_max_bcopy = UCG_INFO_DEFAULT_SM_MAX_BCOPY;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":cphn:C:s:r:d:o:", long_opts,
+                            NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            opts->print_config = 1;
+            break;
+        case 'p':
+            opts->print_plan = 1;
+            break;
+        case 'h':
+            ucg_info_usage(stdout);
+            exit(0);
+        case 'n':
+            if (ucg_info_parse_uint("number of ranks (-n)", optarg, 1,
+                                    &opts->size) != 0) {
+                return -1;
+            }
+            break;
+        case OPT_HOSTS:
+            opts->hosts = optarg;
+            break;
+        case 'C':
+            if (!strcasecmp(optarg, "all")) {
+                opts->coll = -1;
+                break;
+            }
+            for (i = 0; i < UCG_COLL_LAST; ++i) {
+                if (!strcasecmp(optarg, ucg_info_coll_names[i])) {
+                    break;
+                }
+            }
+            if (i == UCG_COLL_LAST) {
+                fprintf(stderr, "ucg_info: unknown collective '%s'\n",
+                        optarg);
+                return -1;
+            }
+            opts->coll = i;
+            break;
+        case 's':
+            if (ucg_info_parse_size("message size (-s)", optarg,
+                                    &opts->msg_size) != 0) {
+                return -1;
+            }
+            break;
+        case 'r':
+            if (ucg_info_parse_uint("root (-r)", optarg, 0, &opts->root) != 0) {
+                return -1;
+            }
+            break;
+        case 'd':
+            if (!ucg_dtype_from_name(optarg, &opts->dtype)) {
+                fprintf(stderr, "ucg_info: unknown datatype '%s'\n", optarg);
+                return -1;
+            }
+            opts->dtype_set = 1;
+            break;
+        case OPT_DT_SIZE:
+            if (ucg_info_parse_uint("element size (--dt-size)", optarg, 1,
+                                    &value) != 0) {
+                return -1;
+            }
+            opts->dt_size = value;
+            break;
+        case 'o':
+            if (!ucg_op_from_name(optarg, &opts->op)) {
+                fprintf(stderr, "ucg_info: unknown reduction '%s'\n", optarg);
+                return -1;
+            }
+            opts->op_set = 1;
+            break;
+        case OPT_NO_O2M:
+            opts->no_o2m = 1;
+            break;
+        case OPT_NONCOMM:
+            opts->noncommutative = 1;
+            break;
+        case OPT_SM_MAX_BCOPY:
+            if (ucg_info_parse_size("--sm-max-bcopy", optarg,
+                                    &opts->sm_max_bcopy) != 0) {
+                return -1;
+            }
+            break;
+        case ':':
+            fprintf(stderr, "ucg_info: option '%s' needs an argument\n",
+                    argv[optind - 1]);
+            return -1;
+        default:
+            fprintf(stderr, "ucg_info: unknown option '%s'\n",
+                    argv[optind - 1]);
+            return -1;
+        }
+    }
+
+    if (optind < argc) {
+        fprintf(stderr, "ucg_info: unexpected argument '%s'\n", argv[optind]);
+        return -1;
+    }
+
+    if (!opts->print_config && !opts->print_plan) {
+        fprintf(stderr, "ucg_info: nothing to do: give -c or -p (-h: help)\n");
+        return -1;
+    }
+
+    if (opts->print_plan) {
+        if (opts->size == 0) {
+            fprintf(stderr, "ucg_info: -p needs the number of ranks (-n)\n");
+            return -1;
+        }
+        if (opts->root >= opts->size) {
+            fprintf(stderr, "ucg_info: root %u is not a rank of a group of "
+                    "%u\n", opts->root, opts->size);
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+static int ucg_info_is_reduction(ucg_coll_type_t type)
+{
+    return (type == UCG_COLL_REDUCE) || (type == UCG_COLL_ALLREDUCE);
+}
+
+static int ucg_info_print_plan(const ucg_info_opts_t *opts,
+                               const ucg_config_t *config,
+                               const ucg_topo_t *topo, ucg_coll_type_t type)
+{
+    ucg_plan_key_t key;
+    ucg_plan_t *plan;
+    size_t elem_size;
+
+    memset(&key, 0, sizeof(key));
+    key.type        = type;
+    key.root        = ((type == UCG_COLL_BCAST) || (type == UCG_COLL_REDUCE) ||
+                       (type == UCG_COLL_GATHER) ||
+                       (type == UCG_COLL_SCATTER)) ? opts->root : 0;
+    key.msg_size    = (type == UCG_COLL_BARRIER) ? 0 : opts->msg_size;
+    key.commutative = 1;
+
+    if (ucg_info_is_reduction(type)) {
+        elem_size = (opts->dtype == UCG_DT_BYTES) ?
+                    opts->dt_size : ucg_dtype_size(opts->dtype);
+        if (!ucg_op_valid(opts->op, opts->dtype)) {
+            fprintf(stderr, "ucg_info: %s is not defined on %s\n",
+                    ucg_op_name(opts->op), ucg_dtype_name(opts->dtype));
+            return -1;
+        }
+        if (key.msg_size % elem_size) {
+            fprintf(stderr, "ucg_info: size %zu is not a multiple of the %s "
+                    "element size %zu\n", key.msg_size,
+                    ucg_dtype_name(opts->dtype), elem_size);
+            return -1;
+        }
+        key.op          = opts->op;
+        key.dtype       = opts->dtype;
+        key.dt_size     = elem_size;
+        key.commutative = !opts->noncommutative;
+    } else {
+        key.op      = UCG_OP_LAST;
+        key.dtype   = opts->dtype_set ? opts->dtype : UCG_DT_UINT8;
+        key.dt_size = (key.dtype == UCG_DT_BYTES) ? opts->dt_size :
+                                                    ucg_dtype_size(key.dtype);
+    }
+
+    if (ucg_plan_create(config, topo, &key, &plan) != UCS_OK) {
+        fprintf(stderr, "ucg_info: no plan for %s\n",
+                ucg_info_coll_names[type]);
+        return -1;
+    }
+
+    ucg_plan_print(plan, topo, stdout);
+    ucg_plan_destroy(plan);
+    return 0;
+}
+
+static int ucg_info_plans(const ucg_info_opts_t *opts,
+                          const ucg_config_t *config)
+{
+    const char *hosts;
+    uint64_t *labels;
+    ucg_topo_t topo;
+    unsigned r;
+    int is_auto, o2m, type, ret;
+
+    /* --hosts, else UCX_UCG_HOSTS; "auto" (real hosts) is this host */
+    hosts  = (opts->hosts != NULL) ? opts->hosts : config->hosts;
+    labels = calloc(opts->size, sizeof(*labels));
+    if (labels == NULL) {
+        fprintf(stderr, "ucg_info: out of memory\n");
+        return -1;
+    }
+
+    for (r = 0; r < opts->size; ++r) {
+        if (ucg_hosts_label(hosts, r, &labels[r], &is_auto) != UCS_OK) {
+            fprintf(stderr, "ucg_info: invalid host layout '%s'\n", hosts);
+            free(labels);
+            return -1;
+        }
+        if (is_auto) {
+            labels[r] = 0;
+        }
+    }
+
+    o2m = !opts->no_o2m && (config->o2m != UCS_NO);
+    if (ucg_topo_init(&topo, opts->size, labels, o2m,
+                      opts->sm_max_bcopy) != UCS_OK) {
+        fprintf(stderr, "ucg_info: invalid topology\n");
+        free(labels);
+        return -1;
+    }
+    free(labels);
+
+    ret = 0;
+    for (type = 0; (type < UCG_COLL_LAST) && (ret == 0); ++type) {
+        if ((opts->coll >= 0) && (opts->coll != type)) {
+            continue;
+        }
+        if ((opts->coll < 0) && (type > 0)) {
+            printf("\n");
+        }
+        ret = ucg_info_print_plan(opts, config, &topo, (ucg_coll_type_t)type);
+    }
+
+    ucg_topo_cleanup(&topo);
+    return ret;
+}
+
+int main(int argc, char **argv)
+{
+    ucg_info_opts_t opts;
+    ucg_config_t *config;
+    int ret = 0;
+
+    if (ucg_info_parse_args(argc, argv, &opts) != 0) {
+        return 1;
+    }
+
+    if (ucg_config_read(NULL, &config) != UCS_OK) {
+        fprintf(stderr, "ucg_info: failed to read the UCG configuration\n");
+        return 1;
+    }
+
+    if (opts.print_config) {
+        ucg_config_print(config, stdout, "UCG configuration",
+                         UCS_CONFIG_PRINT_CONFIG | UCS_CONFIG_PRINT_DOC |
+                         UCS_CONFIG_PRINT_HEADER);
+    }
+
+    if (opts.print_plan) {
+        if (ucg_config_check(config) != UCS_OK) {
+            fprintf(stderr, "ucg_info: invalid UCG configuration\n");
+            ret = 1;
+        } else if (ucg_info_plans(&opts, config) != 0) {
+            ret = 1;
+        }
+    }
+
+    ucg_config_release(config);
+    return ret;
+}

@@ -1,0 +1,309 @@
+/**
+ * ucx-o2m: UCG, collective operations over UCP and the one-to-many
+ * transports (sm_bcast / sm_incast).
+ *
+ * Lifecycle
+ * ---------
+ *   ucg_config_read()  ->  ucg_context_create()  ->  ucg_group_create()
+ *   ->  ucg_coll_init() -> { ucg_coll_start() -> ucg_coll_test() ... }*
+ *   ->  ucg_coll_finalize()  ->  ucg_group_destroy()  ->  ucg_context_destroy()
+ *
+ * A context owns (or is given) a UCP context and worker, and opens the
+ * sm_bcast / sm_incast interfaces itself (libucg_o2m links the transport
+ * plugin, so no LD_PRELOAD is needed).  Progress is driven by the caller:
+ * ucg_progress(), or ucg_coll_test() / ucg_coll_wait().
+ *
+ * A group is created collectively by @a size processes, each with its rank,
+ * from an out-of-band allgather supplied by the caller.  Collectives on one
+ * group must be started in the same order on every member (as in MPI);
+ * collectives of different groups are independent, and several may be
+ * outstanding at once.
+ *
+ * Threads: a context and everything created from it must be used by one
+ * thread at a time.
+ */
+#ifndef UCG_O2M_H_
+#define UCG_O2M_H_
+
+#include <ucp/api/ucp.h>
+#include <ucs/config/types.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <stdio.h>
+
+BEGIN_C_DECLS
+
+#define UCG_API __attribute__((visibility("default")))
+
+#define UCG_API_MAJOR 1
+#define UCG_API_MINOR 0
+
+/** Send buffer (or, for scatter at the root, receive buffer) placeholder of
+ *  the in-place variants, as MPI_IN_PLACE. */
+#define UCG_IN_PLACE ((void*)1)
+
+typedef struct ucg_config  ucg_config_t;
+typedef struct ucg_context *ucg_context_h;
+typedef struct ucg_group   *ucg_group_h;
+typedef struct ucg_coll    *ucg_coll_h;
+
+
+/* ------------------------------------------------------------------------ */
+/* Configuration                                                            */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Read the UCG configuration from the environment (UCX_UCG_* variables, or
+ * <env_prefix>UCG_* when @a env_prefix is not NULL) through UCX's parser.
+ */
+UCG_API ucs_status_t ucg_config_read(const char *env_prefix,
+                                     ucg_config_t **config_p);
+UCG_API void ucg_config_release(ucg_config_t *config);
+/** Set one variable, @a name without prefix (e.g. "BCAST_ALGO"). */
+UCG_API ucs_status_t ucg_config_modify(ucg_config_t *config, const char *name,
+                                       const char *value);
+/** Print the configuration (UCS_CONFIG_PRINT_* flags, as ucx_info -c). */
+UCG_API void ucg_config_print(const ucg_config_t *config, FILE *stream,
+                              const char *title,
+                              ucs_config_print_flags_t print_flags);
+
+
+/* ------------------------------------------------------------------------ */
+/* Context                                                                  */
+/* ------------------------------------------------------------------------ */
+
+enum ucg_context_params_field {
+    /** Use this UCP worker (and its context) instead of creating them.  The
+     *  context must have UCP_FEATURE_TAG; the caller keeps ownership. */
+    UCG_CONTEXT_PARAM_FIELD_UCP_WORKER = UCS_BIT(0)
+};
+
+typedef struct ucg_context_params {
+    uint64_t      field_mask;  /**< enum ucg_context_params_field */
+    ucp_context_h ucp_context;
+    ucp_worker_h  ucp_worker;
+} ucg_context_params_t;
+
+/** @a config may be NULL (then it is read from the environment). */
+UCG_API ucs_status_t ucg_context_create(const ucg_context_params_t *params,
+                                        const ucg_config_t *config,
+                                        ucg_context_h *context_p);
+UCG_API void ucg_context_destroy(ucg_context_h context);
+
+/** Progress all communication of the context; returns the number of events. */
+UCG_API unsigned ucg_progress(ucg_context_h context);
+
+
+/* ------------------------------------------------------------------------ */
+/* Groups                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Out-of-band allgather: every member passes @a len bytes in @a sbuf; on
+ * return @a rbuf holds size * len bytes, member i's at offset i * len.
+ * Called collectively, with the same @a len on every member.  Blocking.
+ */
+typedef ucs_status_t (*ucg_oob_allgather_func_t)(void *arg, const void *sbuf,
+                                                 void *rbuf, size_t len);
+
+enum ucg_group_params_field {
+    /** global_rank is set: the rank used by host layouts of the
+     *  configuration (UCX_UCG_HOSTS), e.g. the MPI_COMM_WORLD rank. */
+    UCG_GROUP_PARAM_FIELD_GLOBAL_RANK = UCS_BIT(0),
+    /** host_id is set: the caller's identity of this member's host, used
+     *  instead of UCG's own (members with equal host_id share memory). */
+    UCG_GROUP_PARAM_FIELD_HOST_ID     = UCS_BIT(1)
+};
+
+typedef struct ucg_group_params {
+    uint64_t                 field_mask;  /**< enum ucg_group_params_field */
+    unsigned                 size;        /**< Members, >= 1 */
+    unsigned                 rank;        /**< This member, 0..size-1 */
+    ucg_oob_allgather_func_t oob_allgather;
+    void                     *oob_arg;
+    unsigned                 global_rank;
+    uint64_t                 host_id;
+} ucg_group_params_t;
+
+/** Collective over the members: calls params->oob_allgather. */
+UCG_API ucs_status_t ucg_group_create(ucg_context_h context,
+                                      const ucg_group_params_t *params,
+                                      ucg_group_h *group_p);
+/** Every collective of the group must have been finalized.  Not collective,
+ *  but a member should destroy a group only after its last collective
+ *  completed everywhere (for example after a barrier). */
+UCG_API void ucg_group_destroy(ucg_group_h group);
+
+UCG_API unsigned ucg_group_size(ucg_group_h group);
+UCG_API unsigned ucg_group_rank(ucg_group_h group);
+
+
+/* ------------------------------------------------------------------------ */
+/* Datatypes and operations                                                 */
+/* ------------------------------------------------------------------------ */
+
+/** Contiguous element types. */
+typedef enum {
+    UCG_DT_INT8,
+    UCG_DT_UINT8,
+    UCG_DT_INT16,
+    UCG_DT_UINT16,
+    UCG_DT_INT32,
+    UCG_DT_UINT32,
+    UCG_DT_INT64,
+    UCG_DT_UINT64,
+    UCG_DT_FLOAT,
+    UCG_DT_DOUBLE,
+    UCG_DT_LONG_DOUBLE,
+    UCG_DT_FLOAT_COMPLEX,        /**< float _Complex */
+    UCG_DT_DOUBLE_COMPLEX,       /**< double _Complex */
+    UCG_DT_LONG_DOUBLE_COMPLEX,  /**< long double _Complex */
+    /* MINLOC / MAXLOC pairs {value; int index}, laid out as the C structs
+     * MPI defines (MPI_FLOAT_INT, ...) */
+    UCG_DT_FLOAT_INT,
+    UCG_DT_DOUBLE_INT,
+    UCG_DT_LONG_INT,
+    UCG_DT_2INT,
+    UCG_DT_SHORT_INT,
+    UCG_DT_LONG_DOUBLE_INT,
+    /** Opaque element of ucg_coll_params_t::dt_size bytes: data movement
+     *  and UCG_OP_USER only. */
+    UCG_DT_BYTES,
+    UCG_DT_LAST
+} ucg_dtype_t;
+
+typedef enum {
+    UCG_OP_SUM,
+    UCG_OP_PROD,
+    UCG_OP_MIN,
+    UCG_OP_MAX,
+    UCG_OP_LAND,
+    UCG_OP_LOR,
+    UCG_OP_LXOR,
+    UCG_OP_BAND,
+    UCG_OP_BOR,
+    UCG_OP_BXOR,
+    UCG_OP_MINLOC,
+    UCG_OP_MAXLOC,
+    UCG_OP_USER,   /**< ucg_coll_params_t::user_op */
+    UCG_OP_LAST
+} ucg_op_t;
+
+/**
+ * User reduction: inout[i] = in[i] (op) inout[i] for i < count, as MPI's
+ * user functions.  @a in always comes from lower ranks than @a inout.
+ */
+typedef void (*ucg_user_op_func_t)(void *arg, const void *in, void *inout,
+                                   size_t count);
+
+typedef struct ucg_user_op {
+    ucg_user_op_func_t func;
+    void               *arg;
+    /** Zero: results are combined in rank order, identically on every run. */
+    int                commutative;
+} ucg_user_op_t;
+
+/** Size of one element, 0 for UCG_DT_BYTES and invalid types. */
+UCG_API size_t ucg_dtype_size(ucg_dtype_t dtype);
+/** Whether @a op is defined on @a dtype (as in MPI). */
+UCG_API int ucg_op_valid(ucg_op_t op, ucg_dtype_t dtype);
+UCG_API const char *ucg_dtype_name(ucg_dtype_t dtype);
+UCG_API const char *ucg_op_name(ucg_op_t op);
+
+
+/* ------------------------------------------------------------------------ */
+/* Collectives                                                              */
+/* ------------------------------------------------------------------------ */
+
+typedef enum {
+    UCG_COLL_BCAST,
+    UCG_COLL_REDUCE,
+    UCG_COLL_ALLREDUCE,
+    UCG_COLL_BARRIER,
+    UCG_COLL_GATHER,
+    UCG_COLL_SCATTER,
+    UCG_COLL_ALLGATHER,
+    UCG_COLL_LAST
+} ucg_coll_type_t;
+
+/**
+ * A collective.  Buffers follow MPI (count elements per member):
+ *  - BCAST:     rbuf, count elements, from root to all;
+ *  - REDUCE:    sbuf -> rbuf (root only; ignored elsewhere).  In place:
+ *               sbuf == UCG_IN_PLACE at the root, the data is in rbuf;
+ *  - ALLREDUCE: sbuf -> rbuf.  In place: sbuf == UCG_IN_PLACE;
+ *  - BARRIER:   no buffers;
+ *  - GATHER:    sbuf (count) -> rbuf (size * count, root only).  In place:
+ *               sbuf == UCG_IN_PLACE at the root, its block already in rbuf;
+ *  - SCATTER:   sbuf (size * count, root only) -> rbuf (count).  In place:
+ *               rbuf == UCG_IN_PLACE at the root, its block stays in sbuf;
+ *  - ALLGATHER: sbuf (count) -> rbuf (size * count).  In place:
+ *               sbuf == UCG_IN_PLACE, own block already in rbuf.
+ * The buffers must not change (or be read, for rbuf) until completion.
+ */
+typedef struct ucg_coll_params {
+    ucg_coll_type_t type;
+    unsigned        root;     /**< BCAST, REDUCE, GATHER, SCATTER */
+    const void      *sbuf;
+    void            *rbuf;
+    size_t          count;    /**< Elements per member */
+    ucg_dtype_t     dtype;
+    size_t          dt_size;  /**< Element size, only for UCG_DT_BYTES */
+    ucg_op_t        op;       /**< REDUCE, ALLREDUCE */
+    ucg_user_op_t   user_op;  /**< op == UCG_OP_USER */
+} ucg_coll_params_t;
+
+/**
+ * Prepare a collective (choose its plan, allocate its state).  Not
+ * collective; no communication.  The collective can then be started any
+ * number of times (persistent), one instance at a time.
+ * @return UCS_ERR_INVALID_PARAM with a log line on bad arguments.
+ */
+UCG_API ucs_status_t ucg_coll_init(ucg_group_h group,
+                                   const ucg_coll_params_t *params,
+                                   ucg_coll_h *coll_p);
+
+/** Start the collective; returns UCS_OK, or an error (no instance started).
+ *  UCS_ERR_BUSY if the previous start has not completed. */
+UCG_API ucs_status_t ucg_coll_start(ucg_coll_h coll);
+
+/** Progress the context once and return UCS_INPROGRESS, UCS_OK (complete)
+ *  or the error that ended this instance. */
+UCG_API ucs_status_t ucg_coll_test(ucg_coll_h coll);
+
+/** Progress until completion; bounded by the failure detection of
+ *  UCX_UCG_PEER_TIMEOUT / CHECK_INTERVAL when a member dies. */
+UCG_API ucs_status_t ucg_coll_wait(ucg_coll_h coll);
+
+/** Release a collective that is not in progress. */
+UCG_API void ucg_coll_finalize(ucg_coll_h coll);
+
+/** init + start + wait + finalize. */
+UCG_API ucs_status_t ucg_coll_run(ucg_group_h group,
+                                  const ucg_coll_params_t *params);
+
+/** Blocking wrappers of ucg_coll_run(). */
+UCG_API ucs_status_t ucg_bcast(ucg_group_h group, void *buf, size_t count,
+                               ucg_dtype_t dtype, unsigned root);
+UCG_API ucs_status_t ucg_allreduce(ucg_group_h group, const void *sbuf,
+                                   void *rbuf, size_t count,
+                                   ucg_dtype_t dtype, ucg_op_t op);
+UCG_API ucs_status_t ucg_reduce(ucg_group_h group, const void *sbuf,
+                                void *rbuf, size_t count, ucg_dtype_t dtype,
+                                ucg_op_t op, unsigned root);
+UCG_API ucs_status_t ucg_barrier(ucg_group_h group);
+
+/** Name of a collective type, for logs and tools. */
+UCG_API const char *ucg_coll_name(ucg_coll_type_t type);
+
+/**
+ * Print the plan that would run @a params on @a group (this member's
+ * view of the whole plan).
+ */
+UCG_API ucs_status_t ucg_coll_plan_print(ucg_group_h group,
+                                         const ucg_coll_params_t *params,
+                                         FILE *stream);
+
+END_C_DECLS
+
+#endif

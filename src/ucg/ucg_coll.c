@@ -1,0 +1,991 @@
+/**
+ * UCG executor: collective requests, the phase machine and the
+ * point-to-point primitives the phase algorithms use.
+ *
+ * A collective is a plan (ucg_plan.h) run phase by phase.  A member that is
+ * in no set of a phase skips it.  Phases post nonblocking operations and are
+ * advanced from ucg_progress(), so any number of collectives (on different
+ * groups, or started one after another on one group) progress together.
+ */
+#include "ucg_coll.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/sys/compiler_def.h>
+#include <ucs/sys/math.h>
+#include <string.h>
+
+/* Time given to cancelled requests to complete before they are left to UCP */
+#define UCG_COLL_CANCEL_TIMEOUT 0.5
+
+
+static const char *ucg_coll_names[] = {
+    [UCG_COLL_BCAST]     = "bcast",
+    [UCG_COLL_REDUCE]    = "reduce",
+    [UCG_COLL_ALLREDUCE] = "allreduce",
+    [UCG_COLL_BARRIER]   = "barrier",
+    [UCG_COLL_GATHER]    = "gather",
+    [UCG_COLL_SCATTER]   = "scatter",
+    [UCG_COLL_ALLGATHER] = "allgather"
+};
+
+const char *ucg_coll_name(ucg_coll_type_t type)
+{
+    return (type < UCG_COLL_LAST) ? ucg_coll_names[type] : "invalid";
+}
+
+static int ucg_coll_is_rooted(ucg_coll_type_t type)
+{
+    return (type == UCG_COLL_BCAST) || (type == UCG_COLL_REDUCE) ||
+           (type == UCG_COLL_GATHER) || (type == UCG_COLL_SCATTER);
+}
+
+static int ucg_coll_is_reduction(ucg_coll_type_t type)
+{
+    return (type == UCG_COLL_REDUCE) || (type == UCG_COLL_ALLREDUCE);
+}
+
+static const ucg_phase_ops_t *ucg_coll_phase_ops(ucg_phase_method_t method)
+{
+    if (ucg_sm_phase_ops[method].start != NULL) {
+        return &ucg_sm_phase_ops[method];
+    }
+    return &ucg_p2p_phase_ops[method];
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* Point-to-point primitives                                                */
+/* ------------------------------------------------------------------------ */
+
+static ucp_tag_t ucg_p2p_tag(const ucg_coll_t *coll, unsigned step,
+                             unsigned src)
+{
+    uint64_t phase_step = ((uint64_t)(coll->phase_idx & 0xf) <<
+                           UCG_TAG_STEP_BITS) | (step & 0xff);
+
+    return ((uint64_t)coll->group->id << 48) | ((uint64_t)coll->seq << 32) |
+           (phase_step << UCG_TAG_SRC_BITS) | src;
+}
+
+/* Expected length of each outstanding request: SIZE_MAX for sends */
+static size_t *ucg_p2p_req_lengths(ucg_coll_t *coll)
+{
+    return (size_t*)(coll->reqs + coll->max_reqs);
+}
+
+static ucs_status_t ucg_p2p_track(ucg_coll_t *coll, void *req, size_t length)
+{
+    unsigned new_max;
+    void **reqs;
+
+    if (coll->num_reqs == coll->max_reqs) {
+        new_max = ucs_max(16, coll->max_reqs * 2);
+        /* one allocation: the request pointers, then their lengths */
+        reqs    = ucs_malloc(new_max * (sizeof(void*) + sizeof(size_t)),
+                             "ucg reqs");
+        if (reqs == NULL) {
+            ucs_error("ucg: out of memory for %u requests", new_max);
+            ucp_request_cancel(coll->group->context->ucp_worker, req);
+            ucp_request_free(req);
+            return UCS_ERR_NO_MEMORY;
+        }
+        if (coll->max_reqs > 0) {
+            memcpy(reqs, coll->reqs, coll->num_reqs * sizeof(void*));
+            memcpy(reqs + new_max, ucg_p2p_req_lengths(coll),
+                   coll->num_reqs * sizeof(size_t));
+        }
+        ucs_free(coll->reqs);
+        coll->reqs     = reqs;
+        coll->max_reqs = new_max;
+    }
+
+    ucg_p2p_req_lengths(coll)[coll->num_reqs] = length;
+    coll->reqs[coll->num_reqs++]              = req;
+    return UCS_OK;
+}
+
+ucs_status_t ucg_p2p_send(ucg_coll_t *coll, unsigned peer, unsigned step,
+                          const void *buf, size_t len)
+{
+    ucg_group_h group           = coll->group;
+    ucp_request_param_t param   = {0};
+    ucs_status_ptr_t req;
+    ucs_status_t status;
+    ucp_ep_h ep;
+
+    status = ucg_group_p2p_ep(group, peer, &ep);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    req = ucp_tag_send_nbx(ep, buf, len, ucg_p2p_tag(coll, step, group->rank),
+                           &param);
+    if (UCS_PTR_IS_ERR(req)) {
+        ucs_error("ucg group %u: send of %zu bytes to rank %u failed: %s",
+                  group->id, len, peer,
+                  ucs_status_string(UCS_PTR_STATUS(req)));
+        return UCS_PTR_STATUS(req);
+    }
+
+    return (req == NULL) ? UCS_OK : ucg_p2p_track(coll, req, SIZE_MAX);
+}
+
+static ucs_status_t ucg_p2p_check_length(ucg_coll_t *coll, size_t expected,
+                                         size_t length)
+{
+    if (length == expected) {
+        return UCS_OK;
+    }
+
+    ucs_error("ucg group %u %s seq %u phase %u: received %zu bytes, "
+              "expected %zu", coll->group->id,
+              ucg_coll_name(coll->params.type), coll->seq, coll->phase_idx,
+              length, expected);
+    return UCS_ERR_MESSAGE_TRUNCATED;
+}
+
+ucs_status_t ucg_p2p_recv(ucg_coll_t *coll, unsigned peer, unsigned step,
+                          void *buf, size_t len)
+{
+    ucg_group_h group         = coll->group;
+    ucp_request_param_t param = {0};
+    ucs_status_ptr_t req;
+
+    /* Always a request: UCX 1.13 does not fill recv_info on immediate
+     * completion, and the length must be checked */
+    param.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+
+    req = ucp_tag_recv_nbx(group->context->ucp_worker, buf, len,
+                           ucg_p2p_tag(coll, step, peer), (ucp_tag_t)-1,
+                           &param);
+    if (UCS_PTR_IS_ERR(req)) {
+        ucs_error("ucg group %u: receive of %zu bytes from rank %u failed: "
+                  "%s", group->id, len, peer,
+                  ucs_status_string(UCS_PTR_STATUS(req)));
+        return UCS_PTR_STATUS(req);
+    }
+
+    ucs_assert(req != NULL);
+    return ucg_p2p_track(coll, req, len);
+}
+
+ucs_status_t ucg_p2p_test(ucg_coll_t *coll)
+{
+    ucs_status_t result = UCS_OK;
+    size_t *lengths     = ucg_p2p_req_lengths(coll);
+    unsigned i, kept    = 0;
+    ucp_tag_recv_info_t info;
+    ucs_status_t status;
+
+    for (i = 0; i < coll->num_reqs; ++i) {
+        if (lengths[i] == SIZE_MAX) {
+            status = ucp_request_check_status(coll->reqs[i]);
+        } else {
+            status = ucp_tag_recv_request_test(coll->reqs[i], &info);
+            if (status == UCS_OK) {
+                status = ucg_p2p_check_length(coll, lengths[i], info.length);
+            }
+        }
+
+        if (status == UCS_INPROGRESS) {
+            coll->reqs[kept] = coll->reqs[i];
+            lengths[kept++]  = lengths[i];
+            continue;
+        }
+
+        ucp_request_free(coll->reqs[i]);
+        if (status != UCS_OK) {
+            if (status != UCS_ERR_MESSAGE_TRUNCATED) {
+                ucs_error("ucg group %u %s seq %u phase %u: %s",
+                          coll->group->id, ucg_coll_name(coll->params.type),
+                          coll->seq, coll->phase_idx,
+                          ucs_status_string(status));
+            }
+            if (result == UCS_OK || result == UCS_INPROGRESS) {
+                result = status;
+            }
+        }
+    }
+
+    coll->num_reqs = kept;
+    if ((kept > 0) && (result == UCS_OK)) {
+        return UCS_INPROGRESS;
+    }
+    return result;
+}
+
+/* Cancel what is outstanding (after an error) and give it a bounded time */
+static void ucg_p2p_cancel_all(ucg_coll_t *coll)
+{
+    ucp_worker_h worker = coll->group->context->ucp_worker;
+    ucs_time_t deadline = ucs_get_time() +
+                          ucs_time_from_sec(UCG_COLL_CANCEL_TIMEOUT);
+    unsigned i;
+
+    for (i = 0; i < coll->num_reqs; ++i) {
+        ucp_request_cancel(worker, coll->reqs[i]);
+    }
+
+    while ((coll->num_reqs > 0) && (ucs_get_time() < deadline)) {
+        ucp_worker_progress(worker);
+        ucg_p2p_test(coll);
+    }
+
+    /* Still not complete (a send to a dead peer): UCP releases them when
+     * they complete */
+    for (i = 0; i < coll->num_reqs; ++i) {
+        ucp_request_free(coll->reqs[i]);
+    }
+    coll->num_reqs = 0;
+}
+
+void *ucg_coll_scratch(ucg_coll_t *coll, unsigned idx, size_t size)
+{
+    void *buf;
+
+    ucs_assert(idx < UCG_COLL_MAX_SCRATCH);
+    if (coll->scratch_len[idx] >= size) {
+        return coll->scratch[idx];
+    }
+
+    buf = ucs_malloc(ucs_max(size, 1), "ucg scratch");
+    if (buf == NULL) {
+        ucs_error("ucg: out of memory for a scratch buffer of %zu bytes",
+                  size);
+        return NULL;
+    }
+
+    ucs_free(coll->scratch[idx]);
+    coll->scratch[idx]     = buf;
+    coll->scratch_len[idx] = size;
+    return buf;
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* Parameters                                                               */
+/* ------------------------------------------------------------------------ */
+
+static ucs_status_t ucg_coll_check_params(ucg_group_h group,
+                                          const ucg_coll_params_t *params,
+                                          ucg_coll_t *coll)
+{
+    int is_root = ucg_coll_is_rooted(params->type) &&
+                  (params->root == group->rank);
+    ucs_status_t status;
+    size_t len;
+
+    if (params->type >= UCG_COLL_LAST) {
+        ucs_error("ucg: invalid collective type %d", params->type);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (ucg_coll_is_rooted(params->type) && (params->root >= group->size)) {
+        ucs_error("ucg %s: root %u is not a rank of a group of %u",
+                  ucg_coll_name(params->type), params->root, group->size);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (params->type == UCG_COLL_BARRIER) {
+        coll->dt_size = 1;
+        coll->len     = 0;
+        return UCS_OK;
+    }
+
+    if (ucg_coll_is_reduction(params->type)) {
+        status = ucg_op_desc_init(&coll->op, params->op, params->dtype,
+                                  params->dt_size, &params->user_op);
+        if (status != UCS_OK) {
+            return status;
+        }
+        coll->dt_size = coll->op.dt_size;
+    } else if (params->dtype == UCG_DT_BYTES) {
+        if (params->dt_size == 0) {
+            ucs_error("ucg %s: UCG_DT_BYTES with dt_size 0",
+                      ucg_coll_name(params->type));
+            return UCS_ERR_INVALID_PARAM;
+        }
+        coll->dt_size = params->dt_size;
+    } else {
+        coll->dt_size = ucg_dtype_size(params->dtype);
+        if (coll->dt_size == 0) {
+            ucs_error("ucg %s: invalid datatype %d",
+                      ucg_coll_name(params->type), params->dtype);
+            return UCS_ERR_INVALID_PARAM;
+        }
+    }
+
+    if ((params->count > SIZE_MAX / coll->dt_size / group->size)) {
+        ucs_error("ucg %s: %zu elements of %zu bytes overflow",
+                  ucg_coll_name(params->type), params->count, coll->dt_size);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    len       = params->count * coll->dt_size;
+    coll->len = len;
+
+    /* In-place markers where MPI allows them */
+    if ((params->rbuf == UCG_IN_PLACE) &&
+        !((params->type == UCG_COLL_SCATTER) && is_root)) {
+        ucs_error("ucg %s: UCG_IN_PLACE as receive buffer is only valid for "
+                  "scatter at the root", ucg_coll_name(params->type));
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if ((params->sbuf == UCG_IN_PLACE) &&
+        !((params->type == UCG_COLL_ALLREDUCE) ||
+          (params->type == UCG_COLL_ALLGATHER) ||
+          (((params->type == UCG_COLL_REDUCE) ||
+            (params->type == UCG_COLL_GATHER)) && is_root))) {
+        ucs_error("ucg %s: UCG_IN_PLACE as send buffer is not valid here%s",
+                  ucg_coll_name(params->type),
+                  ucg_coll_is_rooted(params->type) ? " (root only)" : "");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (len == 0) {
+        return UCS_OK;
+    }
+
+    /* Buffers that must be there */
+    switch (params->type) {
+    case UCG_COLL_BCAST:
+        if (params->rbuf == NULL) {
+            goto err_null;
+        }
+        break;
+    case UCG_COLL_REDUCE:
+    case UCG_COLL_GATHER:
+        if ((params->sbuf == NULL) || (is_root && (params->rbuf == NULL))) {
+            goto err_null;
+        }
+        break;
+    case UCG_COLL_SCATTER:
+        if ((params->rbuf == NULL) || (is_root && (params->sbuf == NULL))) {
+            goto err_null;
+        }
+        break;
+    default:
+        if ((params->sbuf == NULL) || (params->rbuf == NULL)) {
+            goto err_null;
+        }
+        break;
+    }
+    return UCS_OK;
+
+err_null:
+    ucs_error("ucg %s: NULL buffer with %zu elements",
+              ucg_coll_name(params->type), params->count);
+    return UCS_ERR_INVALID_PARAM;
+}
+
+static void ucg_coll_plan_key(const ucg_coll_t *coll, ucg_plan_key_t *key)
+{
+    const ucg_coll_params_t *params = &coll->params;
+
+    memset(key, 0, sizeof(*key));
+    key->type     = params->type;
+    key->root     = ucg_coll_is_rooted(params->type) ? params->root : 0;
+    key->msg_size = coll->len;
+    if (ucg_coll_is_reduction(params->type)) {
+        key->op          = coll->op.op;
+        key->dtype       = coll->op.dtype;
+        key->dt_size     = coll->dt_size;
+        key->commutative = ucg_op_is_commutative(&coll->op);
+    } else {
+        /* Data movement does not depend on the element type */
+        key->op          = UCG_OP_LAST;
+        key->dtype       = UCG_DT_UINT8;
+        key->dt_size     = 1;
+        key->commutative = 1;
+    }
+}
+
+ucs_status_t ucg_coll_init(ucg_group_h group, const ucg_coll_params_t *params,
+                           ucg_coll_h *coll_p)
+{
+    ucg_plan_key_t key;
+    ucs_status_t status;
+    ucg_coll_t *coll;
+
+    if ((group == NULL) || (params == NULL) || (coll_p == NULL)) {
+        ucs_error("ucg_coll_init: NULL argument");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    coll = ucs_calloc(1, sizeof(*coll), "ucg coll");
+    if (coll == NULL) {
+        ucs_error("ucg: out of memory for a collective");
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    coll->group  = group;
+    coll->params = *params;
+    coll->status = UCS_OK;
+    status       = ucg_coll_check_params(group, params, coll);
+    if (status != UCS_OK) {
+        goto err;
+    }
+
+    ucg_coll_plan_key(coll, &key);
+    status = ucg_group_plan(group, &key, &coll->plan);
+    if (status != UCS_OK) {
+        goto err;
+    }
+
+    *coll_p = coll;
+    return UCS_OK;
+
+err:
+    ucs_free(coll);
+    return status;
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* Buffers of an instance                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Whether this member must hold blocks of other ranks in some phase */
+static int ucg_coll_holds_other_blocks(const ucg_coll_t *coll)
+{
+    unsigned me = coll->group->rank;
+    const ucg_phase_set_t *set;
+    const ucg_phase_t *phase;
+    unsigned i, r, idx;
+
+    for (i = 0; i < coll->plan->num_phases; ++i) {
+        phase = &coll->plan->phases[i];
+        set   = ucg_phase_find_set(phase, me, &idx);
+        if (set == NULL) {
+            continue;
+        }
+        if (((phase->method == UCG_PHASE_SM_GATHER) ||
+             (phase->method == UCG_PHASE_P2P_GATHER) ||
+             (phase->method == UCG_PHASE_P2P_SCATTER) ||
+             (phase->method == UCG_PHASE_FOLD)) && (set->root == idx)) {
+            return 1;
+        }
+        if ((phase->method == UCG_PHASE_SM_BCAST) &&
+            (coll->params.type == UCG_COLL_SCATTER) && (set->root == idx)) {
+            return 1;
+        }
+        if (phase->owner != NULL) {
+            for (r = 0; r < coll->group->size; ++r) {
+                if ((r != me) && (phase->owner[r] == me)) {
+                    return 1;
+                }
+            }
+        }
+    }
+
+    return 0;
+}
+
+/*
+ * gbuf for a member that only holds its own block: a base such that
+ * gbuf + rank * block is @a own (only that block is ever accessed).
+ */
+static void *ucg_coll_own_block_base(ucg_coll_t *coll, const void *own)
+{
+    return (void*)((uintptr_t)own - (uintptr_t)coll->group->rank *
+                   coll->block);
+}
+
+/* gbuf of the block collectives and of rank-ordered (FOLD) reductions */
+static ucs_status_t ucg_coll_setup_gbuf(ucg_coll_t *coll, const void *own,
+                                        int own_in_place)
+{
+    size_t size = coll->group->size;
+    void *own_slot;
+
+    coll->block = coll->len;
+    if (!ucg_coll_holds_other_blocks(coll)) {
+        coll->gbuf = ucg_coll_own_block_base(coll, own);
+        return UCS_OK;
+    }
+
+    coll->gbuf = ucg_coll_scratch(coll, 1, size * coll->block);
+    if (coll->gbuf == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    own_slot = UCS_PTR_BYTE_OFFSET(coll->gbuf,
+                                   coll->group->rank * coll->block);
+    if (!own_in_place || (own != own_slot)) {
+        memcpy(own_slot, own, coll->block);
+    }
+    return UCS_OK;
+}
+
+static ucs_status_t ucg_coll_setup_buffers(ucg_coll_t *coll)
+{
+    const ucg_coll_params_t *params = &coll->params;
+    unsigned me                     = coll->group->rank;
+    int is_root                     = (params->root == me);
+    size_t size                     = coll->group->size;
+    const void *src;
+
+    coll->data     = NULL;
+    coll->data_len = 0;
+    coll->acc      = NULL;
+    coll->gbuf     = NULL;
+    coll->block    = coll->len;
+
+    switch (params->type) {
+    case UCG_COLL_BARRIER:
+        return UCS_OK;
+    case UCG_COLL_BCAST:
+        coll->data     = params->rbuf;
+        coll->data_len = coll->len;
+        return UCS_OK;
+    case UCG_COLL_REDUCE:
+    case UCG_COLL_ALLREDUCE:
+        if ((params->type == UCG_COLL_ALLREDUCE) || is_root) {
+            coll->acc = params->rbuf;
+        } else {
+            coll->acc = ucg_coll_scratch(coll, 0, coll->len);
+            if (coll->acc == NULL) {
+                return UCS_ERR_NO_MEMORY;
+            }
+        }
+        src = (params->sbuf == UCG_IN_PLACE) ? params->rbuf : params->sbuf;
+        coll->data     = coll->acc;
+        coll->data_len = coll->len;
+        if (!ucg_op_is_commutative(&coll->op) && (size > 1)) {
+            /* Rank-ordered: gather every member's vector, then FOLD */
+            return ucg_coll_setup_gbuf(coll, src, 0);
+        }
+        if (src != coll->acc) {
+            memcpy(coll->acc, src, coll->len);
+        }
+        return UCS_OK;
+    case UCG_COLL_GATHER:
+        if (is_root) {
+            coll->gbuf = params->rbuf;
+            if (params->sbuf != UCG_IN_PLACE) {
+                memcpy(UCS_PTR_BYTE_OFFSET(coll->gbuf, me * coll->len),
+                       params->sbuf, coll->len);
+            }
+            return UCS_OK;
+        }
+        return ucg_coll_setup_gbuf(coll, params->sbuf, 0);
+    case UCG_COLL_SCATTER:
+        if (is_root) {
+            coll->gbuf = (void*)params->sbuf;
+            if (params->rbuf != UCG_IN_PLACE) {
+                memcpy(params->rbuf,
+                       UCS_PTR_BYTE_OFFSET(coll->gbuf, me * coll->len),
+                       coll->len);
+            }
+        } else if (ucg_coll_holds_other_blocks(coll)) {
+            coll->gbuf = ucg_coll_scratch(coll, 1, size * coll->len);
+            if (coll->gbuf == NULL) {
+                return UCS_ERR_NO_MEMORY;
+            }
+        } else {
+            coll->gbuf = ucg_coll_own_block_base(coll, params->rbuf);
+        }
+        return UCS_OK;
+    case UCG_COLL_ALLGATHER:
+        coll->gbuf = params->rbuf;
+        if (params->sbuf != UCG_IN_PLACE) {
+            memcpy(UCS_PTR_BYTE_OFFSET(coll->gbuf, me * coll->len),
+                   params->sbuf, coll->len);
+        }
+        coll->data     = coll->gbuf;
+        coll->data_len = size * coll->len;
+        return UCS_OK;
+    default:
+        return UCS_ERR_INVALID_PARAM;
+    }
+}
+
+/* Results that the phases leave elsewhere than the user's buffers */
+static void ucg_coll_finish_buffers(ucg_coll_t *coll)
+{
+    const ucg_coll_params_t *params = &coll->params;
+    unsigned me                     = coll->group->rank;
+
+    if ((params->type == UCG_COLL_SCATTER) && (params->root != me) &&
+        (coll->gbuf == coll->scratch[1])) {
+        /* A leader received its host's blocks in its scratch */
+        memcpy(params->rbuf, UCS_PTR_BYTE_OFFSET(coll->gbuf, me * coll->len),
+               coll->len);
+    }
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* Phase machine                                                            */
+/* ------------------------------------------------------------------------ */
+
+static void ucg_coll_complete(ucg_coll_t *coll, ucs_status_t status)
+{
+    if (status != UCS_OK) {
+        ucg_p2p_cancel_all(coll);
+    } else {
+        ucg_coll_finish_buffers(coll);
+    }
+
+    coll->status = status;
+    coll->active = 0;
+    ucs_list_del(&coll->list);
+}
+
+/* Enter the phases from phase_idx on until one is in progress */
+static ucs_status_t ucg_coll_advance(ucg_coll_t *coll)
+{
+    const ucg_phase_ops_t *ops;
+    ucs_status_t status;
+
+    for (;;) {
+        if (coll->set != NULL) {
+            ops    = ucg_coll_phase_ops(coll->phase->method);
+            status = ops->progress(coll);
+            if (status == UCS_OK) {
+                /* A phase is over when its requests are */
+                status = ucg_p2p_test(coll);
+            }
+            if (status != UCS_OK) {
+                return status;
+            }
+        }
+
+        if (++coll->phase_idx >= coll->plan->num_phases) {
+            return UCS_OK;
+        }
+
+        coll->phase = &coll->plan->phases[coll->phase_idx];
+        coll->set   = ucg_phase_find_set(coll->phase, coll->group->rank,
+                                         &coll->my_idx);
+        memset(&coll->ps, 0, sizeof(coll->ps));
+        if (coll->set == NULL) {
+            continue;
+        }
+
+        /* start() posts what it can; progress() says when it is over */
+        ops    = ucg_coll_phase_ops(coll->phase->method);
+        status = ops->start(coll);
+        if ((status != UCS_OK) && (status != UCS_INPROGRESS)) {
+            return status;
+        }
+    }
+}
+
+static void ucg_coll_progress_one(ucg_coll_t *coll)
+{
+    ucs_status_t status;
+
+    status = coll->group->failed;
+    if (status == UCS_OK) {
+        status = ucg_coll_advance(coll);
+        if (status == UCS_INPROGRESS) {
+            return;
+        }
+    }
+
+    ucg_coll_complete(coll, status);
+}
+
+ucs_status_t ucg_coll_start(ucg_coll_h coll)
+{
+    ucg_group_h group = coll->group;
+    ucs_status_t status;
+
+    if (coll->active) {
+        ucs_error("ucg %s: started again before it completed",
+                  ucg_coll_name(coll->params.type));
+        return UCS_ERR_BUSY;
+    }
+
+    if (group->failed != UCS_OK) {
+        return group->failed;
+    }
+
+    coll->seq       = group->next_seq++;
+    coll->status    = UCS_INPROGRESS;
+    coll->active    = 1;
+    coll->phase_idx = -1;   /* ucg_coll_advance enters phase 0 */
+    coll->phase     = NULL;
+    coll->set       = NULL;
+    ucs_list_add_tail(&group->colls, &coll->list);
+
+    if ((coll->len == 0) && (coll->params.type != UCG_COLL_BARRIER)) {
+        /* Zero bytes everywhere (MPI requires matching signatures) */
+        ucg_coll_complete(coll, UCS_OK);
+        return UCS_OK;
+    }
+
+    status = ucg_coll_setup_buffers(coll);
+    if (status != UCS_OK) {
+        ucg_coll_complete(coll, status);
+        --group->next_seq;
+        return status;
+    }
+
+    ucg_coll_progress_one(coll);
+    return UCS_OK;
+}
+
+unsigned ucg_coll_progress_all(ucg_context_h context)
+{
+    unsigned count = 0;
+    ucg_coll_t *coll, *tmp;
+    ucg_group_t *group;
+
+    ucs_list_for_each(group, &context->groups, list) {
+        if (ucs_list_is_empty(&group->colls)) {
+            continue;
+        }
+
+        if (ucg_group_check(group) != UCS_OK) {
+            ucs_list_for_each_safe(coll, tmp, &group->colls, list) {
+                ucg_coll_complete(coll, group->failed);
+                ++count;
+            }
+            continue;
+        }
+
+        ucs_list_for_each_safe(coll, tmp, &group->colls, list) {
+            ucg_coll_progress_one(coll);
+            count += !coll->active;
+        }
+    }
+
+    return count;
+}
+
+ucs_status_t ucg_coll_test(ucg_coll_h coll)
+{
+    if (coll->active) {
+        ucg_progress(coll->group->context);
+    }
+    return coll->status;
+}
+
+ucs_status_t ucg_coll_wait(ucg_coll_h coll)
+{
+    ucs_status_t status;
+
+    do {
+        status = ucg_coll_test(coll);
+    } while (status == UCS_INPROGRESS);
+
+    return status;
+}
+
+void ucg_coll_finalize(ucg_coll_h coll)
+{
+    unsigned i;
+
+    if (coll == NULL) {
+        return;
+    }
+
+    if (coll->active) {
+        ucs_warn("ucg %s seq %u finalized while in progress: cancelled",
+                 ucg_coll_name(coll->params.type), coll->seq);
+        ucg_coll_complete(coll, UCS_ERR_CANCELED);
+    }
+
+    for (i = 0; i < UCG_COLL_MAX_SCRATCH; ++i) {
+        ucs_free(coll->scratch[i]);
+    }
+    ucs_free(coll->reqs);
+    ucs_free(coll);
+}
+
+ucs_status_t ucg_coll_run(ucg_group_h group, const ucg_coll_params_t *params)
+{
+    ucs_status_t status;
+    ucg_coll_h coll;
+
+    status = ucg_coll_init(group, params, &coll);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = ucg_coll_start(coll);
+    if (status == UCS_OK) {
+        status = ucg_coll_wait(coll);
+    }
+
+    ucg_coll_finalize(coll);
+    return status;
+}
+
+ucs_status_t ucg_bcast(ucg_group_h group, void *buf, size_t count,
+                       ucg_dtype_t dtype, unsigned root)
+{
+    ucg_coll_params_t params = {0};
+
+    params.type  = UCG_COLL_BCAST;
+    params.root  = root;
+    params.rbuf  = buf;
+    params.count = count;
+    params.dtype = dtype;
+    return ucg_coll_run(group, &params);
+}
+
+ucs_status_t ucg_allreduce(ucg_group_h group, const void *sbuf, void *rbuf,
+                           size_t count, ucg_dtype_t dtype, ucg_op_t op)
+{
+    ucg_coll_params_t params = {0};
+
+    params.type  = UCG_COLL_ALLREDUCE;
+    params.sbuf  = sbuf;
+    params.rbuf  = rbuf;
+    params.count = count;
+    params.dtype = dtype;
+    params.op    = op;
+    return ucg_coll_run(group, &params);
+}
+
+ucs_status_t ucg_reduce(ucg_group_h group, const void *sbuf, void *rbuf,
+                        size_t count, ucg_dtype_t dtype, ucg_op_t op,
+                        unsigned root)
+{
+    ucg_coll_params_t params = {0};
+
+    params.type  = UCG_COLL_REDUCE;
+    params.root  = root;
+    params.sbuf  = sbuf;
+    params.rbuf  = rbuf;
+    params.count = count;
+    params.dtype = dtype;
+    params.op    = op;
+    return ucg_coll_run(group, &params);
+}
+
+ucs_status_t ucg_barrier(ucg_group_h group)
+{
+    ucg_coll_params_t params = {0};
+
+    params.type = UCG_COLL_BARRIER;
+    return ucg_coll_run(group, &params);
+}
+
+ucs_status_t ucg_coll_plan_print(ucg_group_h group,
+                                 const ucg_coll_params_t *params,
+                                 FILE *stream)
+{
+    ucs_status_t status;
+    ucg_coll_h coll;
+
+    status = ucg_coll_init(group, params, &coll);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    ucg_plan_print(coll->plan, &group->topo, stream);
+    ucg_coll_finalize(coll);
+    return UCS_OK;
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* Groups                                                                   */
+/* ------------------------------------------------------------------------ */
+
+void ucg_coll_group_init(ucg_group_h group)
+{
+    ucg_context_h context = group->context;
+    ucs_queue_iter_t iter;
+    ucg_sm_unexp_t *msg;
+
+    ucs_list_head_init(&group->colls);
+    ucs_queue_head_init(&group->sm_unexp);
+    group->next_seq = 0;
+    group->failed   = UCS_OK;
+
+    ucs_queue_for_each_safe(msg, iter, &context->sm_orphans, queue) {
+        if (msg->hdr.group_id == group->id) {
+            ucs_queue_del_iter(&context->sm_orphans, iter);
+            ucs_queue_push(&group->sm_unexp, &msg->queue);
+        }
+    }
+}
+
+void ucg_coll_group_cleanup(ucg_group_h group)
+{
+    ucg_coll_t *coll, *tmp;
+    ucg_sm_unexp_t *msg;
+
+    ucs_list_for_each_safe(coll, tmp, &group->colls, list) {
+        ucs_warn("ucg group %u destroyed with %s seq %u in progress",
+                 group->id, ucg_coll_name(coll->params.type), coll->seq);
+        ucg_coll_complete(coll, UCS_ERR_CANCELED);
+    }
+
+    while (!ucs_queue_is_empty(&group->sm_unexp)) {
+        msg = ucs_queue_pull_elem_non_empty(&group->sm_unexp, ucg_sm_unexp_t,
+                                            queue);
+        ucs_debug("ucg group %u: dropping an unmatched message of seq %u",
+                  group->id, msg->hdr.seq);
+        ucs_free(msg);
+    }
+}
+
+void ucg_coll_context_cleanup(ucg_context_h context)
+{
+    ucg_sm_unexp_t *msg;
+
+    while (!ucs_queue_is_empty(&context->sm_orphans)) {
+        msg = ucs_queue_pull_elem_non_empty(&context->sm_orphans,
+                                            ucg_sm_unexp_t, queue);
+        ucs_free(msg);
+    }
+}
+
+/* A message that no collective is ready for: keep a copy */
+static ucs_status_t ucg_sm_keep(ucs_queue_head_t *queue, const void *data,
+                                size_t length)
+{
+    ucg_sm_unexp_t *msg;
+
+    msg = ucs_malloc(sizeof(*msg) + length, "ucg sm unexp");
+    if (msg == NULL) {
+        ucs_error("ucg: out of memory for an early message of %zu bytes",
+                  length);
+        return UCS_OK; /* the collective will fail on its own (timeout) */
+    }
+
+    memcpy(&msg->hdr, data, sizeof(msg->hdr));
+    memcpy(msg->data, data, length);
+    msg->length = length;
+    ucs_queue_push(queue, &msg->queue);
+    return UCS_OK;
+}
+
+ucs_status_t ucg_sm_am_cb(void *arg, void *data, size_t length,
+                          unsigned flags)
+{
+    ucg_context_h context   = arg;
+    const ucg_sm_hdr_t *hdr = data;
+    ucg_group_h group;
+    ucg_coll_t *coll;
+
+    if (length < sizeof(*hdr)) {
+        ucs_error("ucg: sm message of %zu bytes is shorter than its header",
+                  length);
+        return UCS_OK;
+    }
+
+    group = ucg_context_find_group(context, hdr->group_id);
+    if (group == NULL) {
+        return ucg_sm_keep(&context->sm_orphans, data, length);
+    }
+
+    ucs_list_for_each(coll, &group->colls, list) {
+        if (coll->seq != hdr->seq) {
+            continue;
+        }
+        if ((coll->phase_idx == hdr->phase) && (coll->set != NULL) &&
+            ucg_sm_expects(coll)) {
+            ucg_sm_deliver(coll, data, length);
+            return UCS_OK;
+        }
+        break;
+    }
+
+    return ucg_sm_keep(&group->sm_unexp, data, length);
+}

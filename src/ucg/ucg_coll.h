@@ -1,0 +1,149 @@
+/**
+ * UCG executor: collective requests, phase machine, point-to-point
+ * primitives and the host-local (sm) message format.
+ */
+#ifndef UCG_COLL_H_
+#define UCG_COLL_H_
+
+#include "ucg_context.h"
+#include "ucg_dt.h"
+#include "ucg_plan.h"
+
+typedef struct ucg_coll ucg_coll_t;
+
+/* -------------------------------------------------------------------------
+ * Point-to-point messages go over UCP tag matching.  Tag layout:
+ *   [63:48] group id   [47:32] collective sequence
+ *   [31:20] phase index (4 bits) and algorithm step (8 bits)
+ *   [19:0]  source rank
+ * Messages with the same tag between two members are matched in order, so
+ * fragments of one step may share a tag.
+ * ---------------------------------------------------------------------- */
+#define UCG_TAG_SRC_BITS   20
+#define UCG_TAG_STEP_BITS  8
+#define UCG_TAG_MAX_RANKS  (1u << UCG_TAG_SRC_BITS)
+
+/** Header of every message on UCG's sm_bcast / sm_incast interfaces */
+typedef struct ucg_sm_hdr {
+    uint16_t group_id;
+    uint16_t seq;       /* collective sequence */
+    uint8_t  phase;     /* phase index in the plan */
+    uint8_t  reserved[3];
+    uint32_t frag;      /* fragment index in the phase */
+    uint32_t reserved2;
+} ucg_sm_hdr_t;         /* 16 bytes: data after it stays 16-byte aligned */
+
+/** An sm message that arrived before its collective was ready for it */
+typedef struct ucg_sm_unexp {
+    ucs_queue_elem_t    queue;
+    ucg_sm_hdr_t        hdr;
+    size_t              length;       /* of data[] (the whole message) */
+    char                data[0];
+} ucg_sm_unexp_t;
+
+/** Per-phase state, reset at the start of every phase; its meaning is the
+ *  phase algorithm's */
+typedef struct ucg_phase_state {
+    unsigned   step;
+    unsigned   sub;
+    unsigned   peer;
+    size_t     offset;
+    size_t     frag;
+    int        posted;
+    void       *tmp;
+    unsigned   vals[8];
+    size_t     sizes[4];
+} ucg_phase_state_t;
+
+#define UCG_COLL_MAX_SCRATCH 4
+
+struct ucg_coll {
+    ucg_group_h         group;
+    ucg_coll_params_t   params;
+    ucg_op_desc_t       op;          /* reductions */
+    size_t              dt_size;
+    size_t              len;         /* bytes per member: count * dt_size */
+    const ucg_plan_t    *plan;
+
+    /* Instance */
+    ucs_list_link_t     list;        /* in group->colls while started */
+    int                 active;      /* started and not complete */
+    ucs_status_t        status;      /* UCS_INPROGRESS, UCS_OK or error */
+    uint16_t            seq;
+    unsigned            phase_idx;
+    const ucg_phase_t   *phase;      /* current phase */
+    const ucg_phase_set_t *set;      /* my set in it, NULL: not involved */
+    unsigned            my_idx;      /* my index in set->ranks */
+    ucg_phase_state_t   ps;
+
+    /* Data the phases work on (see ucg_plan.h) */
+    void                *data;       /* bcast-like phases */
+    size_t              data_len;
+    void                *acc;        /* reductions: params.count elements */
+    void                *gbuf;       /* block phases: size blocks */
+    size_t              block;       /* bytes of one block */
+
+    /* Outstanding UCP requests of the current phase */
+    void                **reqs;
+    unsigned            num_reqs;
+    unsigned            max_reqs;
+
+    void                *scratch[UCG_COLL_MAX_SCRATCH];
+    size_t              scratch_len[UCG_COLL_MAX_SCRATCH];
+};
+
+/** A phase algorithm: start() is called once when the phase begins (with
+ *  coll->set non-NULL) and returns UCS_OK (or UCS_INPROGRESS) when it
+ *  started, or an error; then progress() is called, at least once, until it
+ *  returns UCS_OK (the phase is over for this member) or an error. */
+typedef struct ucg_phase_ops {
+    ucs_status_t (*start)(ucg_coll_t *coll);
+    ucs_status_t (*progress)(ucg_coll_t *coll);
+} ucg_phase_ops_t;
+
+/* P2P_* phases: ucg_p2p.c; SM_* and FOLD phases: ucg_sm.c */
+extern const ucg_phase_ops_t ucg_p2p_phase_ops[UCG_PHASE_LAST];
+extern const ucg_phase_ops_t ucg_sm_phase_ops[UCG_PHASE_LAST];
+
+/** Post a send / receive of @a len bytes to / from group rank @a peer, with
+ *  the algorithm's @a step (0..255).  Completion: ucg_p2p_test(). */
+ucs_status_t ucg_p2p_send(ucg_coll_t *coll, unsigned peer, unsigned step,
+                          const void *buf, size_t len);
+ucs_status_t ucg_p2p_recv(ucg_coll_t *coll, unsigned peer, unsigned step,
+                          void *buf, size_t len);
+
+/** UCS_OK when every request posted in this phase completed, UCS_INPROGRESS,
+ *  or the error of a failed one (a receive truncated included). */
+ucs_status_t ucg_p2p_test(ucg_coll_t *coll);
+
+/** A buffer of at least @a size bytes kept until ucg_coll_finalize();
+ *  indices 0 and 1 are the executor's (acc, gbuf), 2 and 3 the phases'.
+ *  NULL (and a log line) when out of memory.  @a idx < UCG_COLL_MAX_SCRATCH. */
+void *ucg_coll_scratch(ucg_coll_t *coll, unsigned idx, size_t size);
+
+/** AM handler of UCG's sm interfaces (arg: the context) */
+ucs_status_t ucg_sm_am_cb(void *arg, void *data, size_t length,
+                          unsigned flags);
+
+/** Progress every started collective of the context (called by
+ *  ucg_progress after the transports) */
+unsigned ucg_coll_progress_all(ucg_context_h context);
+
+/** Executor state of a new group (called by ucg_group_create once the
+ *  group is in context->groups): adopts the context's orphan messages */
+void ucg_coll_group_init(ucg_group_h group);
+
+/** Fail and release the started collectives of a group being destroyed */
+void ucg_coll_group_cleanup(ucg_group_h group);
+
+/** Free the context's orphan messages (ucg_context_destroy) */
+void ucg_coll_context_cleanup(ucg_context_h context);
+
+/** Deliver a message of the current SM phase of @a coll (ucg_sm.c); an
+ *  error is kept in the phase state and returned by its progress() */
+void ucg_sm_deliver(ucg_coll_t *coll, const void *data, size_t length);
+
+/** Whether @a coll, in an SM phase, is waiting for messages of it */
+int ucg_sm_expects(const ucg_coll_t *coll);
+
+#endif

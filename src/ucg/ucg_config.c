@@ -1,0 +1,577 @@
+/**
+ * UCG configuration: the UCX_UCG_* variables, read through UCX's parser.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "ucg_config.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/string.h>
+
+#include <string.h>
+#include <stdlib.h>
+#include <errno.h>
+#include <limits.h>
+#include <ctype.h>
+
+
+/* Prefix of the variables inside the environment prefix: UCX_UCG_<NAME> */
+#define UCG_CONFIG_TABLE_PREFIX "UCG_"
+#define UCG_CONFIG_ENV_PREFIX   "UCX_"
+
+
+const char *ucg_p2p_method_names[] = {
+    [UCG_P2P_AUTO]               = "auto",
+    [UCG_P2P_KNOMIAL]            = "knomial",
+    [UCG_P2P_RECURSIVE_DOUBLING] = "recursive_doubling",
+    [UCG_P2P_RING]               = "ring",
+    [UCG_P2P_LINEAR]             = "linear",
+    [UCG_P2P_DISSEMINATION]      = "dissemination",
+    [UCG_P2P_LAST]               = NULL
+};
+
+const char *ucg_hier_names[] = {
+    [UCG_HIER_AUTO] = "auto",
+    [UCG_HIER_ON]   = "on",
+    [UCG_HIER_OFF]  = "off",
+    [UCG_HIER_LAST] = NULL
+};
+
+const char *ucg_sm_mode_names[] = {
+    [UCT_O2M_MODE_BATCHED]     = "batched",
+    [UCT_O2M_MODE_CENTRALIZED] = "centralized",
+    [UCT_O2M_MODE_LOCKED]      = "locked",
+    [UCT_O2M_MODE_ATOMIC]      = "atomic",
+    [UCG_SM_MODE_AUTO]         = "auto",
+    [UCG_SM_MODE_AUTO + 1]     = NULL
+};
+
+
+ucs_config_field_t ucg_config_table[] = {
+    {"HOSTS", "auto",
+     "Which members share a host, for planning:\n"
+     " auto           - the real hosts (members with shared memory);\n"
+     " <k>            - every k consecutive global ranks form a host;\n"
+     " <n1>,...,<nm>  - consecutive hosts of n1, n2, ... members in global\n"
+     "                  rank order, the last size repeated.\n"
+     "A layout other than auto makes virtual hosts: host-local phases then\n"
+     "run inside each virtual host (all members must really share memory).",
+     ucs_offsetof(ucg_config_t, hosts), UCS_CONFIG_TYPE_STRING},
+
+    {"O2M", "try",
+     "Use the one-to-many transports sm_bcast / sm_incast for host-local\n"
+     "phases:\n"
+     " try - when they are available and UCX_TLS allows them;\n"
+     " yes - fail when they are not available;\n"
+     " no  - never: every plan is point-to-point.",
+     ucs_offsetof(ucg_config_t, o2m), UCS_CONFIG_TYPE_TERNARY},
+
+    {"HIER", "auto",
+     "Hierarchical plans (host-local sm phases + point-to-point between host\n"
+     "leaders):\n"
+     " auto - when the transports are usable and a host has several members;\n"
+     " on   - whenever the transports are usable and hosts are shared;\n"
+     " off  - always flat point-to-point plans.",
+     ucs_offsetof(ucg_config_t, hier), UCS_CONFIG_TYPE_ENUM(ucg_hier_names)},
+
+    {"BCAST_P2P", "auto",
+     "Point-to-point method of bcast between host leaders (or between all\n"
+     "members in a flat plan): auto or knomial (k-nomial tree, pipelined).",
+     ucs_offsetof(ucg_config_t, p2p_method[UCG_COLL_BCAST]),
+     UCS_CONFIG_TYPE_ENUM(ucg_p2p_method_names)},
+
+    {"REDUCE_P2P", "auto",
+     "Point-to-point method of reduce: auto or knomial (k-nomial tree).\n"
+     "Non-commutative reductions always gather and fold at the root.",
+     ucs_offsetof(ucg_config_t, p2p_method[UCG_COLL_REDUCE]),
+     UCS_CONFIG_TYPE_ENUM(ucg_p2p_method_names)},
+
+    {"ALLREDUCE_P2P", "auto",
+     "Point-to-point method of allreduce:\n"
+     " auto               - ring from ALLREDUCE_RING_THRESH bytes with more\n"
+     "                      than 2 participants, else recursive doubling;\n"
+     " recursive_doubling - always recursive doubling;\n"
+     " ring               - always ring reduce-scatter + allgather;\n"
+     " knomial            - k-nomial reduce to one member + k-nomial bcast.\n"
+     "Non-commutative reductions always gather, fold at rank 0 and bcast.",
+     ucs_offsetof(ucg_config_t, p2p_method[UCG_COLL_ALLREDUCE]),
+     UCS_CONFIG_TYPE_ENUM(ucg_p2p_method_names)},
+
+    {"BARRIER_P2P", "auto",
+     "Point-to-point method of barrier: auto or dissemination.",
+     ucs_offsetof(ucg_config_t, p2p_method[UCG_COLL_BARRIER]),
+     UCS_CONFIG_TYPE_ENUM(ucg_p2p_method_names)},
+
+    {"GATHER_P2P", "auto",
+     "Point-to-point method of gather: auto or linear.",
+     ucs_offsetof(ucg_config_t, p2p_method[UCG_COLL_GATHER]),
+     UCS_CONFIG_TYPE_ENUM(ucg_p2p_method_names)},
+
+    {"SCATTER_P2P", "auto",
+     "Point-to-point method of scatter: auto or linear.",
+     ucs_offsetof(ucg_config_t, p2p_method[UCG_COLL_SCATTER]),
+     UCS_CONFIG_TYPE_ENUM(ucg_p2p_method_names)},
+
+    {"ALLGATHER_P2P", "auto",
+     "Point-to-point method of allgather:\n"
+     " auto   - ring when (bytes per member) x (members) reaches\n"
+     "          ALLGATHER_RING_THRESH, else linear;\n"
+     " ring   - always the ring;\n"
+     " linear - always every participant to every participant.",
+     ucs_offsetof(ucg_config_t, p2p_method[UCG_COLL_ALLGATHER]),
+     UCS_CONFIG_TYPE_ENUM(ucg_p2p_method_names)},
+
+    {"SM_BCAST_MODE", "auto",
+     "Mode of the host-local sm_bcast groups: batched, centralized, or auto\n"
+     "(batched up to SM_BATCHED_MAX_PPN members per host, else centralized).",
+     ucs_offsetof(ucg_config_t, sm_bcast_mode),
+     UCS_CONFIG_TYPE_ENUM(ucg_sm_mode_names)},
+
+    {"SM_INCAST_MODE", "auto",
+     "Mode of the host-local sm_incast groups: batched, centralized, locked,\n"
+     "atomic, or auto.  Gathers use batched or centralized only (a forced\n"
+     "locked or atomic mode applies to reductions; gathers then follow the\n"
+     "auto rule).  auto: reductions of at least SM_LOCKED_THRESH bytes on\n"
+     "hosts of more than 2 members use locked; otherwise batched up to\n"
+     "SM_BATCHED_MAX_PPN members per host, else centralized.  When the mode\n"
+     "cannot reduce the operation and type itself, the transport gathers\n"
+     "and the host leader reduces.",
+     ucs_offsetof(ucg_config_t, sm_incast_mode),
+     UCS_CONFIG_TYPE_ENUM(ucg_sm_mode_names)},
+
+    {"KNOMIAL_RADIX", "4",
+     "Radix of the k-nomial trees of bcast and reduce (at least 2).",
+     ucs_offsetof(ucg_config_t, knomial_radix), UCS_CONFIG_TYPE_UINT},
+
+    {"P2P_FRAG_SIZE", "64k",
+     "Fragment size of the pipelined point-to-point bcast: messages larger\n"
+     "than twice this size are sent in fragments of this size; inf: never.",
+     ucs_offsetof(ucg_config_t, p2p_frag_size), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"SM_FRAG_SIZE", "auto",
+     "Fragment size of host-local phases.  auto: the largest bcopy message of\n"
+     "sm_bcast / sm_incast minus UCG's 16-byte header.  Reductions use a\n"
+     "multiple of the element size.",
+     ucs_offsetof(ucg_config_t, sm_frag_size), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"ALLREDUCE_RING_THRESH", "64k",
+     "Allreduce messages of at least this many bytes use the ring between\n"
+     "more than 2 participants (with ALLREDUCE_P2P=auto); inf: never.",
+     ucs_offsetof(ucg_config_t, allreduce_ring_thresh),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"ALLGATHER_RING_THRESH", "64k",
+     "Allgathers whose result (bytes per member x members) is at least this\n"
+     "size use the ring (with ALLGATHER_P2P=auto); inf: never.",
+     ucs_offsetof(ucg_config_t, allgather_ring_thresh),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"SM_BATCHED_MAX_PPN", "8",
+     "Hosts with at most this many members use the batched mode of the sm\n"
+     "transports (with SM_*_MODE=auto); larger ones use centralized.",
+     ucs_offsetof(ucg_config_t, sm_batched_max_ppn), UCS_CONFIG_TYPE_UINT},
+
+    {"SM_LOCKED_THRESH", "inf",
+     "Host-local reductions of at least this many bytes per member use the\n"
+     "locked mode of sm_incast on hosts of more than 2 members (with\n"
+     "SM_INCAST_MODE=auto); inf: never.",
+     ucs_offsetof(ucg_config_t, sm_locked_thresh), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"PEER_TIMEOUT", "10s",
+     "How long a collective waits for a member that does not answer before\n"
+     "it fails; a member that died on this host is detected within\n"
+     "CHECK_INTERVAL instead.",
+     ucs_offsetof(ucg_config_t, peer_timeout), UCS_CONFIG_TYPE_TIME},
+
+    {"CHECK_INTERVAL", "100ms",
+     "How often a waiting collective checks that the members on this host\n"
+     "are alive.",
+     ucs_offsetof(ucg_config_t, check_interval), UCS_CONFIG_TYPE_TIME},
+
+    {"SM_MAX_GROUPS", "256",
+     "Host-local groups that can be rooted at each of the sm_bcast /\n"
+     "sm_incast interfaces UCG opens at the same time (their MAX_GROUPS).",
+     ucs_offsetof(ucg_config_t, sm_max_groups), UCS_CONFIG_TYPE_UINT},
+
+    {"LOG_PLANS", "n",
+     "Print every new plan (ucs_info level, visible with UCX_LOG_LEVEL=info).",
+     ucs_offsetof(ucg_config_t, log_plans), UCS_CONFIG_TYPE_BOOL},
+
+    {NULL}
+};
+
+
+ucs_status_t ucg_config_read(const char *env_prefix, ucg_config_t **config_p)
+{
+    ucg_config_t *config;
+    ucs_status_t status;
+    size_t len;
+
+    if (config_p == NULL) {
+        ucs_error("ucg_config_read: config_p is NULL");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    config = ucs_calloc(1, sizeof(*config), "ucg_config");
+    if (config == NULL) {
+        ucs_error("failed to allocate the UCG configuration");
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    if (env_prefix == NULL) {
+        env_prefix = UCG_CONFIG_ENV_PREFIX;
+    }
+
+    /* The parser wants the prefix to end with '_' */
+    len = strlen(env_prefix);
+    if ((len == 0) || ((len == 1) && (env_prefix[0] == '_'))) {
+        ucs_error("invalid UCG environment prefix '%s'", env_prefix);
+        status = UCS_ERR_INVALID_PARAM;
+        goto err_free;
+    }
+
+    config->env_prefix = ucs_malloc(len + 2, "ucg_config_prefix");
+    if (config->env_prefix == NULL) {
+        ucs_error("failed to allocate the UCG configuration prefix");
+        status = UCS_ERR_NO_MEMORY;
+        goto err_free;
+    }
+
+    memcpy(config->env_prefix, env_prefix, len + 1);
+    if (env_prefix[len - 1] != '_') {
+        strcat(config->env_prefix, "_");
+    }
+
+    status = ucs_config_parser_fill_opts(config, ucg_config_table,
+                                         config->env_prefix,
+                                         UCG_CONFIG_TABLE_PREFIX, 0);
+    if (status != UCS_OK) {
+        ucs_error("failed to read the UCG configuration (%sUCG_*): %s",
+                  config->env_prefix, ucs_status_string(status));
+        goto err_free_prefix;
+    }
+
+    *config_p = config;
+    return UCS_OK;
+
+err_free_prefix:
+    ucs_free(config->env_prefix);
+err_free:
+    ucs_free(config);
+    return status;
+}
+
+void ucg_config_release(ucg_config_t *config)
+{
+    if (config == NULL) {
+        return;
+    }
+
+    ucs_config_parser_release_opts(config, ucg_config_table);
+    ucs_free(config->env_prefix);
+    ucs_free(config);
+}
+
+ucs_status_t ucg_config_modify(ucg_config_t *config, const char *name,
+                               const char *value)
+{
+    ucs_status_t status;
+
+    if ((config == NULL) || (name == NULL) || (value == NULL)) {
+        ucs_error("ucg_config_modify: NULL argument");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    status = ucs_config_parser_set_value(config, ucg_config_table, name,
+                                         value);
+    if (status == UCS_ERR_NO_ELEM) {
+        ucs_error("no UCG configuration variable '%s'", name);
+    } else if (status != UCS_OK) {
+        ucs_error("invalid value '%s' for %s%s%s: %s", value,
+                  config->env_prefix, UCG_CONFIG_TABLE_PREFIX, name,
+                  ucs_status_string(status));
+    }
+
+    return status;
+}
+
+void ucg_config_print(const ucg_config_t *config, FILE *stream,
+                      const char *title, ucs_config_print_flags_t print_flags)
+{
+    if ((config == NULL) || (stream == NULL)) {
+        return;
+    }
+
+    ucs_config_parser_print_opts(stream,
+                                 (title != NULL) ? title : "UCG configuration",
+                                 config, ucg_config_table,
+                                 UCG_CONFIG_TABLE_PREFIX, config->env_prefix,
+                                 print_flags);
+}
+
+ucs_status_t ucg_config_dup(const ucg_config_t *src, ucg_config_t **dst_p)
+{
+    ucg_config_t *dst;
+    ucs_status_t status;
+
+    dst = ucs_calloc(1, sizeof(*dst), "ucg_config");
+    if (dst == NULL) {
+        ucs_error("failed to allocate a copy of the UCG configuration");
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    /* Not a table field: the parser does not copy it */
+    dst->env_prefix = ucs_strdup(src->env_prefix, "ucg_config_prefix");
+    if (dst->env_prefix == NULL) {
+        ucs_error("failed to copy the UCG configuration prefix");
+        status = UCS_ERR_NO_MEMORY;
+        goto err_free;
+    }
+
+    status = ucs_config_parser_clone_opts(src, dst, ucg_config_table);
+    if (status != UCS_OK) {
+        /* Release what was cloned: the fields not reached are zero */
+        ucs_config_parser_release_opts(dst, ucg_config_table);
+        goto err_free_prefix;
+    }
+
+    *dst_p = dst;
+    return UCS_OK;
+
+err_free_prefix:
+    ucs_free(dst->env_prefix);
+err_free:
+    ucs_free(dst);
+    return status;
+}
+
+
+/*
+ * HOSTS layouts.  Parsed on the fly: a layout is short, and it is walked
+ * once per member when a group is created.
+ */
+
+/* Parse the next host size of a layout at *p_p; advances past a comma. */
+static ucs_status_t ucg_hosts_next(const char *hosts, const char **p_p,
+                                   unsigned *size_p)
+{
+    const char *p = *p_p;
+    unsigned long value;
+    char *end;
+
+    if (!isdigit((unsigned char)*p)) {
+        goto err;
+    }
+
+    errno = 0;
+    value = strtoul(p, &end, 10);
+    if ((errno != 0) || (value == 0) || (value > UINT_MAX)) {
+        goto err;
+    }
+
+    if (*end == ',') {
+        if (end[1] == '\0') {
+            goto err; /* trailing comma */
+        }
+        ++end;
+    } else if (*end != '\0') {
+        goto err;
+    }
+
+    *size_p = value;
+    *p_p    = end;
+    return UCS_OK;
+
+err:
+    ucs_error("invalid host layout '%s' (UCG_HOSTS): expected auto, <k> or "
+              "<n1>,<n2>,... with sizes from 1 to %u", hosts, UINT_MAX);
+    return UCS_ERR_INVALID_PARAM;
+}
+
+ucs_status_t ucg_hosts_label(const char *hosts, unsigned global_rank,
+                             uint64_t *label_p, int *is_auto_p)
+{
+    uint64_t first = 0; /* first global rank of the current host */
+    uint64_t label = 0;
+    const char *p;
+    ucs_status_t status;
+    unsigned size;
+
+    if (hosts == NULL) {
+        ucs_error("invalid host layout: NULL");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (!strcasecmp(hosts, "auto")) {
+        *is_auto_p = 1;
+        *label_p   = 0;
+        return UCS_OK;
+    }
+
+    /* Validate the whole layout, even past the host of global_rank, so that
+     * every member rejects a bad layout the same way */
+    p    = hosts;
+    size = 0;
+    do {
+        status = ucg_hosts_next(hosts, &p, &size);
+        if (status != UCS_OK) {
+            return status;
+        }
+
+        if ((global_rank >= first) && (global_rank - first < size)) {
+            *label_p = label;
+        }
+        first += size;
+        ++label;
+    } while (*p != '\0');
+
+    if (global_rank >= first) {
+        /* Past the listed hosts: the last size repeated */
+        *label_p = label + (global_rank - first) / size;
+    }
+
+    *is_auto_p = 0;
+    return UCS_OK;
+}
+
+
+static int ucg_config_p2p_valid(ucg_coll_type_t type, int method)
+{
+    switch (type) {
+    case UCG_COLL_BCAST:
+    case UCG_COLL_REDUCE:
+        return method == UCG_P2P_KNOMIAL;
+    case UCG_COLL_ALLREDUCE:
+        return (method == UCG_P2P_RECURSIVE_DOUBLING) ||
+               (method == UCG_P2P_RING) || (method == UCG_P2P_KNOMIAL);
+    case UCG_COLL_BARRIER:
+        return method == UCG_P2P_DISSEMINATION;
+    case UCG_COLL_GATHER:
+    case UCG_COLL_SCATTER:
+        return method == UCG_P2P_LINEAR;
+    case UCG_COLL_ALLGATHER:
+        return (method == UCG_P2P_RING) || (method == UCG_P2P_LINEAR);
+    default:
+        return 0;
+    }
+}
+
+static const char *ucg_config_p2p_var[] = {
+    [UCG_COLL_BCAST]     = "BCAST_P2P",
+    [UCG_COLL_REDUCE]    = "REDUCE_P2P",
+    [UCG_COLL_ALLREDUCE] = "ALLREDUCE_P2P",
+    [UCG_COLL_BARRIER]   = "BARRIER_P2P",
+    [UCG_COLL_GATHER]    = "GATHER_P2P",
+    [UCG_COLL_SCATTER]   = "SCATTER_P2P",
+    [UCG_COLL_ALLGATHER] = "ALLGATHER_P2P"
+};
+
+#define UCG_CONFIG_ERROR(_config, _var, _fmt, ...) \
+    ucs_error("%s" UCG_CONFIG_TABLE_PREFIX "%s: " _fmt, \
+              (_config)->env_prefix, _var, ## __VA_ARGS__)
+
+ucs_status_t ucg_config_check(const ucg_config_t *config)
+{
+    uint64_t label;
+    int type, method, is_auto;
+
+    for (type = 0; type < UCG_COLL_LAST; ++type) {
+        method = config->p2p_method[type];
+        if ((method == UCG_P2P_AUTO) || ucg_config_p2p_valid(type, method)) {
+            continue;
+        }
+
+        if ((unsigned)method < UCG_P2P_LAST) {
+            UCG_CONFIG_ERROR(config, ucg_config_p2p_var[type],
+                             "%s is not a method of this collective",
+                             ucg_p2p_method_names[method]);
+        } else {
+            UCG_CONFIG_ERROR(config, ucg_config_p2p_var[type],
+                             "invalid method %d", method);
+        }
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (config->knomial_radix < 2) {
+        UCG_CONFIG_ERROR(config, "KNOMIAL_RADIX", "%u is less than 2",
+                         config->knomial_radix);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if ((config->sm_bcast_mode != UCT_O2M_MODE_BATCHED) &&
+        (config->sm_bcast_mode != UCT_O2M_MODE_CENTRALIZED) &&
+        (config->sm_bcast_mode != UCG_SM_MODE_AUTO)) {
+        UCG_CONFIG_ERROR(config, "SM_BCAST_MODE", "sm_bcast supports batched "
+                         "and centralized only, not %s",
+                         (config->sm_bcast_mode < UCG_SM_MODE_AUTO) ?
+                         ucg_sm_mode_names[config->sm_bcast_mode] : "?");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (config->sm_incast_mode > UCG_SM_MODE_AUTO) {
+        UCG_CONFIG_ERROR(config, "SM_INCAST_MODE", "invalid mode %u",
+                         config->sm_incast_mode);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if ((unsigned)config->hier >= UCG_HIER_LAST) {
+        UCG_CONFIG_ERROR(config, "HIER", "invalid value %d", config->hier);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (ucg_hosts_label(config->hosts, 0, &label, &is_auto) != UCS_OK) {
+        UCG_CONFIG_ERROR(config, "HOSTS", "invalid layout '%s'",
+                         config->hosts);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    /* Sizes where auto or 0 has no meaning */
+    if ((config->p2p_frag_size == 0) ||
+        (config->p2p_frag_size == UCS_MEMUNITS_AUTO)) {
+        UCG_CONFIG_ERROR(config, "P2P_FRAG_SIZE", "must be a size > 0 or inf");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if ((config->sm_frag_size == 0) ||
+        (config->sm_frag_size == UCS_MEMUNITS_INF)) {
+        UCG_CONFIG_ERROR(config, "SM_FRAG_SIZE", "must be auto or a size > 0");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (config->allreduce_ring_thresh == UCS_MEMUNITS_AUTO) {
+        UCG_CONFIG_ERROR(config, "ALLREDUCE_RING_THRESH",
+                         "must be a size or inf");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (config->allgather_ring_thresh == UCS_MEMUNITS_AUTO) {
+        UCG_CONFIG_ERROR(config, "ALLGATHER_RING_THRESH",
+                         "must be a size or inf");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (config->sm_locked_thresh == UCS_MEMUNITS_AUTO) {
+        UCG_CONFIG_ERROR(config, "SM_LOCKED_THRESH", "must be a size or inf");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (!(config->peer_timeout > 0)) {
+        UCG_CONFIG_ERROR(config, "PEER_TIMEOUT", "must be positive");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (!(config->check_interval > 0)) {
+        UCG_CONFIG_ERROR(config, "CHECK_INTERVAL", "must be positive");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (config->sm_max_groups == 0) {
+        UCG_CONFIG_ERROR(config, "SM_MAX_GROUPS", "must be at least 1");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    return UCS_OK;
+}

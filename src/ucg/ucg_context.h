@@ -1,0 +1,141 @@
+/**
+ * UCG context and groups: UCP and o2m resources, address exchange, host
+ * identity, endpoint and plan caches, liveness of members.
+ */
+#ifndef UCG_CONTEXT_H_
+#define UCG_CONTEXT_H_
+
+#include "ucg_config.h"
+#include "ucg_plan.h"
+#include <uct/api/uct.h>
+#include <ucs/async/async.h>
+#include <ucs/datastruct/list.h>
+#include <ucs/datastruct/queue.h>
+#include <sys/types.h>
+
+typedef struct ucg_context ucg_context_t;
+typedef struct ucg_group   ucg_group_t;
+
+/** The one-to-many transports UCG opens */
+typedef enum {
+    UCG_SM_BCAST,
+    UCG_SM_INCAST,
+    UCG_SM_LAST
+} ucg_sm_tl_t;
+
+/** Active-message id of UCG's messages on its sm_bcast / sm_incast
+ *  interfaces (which carry nothing else) */
+#define UCG_SM_AM_ID 0
+
+struct ucg_context {
+    ucg_config_t        *config;      /* own copy */
+    ucp_context_h       ucp_context;
+    ucp_worker_h        ucp_worker;
+    int                 own_ucp;      /* created them, destroys them */
+
+    /* One-to-many transports (when topo o2m is usable) */
+    int                 o2m;
+    ucs_async_context_t *async;
+    uct_worker_h        uct_worker;
+    uct_component_h     o2m_component;
+    uct_md_h            o2m_md;
+    uct_iface_h         sm_iface[UCG_SM_LAST];
+    size_t              sm_max_bcopy; /* min over both interfaces */
+
+    uint64_t            host_id;      /* this host (hostname + boot id) */
+    uint16_t            next_group_id;
+    ucs_list_link_t     groups;       /* ucg_group_t::list */
+    /* sm messages for a group this member has not created yet (its peers
+     * did and started a collective): adopted by the group at creation */
+    ucs_queue_head_t    sm_orphans;
+};
+
+/** What a member told the others when the group was created */
+typedef struct ucg_member {
+    uint64_t            host_label;   /* for planning (HOSTS may override) */
+    uint64_t            real_host;    /* real host identity */
+    pid_t               pid;
+    int                 pidfd;        /* same real host: liveness; else -1 */
+    ucp_ep_h            ep;           /* created on first use */
+    const void          *worker_addr; /* in the group's address blob */
+    const void          *sm_iface_addr[UCG_SM_LAST];
+    const void          *sm_dev_addr[UCG_SM_LAST];
+} ucg_member_t;
+
+/** A cached sm_bcast / sm_incast group endpoint */
+typedef struct ucg_sm_ep {
+    ucs_list_link_t     list;
+    ucg_sm_tl_t         tl;
+    unsigned            host;         /* topology host */
+    unsigned            root;         /* group rank of the root */
+    uct_o2m_mode_t      mode;
+    uct_o2m_op_t        op;
+    uct_o2m_dtype_t     dtype;
+    uct_ep_h            ep;
+} ucg_sm_ep_t;
+
+/** A cached plan */
+typedef struct ucg_plan_entry {
+    ucs_list_link_t     list;
+    ucg_coll_type_t     type;
+    unsigned            size_class;
+    unsigned            root;
+    ucg_op_t            op;
+    ucg_dtype_t         dtype;
+    int                 commutative;
+    ucg_plan_t          *plan;
+} ucg_plan_entry_t;
+
+struct ucg_group {
+    ucg_context_h       context;
+    ucs_list_link_t     list;         /* in context->groups */
+    unsigned            size;
+    unsigned            rank;
+    uint16_t            id;           /* the same on every member; unique
+                                         among the groups of each member */
+    uint64_t            uid;          /* the same on every member; unique on
+                                         each host (o2m group ids) */
+    ucg_topo_t          topo;
+    ucg_member_t        *members;     /* [size] */
+    void                *addr_blob;
+    ucs_list_link_t     sm_eps;       /* ucg_sm_ep_t */
+    ucs_list_link_t     plans;        /* ucg_plan_entry_t */
+
+    /* Executor state */
+    uint16_t            next_seq;     /* sequence of the next start */
+    ucs_list_link_t     colls;        /* started collectives, in order */
+    ucs_queue_head_t    sm_unexp;     /* sm messages not yet expected */
+    ucs_status_t        failed;       /* first fatal error, or UCS_OK */
+    ucs_time_t          next_check;   /* of members' liveness */
+};
+
+/** The UCP endpoint to @a rank (created on first use) */
+ucs_status_t ucg_group_p2p_ep(ucg_group_h group, unsigned rank,
+                              ucp_ep_h *ep_p);
+
+/**
+ * The cached group endpoint of @a tl for the members of @a set (one host),
+ * rooted at set->ranks[set->root]; created on first use (every member of
+ * the set creates it at the same point of the same collective).
+ * @a op / @a dtype matter for sm_incast only; hdr_len is the UCG header.
+ */
+ucs_status_t ucg_group_sm_ep(ucg_group_h group, ucg_sm_tl_t tl,
+                             const ucg_phase_set_t *set, uct_o2m_mode_t mode,
+                             uct_o2m_op_t op, uct_o2m_dtype_t dtype,
+                             uct_ep_h *ep_p);
+
+/** The cached plan for @a key (computed on first use). */
+ucs_status_t ucg_group_plan(ucg_group_h group, const ucg_plan_key_t *key,
+                            const ucg_plan_t **plan_p);
+
+/**
+ * Check members' liveness, at most every CHECK_INTERVAL: returns
+ * group->failed, set to UCS_ERR_CONNECTION_RESET (with a log line naming the
+ * rank) when a member on this real host has exited.
+ */
+ucs_status_t ucg_group_check(ucg_group_h group);
+
+/** The group of this context with @a id, NULL if none */
+ucg_group_h ucg_context_find_group(ucg_context_h context, uint16_t id);
+
+#endif

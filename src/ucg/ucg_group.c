@@ -1,0 +1,1129 @@
+/**
+ * ucx-o2m: UCG groups: creation by address exchange over the caller's
+ * out-of-band allgather, agreement on the group id, endpoint and plan
+ * caches, liveness of the members on this host.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "ucg_context.h"
+#include "ucg_coll.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/time/time.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <poll.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+
+/* Number of distinct group ids */
+#define UCG_GROUP_NUM_IDS      65536u
+
+/* Bits of a uid that hold the creator's group counter */
+#define UCG_GROUP_UID_CNT_BITS 24
+
+/* No wait of the teardown lasts longer than this, whatever PEER_TIMEOUT */
+#define UCG_GROUP_MAX_WAIT_SEC (24.0 * 3600.0)
+
+static const char *ucg_group_tl_names[UCG_SM_LAST] = {
+    [UCG_SM_BCAST]  = UCT_O2M_BCAST_TL_NAME,
+    [UCG_SM_INCAST] = UCT_O2M_INCAST_TL_NAME
+};
+
+/* Groups created by this process: with its pid, makes uids unique on the
+ * host over time (a pid is reused only after its groups are gone) */
+static uint32_t ucg_group_created_count = 0;
+
+
+/* What every member tells the others first: fixed size, so that the
+ * variable part can then be exchanged padded to the longest one */
+typedef struct ucg_group_rec {
+    uint64_t real_host;
+    uint64_t host_label;
+    uint64_t sm_max_bcopy;
+    int32_t  status;           /* a local failure makes every member fail */
+    uint32_t pid;
+    uint32_t created_count;    /* rank 0's makes the uid */
+    uint32_t worker_addr_len;
+    uint32_t sm_iface_addr_len[UCG_SM_LAST];
+    uint32_t sm_dev_addr_len[UCG_SM_LAST];
+    uint16_t proposed_id;
+    uint8_t  o2m;
+    uint8_t  reserved[5];
+} ucg_group_rec_t;
+
+/* A member's answer in a round of the group id agreement */
+typedef struct ucg_group_id_reply {
+    int32_t  status;
+    uint32_t distance;         /* to the next id free here; NUM_IDS: none */
+} ucg_group_id_reply_t;
+
+
+static double ucg_group_wait_sec(const ucg_group_t *group)
+{
+    return ucs_min(group->context->config->peer_timeout,
+                   UCG_GROUP_MAX_WAIT_SEC);
+}
+
+static ucs_status_t ucg_group_oob(const ucg_group_params_t *params,
+                                  const void *sbuf, void *rbuf, size_t len)
+{
+    ucs_status_t status;
+
+    status = params->oob_allgather(params->oob_arg, sbuf, rbuf, len);
+    if (status != UCS_OK) {
+        ucs_error("UCG group rank %u/%u: out-of-band allgather of %zu bytes "
+                  "failed: %s", params->rank, params->size, len,
+                  ucs_status_string(status));
+    }
+    return status;
+}
+
+/* The first error reported by a member, UCS_OK if none */
+static ucs_status_t ucg_group_any_error(const int32_t *status, size_t stride,
+                                        unsigned size, unsigned *rank_p)
+{
+    unsigned i;
+
+    for (i = 0; i < size; ++i) {
+        if (*(const int32_t*)UCS_PTR_BYTE_OFFSET(status, i * stride) !=
+            UCS_OK) {
+            *rank_p = i;
+            return (ucs_status_t)*(const int32_t*)UCS_PTR_BYTE_OFFSET(
+                    status, i * stride);
+        }
+    }
+    return UCS_OK;
+}
+
+static ucs_status_t ucg_group_check_params(const ucg_group_params_t *params)
+{
+    if (params == NULL) {
+        ucs_error("UCG group: params is NULL");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if ((params->size < 1) || (params->size > UCG_TAG_MAX_RANKS)) {
+        ucs_error("UCG group: size %u is not in 1..%u", params->size,
+                  UCG_TAG_MAX_RANKS);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (params->rank >= params->size) {
+        ucs_error("UCG group: rank %u is not below size %u", params->rank,
+                  params->size);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (params->oob_allgather == NULL) {
+        ucs_error("UCG group: no out-of-band allgather function");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    return UCS_OK;
+}
+
+/* This member's host label: the caller's, the HOSTS layout's, or the real
+ * host */
+static ucs_status_t ucg_group_host_label(ucg_context_t *context,
+                                         const ucg_group_params_t *params,
+                                         uint64_t *label_p)
+{
+    unsigned global_rank;
+    ucs_status_t status;
+    int is_auto;
+
+    if (params->field_mask & UCG_GROUP_PARAM_FIELD_HOST_ID) {
+        *label_p = params->host_id;
+        return UCS_OK;
+    }
+
+    global_rank = (params->field_mask & UCG_GROUP_PARAM_FIELD_GLOBAL_RANK) ?
+                  params->global_rank : params->rank;
+    status      = ucg_hosts_label(context->config->hosts, global_rank,
+                                  label_p, &is_auto);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if (is_auto) {
+        *label_p = context->host_id;
+    }
+    return UCS_OK;
+}
+
+/* Fill my record and the variable part (UCP worker address, then the
+ * interface and device addresses of sm_bcast and sm_incast) */
+static ucs_status_t ucg_group_pack_local(ucg_group_t *group,
+                                         const ucg_group_params_t *params,
+                                         ucg_group_rec_t *rec, void **var_p)
+{
+    ucg_context_t *context = group->context;
+    uct_iface_attr_t attr;
+    ucp_address_t *worker_addr;
+    size_t worker_addr_len, var_len;
+    ucs_status_t status;
+    ucg_sm_tl_t tl;
+    void *var, *p;
+
+    memset(rec, 0, sizeof(*rec));
+    rec->real_host   = context->host_id;
+    rec->pid         = getpid();
+    rec->proposed_id = context->next_group_id;
+    rec->o2m         = context->o2m;
+    rec->created_count = __atomic_fetch_add(&ucg_group_created_count, 1,
+                                            __ATOMIC_RELAXED);
+
+    status = ucg_group_host_label(context, params, &rec->host_label);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if (context->o2m) {
+        rec->sm_max_bcopy = context->sm_max_bcopy;
+        for (tl = 0; tl < UCG_SM_LAST; ++tl) {
+            status = uct_iface_query(context->sm_iface[tl], &attr);
+            if (status != UCS_OK) {
+                ucs_error("UCG group: failed to query %s: %s",
+                          ucg_group_tl_names[tl], ucs_status_string(status));
+                return status;
+            }
+            rec->sm_iface_addr_len[tl] = attr.iface_addr_len;
+            rec->sm_dev_addr_len[tl]   = attr.device_addr_len;
+        }
+    }
+
+    status = ucp_worker_get_address(context->ucp_worker, &worker_addr,
+                                    &worker_addr_len);
+    if (status != UCS_OK) {
+        ucs_error("UCG group: failed to get the UCP worker address: %s",
+                  ucs_status_string(status));
+        return status;
+    }
+
+    rec->worker_addr_len = worker_addr_len;
+    var_len              = worker_addr_len;
+    for (tl = 0; tl < UCG_SM_LAST; ++tl) {
+        var_len += rec->sm_iface_addr_len[tl] + rec->sm_dev_addr_len[tl];
+    }
+
+    var = ucs_calloc(1, ucs_max(var_len, 1), "ucg group addresses");
+    if (var == NULL) {
+        ucs_error("UCG group: out of memory");
+        status = UCS_ERR_NO_MEMORY;
+        goto out_release;
+    }
+
+    memcpy(var, worker_addr, worker_addr_len);
+    p = UCS_PTR_BYTE_OFFSET(var, worker_addr_len);
+    for (tl = 0; (tl < UCG_SM_LAST) && context->o2m; ++tl) {
+        status = uct_iface_get_address(context->sm_iface[tl], p);
+        if (status != UCS_OK) {
+            break;
+        }
+        p      = UCS_PTR_BYTE_OFFSET(p, rec->sm_iface_addr_len[tl]);
+        status = uct_iface_get_device_address(context->sm_iface[tl], p);
+        if (status != UCS_OK) {
+            break;
+        }
+        p      = UCS_PTR_BYTE_OFFSET(p, rec->sm_dev_addr_len[tl]);
+    }
+
+    if (status != UCS_OK) {
+        ucs_error("UCG group: failed to get the %s addresses: %s",
+                  ucg_group_tl_names[tl], ucs_status_string(status));
+        ucs_free(var);
+        goto out_release;
+    }
+
+    *var_p = var;
+
+out_release:
+    ucp_worker_release_address(context->ucp_worker, worker_addr);
+    return status;
+}
+
+static size_t ucg_group_var_len(const ucg_group_rec_t *rec)
+{
+    size_t len = rec->worker_addr_len;
+    ucg_sm_tl_t tl;
+
+    for (tl = 0; tl < UCG_SM_LAST; ++tl) {
+        len += rec->sm_iface_addr_len[tl] + rec->sm_dev_addr_len[tl];
+    }
+    return len;
+}
+
+/* Point the members at their addresses in the blob */
+static void ucg_group_unpack(ucg_group_t *group, const ucg_group_rec_t *recs,
+                             size_t stride)
+{
+    const ucg_group_rec_t *rec;
+    ucg_member_t *member;
+    ucg_sm_tl_t tl;
+    const void *p;
+    unsigned i;
+
+    for (i = 0; i < group->size; ++i) {
+        rec                = &recs[i];
+        member             = &group->members[i];
+        member->host_label = rec->host_label;
+        member->real_host  = rec->real_host;
+        member->pid        = rec->pid;
+        member->pidfd      = -1;
+        member->ep         = NULL;
+
+        p                   = UCS_PTR_BYTE_OFFSET(group->addr_blob,
+                                                  i * stride);
+        member->worker_addr = p;
+        p                   = UCS_PTR_BYTE_OFFSET(p, rec->worker_addr_len);
+        for (tl = 0; tl < UCG_SM_LAST; ++tl) {
+            member->sm_iface_addr[tl] = rec->sm_iface_addr_len[tl] ? p : NULL;
+            p                         = UCS_PTR_BYTE_OFFSET(
+                    p, rec->sm_iface_addr_len[tl]);
+            member->sm_dev_addr[tl]   = rec->sm_dev_addr_len[tl] ? p : NULL;
+            p                         = UCS_PTR_BYTE_OFFSET(
+                    p, rec->sm_dev_addr_len[tl]);
+        }
+    }
+}
+
+/* Whether every member can use sm_bcast / sm_incast; logs why not */
+static int ucg_group_o2m_usable(const ucg_group_t *group,
+                                const ucg_group_rec_t *recs,
+                                size_t *max_bcopy_p)
+{
+    const ucg_group_rec_t *mine = &recs[group->rank];
+    size_t max_bcopy            = SIZE_MAX;
+    ucg_sm_tl_t tl;
+    unsigned i;
+
+    for (i = 0; i < group->size; ++i) {
+        if (!recs[i].o2m) {
+            if (mine->o2m) {
+                ucs_diag("UCG group rank %u: rank %u cannot use %s/%s, "
+                         "neither does the group", group->rank, i,
+                         UCT_O2M_BCAST_TL_NAME, UCT_O2M_INCAST_TL_NAME);
+            }
+            return 0;
+        }
+
+        for (tl = 0; tl < UCG_SM_LAST; ++tl) {
+            if ((recs[i].sm_iface_addr_len[tl] !=
+                 mine->sm_iface_addr_len[tl]) ||
+                (recs[i].sm_dev_addr_len[tl] != mine->sm_dev_addr_len[tl])) {
+                ucs_diag("UCG group rank %u: %s addresses of rank %u differ "
+                         "in length from ours: not using the o2m transports",
+                         group->rank, ucg_group_tl_names[tl], i);
+                return 0;
+            }
+        }
+
+        max_bcopy = ucs_min(max_bcopy, recs[i].sm_max_bcopy);
+    }
+
+    *max_bcopy_p = max_bcopy;
+    return 1;
+}
+
+/* Shared memory within a topology host needs one real host */
+static int ucg_group_hosts_are_real(const ucg_group_t *group)
+{
+    const ucg_topo_t *topo = &group->topo;
+    unsigned h, j, first, rank;
+
+    for (h = 0; h < topo->num_hosts; ++h) {
+        first = topo->host_ranks[topo->host_first[h]];
+        for (j = topo->host_first[h] + 1; j < topo->host_first[h + 1]; ++j) {
+            rank = topo->host_ranks[j];
+            if (group->members[rank].real_host !=
+                group->members[first].real_host) {
+                ucs_diag("UCG group rank %u: ranks %u and %u share host label "
+                         "0x%" PRIx64 " but not a real host: not using the "
+                         "o2m transports", group->rank, first, rank,
+                         group->members[first].host_label);
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+static int ucg_group_pidfd_open(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+    return syscall(SYS_pidfd_open, pid, 0);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+/* Watch the other members on this real host */
+static ucs_status_t ucg_group_open_pidfds(ucg_group_t *group)
+{
+    ucg_member_t *me = &group->members[group->rank];
+    ucg_member_t *member;
+    unsigned i;
+
+    for (i = 0; i < group->size; ++i) {
+        member = &group->members[i];
+        if ((i == group->rank) || (member->real_host != me->real_host)) {
+            continue;
+        }
+
+        member->pidfd = ucg_group_pidfd_open(member->pid);
+        if (member->pidfd >= 0) {
+            continue;
+        }
+
+        if (errno == ESRCH) {
+            ucs_error("UCG group rank %u: rank %u (pid %d) has already "
+                      "exited", group->rank, i, member->pid);
+            return UCS_ERR_CONNECTION_RESET;
+        }
+
+        /* Liveness is then left to the transports' timeouts */
+        ucs_diag("UCG group rank %u: pidfd_open(%d) of rank %u failed: %m",
+                 group->rank, member->pid, i);
+    }
+    return UCS_OK;
+}
+
+/* Cyclic distance from @a id to the next id no group of the context uses */
+static uint32_t ucg_group_free_distance(ucg_context_t *context, uint16_t id)
+{
+    uint32_t distance;
+
+    for (distance = 0; distance < UCG_GROUP_NUM_IDS; ++distance) {
+        if (ucg_context_find_group(context,
+                                   (uint16_t)(id + distance)) == NULL) {
+            return distance;
+        }
+    }
+    return UCG_GROUP_NUM_IDS;
+}
+
+/*
+ * Agree on an id no member uses: start from the largest proposal; in each
+ * round every member reports how far the next id free locally is, and all
+ * move the candidate by the largest distance, until it is free everywhere.
+ * The candidate only moves forward, so the rounds are bounded.  A local
+ * failure (@a local_status) makes every member fail.
+ */
+static ucs_status_t ucg_group_agree_id(ucg_group_t *group,
+                                       const ucg_group_params_t *params,
+                                       const ucg_group_rec_t *recs,
+                                       ucs_status_t local_status)
+{
+    ucg_group_id_reply_t mine, *replies;
+    uint32_t advanced, max_distance;
+    ucs_status_t status;
+    uint16_t candidate;
+    unsigned i, rank;
+
+    replies = ucs_malloc(sizeof(*replies) * group->size, "ucg id replies");
+    if (replies == NULL) {
+        ucs_error("UCG group: out of memory");
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    candidate = recs[0].proposed_id;
+    for (i = 1; i < group->size; ++i) {
+        candidate = ucs_max(candidate, recs[i].proposed_id);
+    }
+
+    advanced = 0;
+    for (;;) {
+        mine.status   = local_status;
+        mine.distance = ucg_group_free_distance(group->context, candidate);
+
+        status = ucg_group_oob(params, &mine, replies, sizeof(mine));
+        if (status != UCS_OK) {
+            goto out;
+        }
+
+        status = ucg_group_any_error(&replies[0].status, sizeof(*replies),
+                                     group->size, &rank);
+        if (status != UCS_OK) {
+            ucs_debug("UCG group rank %u: rank %u failed: %s", group->rank,
+                      rank, ucs_status_string(status));
+            goto out;
+        }
+
+        max_distance = 0;
+        for (i = 0; i < group->size; ++i) {
+            max_distance = ucs_max(max_distance, replies[i].distance);
+        }
+
+        if (max_distance == 0) {
+            break;
+        }
+
+        advanced += max_distance;
+        if (advanced >= UCG_GROUP_NUM_IDS) {
+            ucs_error("UCG group rank %u: no group id is free on every "
+                      "member", group->rank);
+            status = UCS_ERR_EXCEEDS_LIMIT;
+            goto out;
+        }
+        candidate += max_distance;
+    }
+
+    group->id                      = candidate;
+    group->context->next_group_id  = (uint16_t)(candidate + 1);
+    status                         = UCS_OK;
+
+out:
+    ucs_free(replies);
+    return status;
+}
+
+static void ucg_group_close_pidfds(ucg_group_t *group)
+{
+    unsigned i;
+
+    for (i = 0; i < group->size; ++i) {
+        if (group->members[i].pidfd >= 0) {
+            close(group->members[i].pidfd);
+            group->members[i].pidfd = -1;
+        }
+    }
+}
+
+ucs_status_t ucg_group_create(ucg_context_h context,
+                              const ucg_group_params_t *params,
+                              ucg_group_h *group_p)
+{
+    ucg_group_rec_t *recs = NULL;
+    void *var             = NULL;
+    void *var_send        = NULL;
+    ucg_group_rec_t mine;
+    size_t stride, sm_max_bcopy;
+    ucs_status_t status, local_status;
+    uint64_t *labels;
+    ucg_group_t *group;
+    unsigned i, rank;
+    int o2m, oob_ok, topo_ok = 0;
+
+    if ((context == NULL) || (group_p == NULL)) {
+        ucs_error("UCG group: context or group_p is NULL");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    status = ucg_group_check_params(params);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    group = ucs_calloc(1, sizeof(*group), "ucg group");
+    if (group == NULL) {
+        goto err_no_memory;
+    }
+
+    group->context = context;
+    group->size    = params->size;
+    group->rank    = params->rank;
+    group->failed  = UCS_OK;
+    ucs_list_head_init(&group->sm_eps);
+    ucs_list_head_init(&group->plans);
+    ucs_list_head_init(&group->colls);
+    ucs_queue_head_init(&group->sm_unexp);
+
+    group->members = ucs_calloc(params->size, sizeof(*group->members),
+                                "ucg members");
+    recs           = ucs_malloc(params->size * sizeof(*recs), "ucg records");
+    if ((group->members == NULL) || (recs == NULL)) {
+        goto err_no_memory;
+    }
+
+    for (i = 0; i < params->size; ++i) {
+        group->members[i].pidfd = -1;
+    }
+
+    /* Round 1: fixed-size records; a local failure is reported, not
+     * returned, so that no member waits for us forever.  Send and receive
+     * buffers never overlap (the allgather may be MPI's). */
+    local_status = ucg_group_pack_local(group, params, &mine, &var);
+    if (local_status != UCS_OK) {
+        memset(&mine, 0, sizeof(mine));
+        mine.status = local_status;
+    }
+
+    status = ucg_group_oob(params, &mine, recs, sizeof(*recs));
+    if (status != UCS_OK) {
+        goto err_free;
+    }
+
+    status = ucg_group_any_error(&recs[0].status, sizeof(*recs), group->size,
+                                 &rank);
+    if (status != UCS_OK) {
+        ucs_debug("UCG group rank %u: rank %u failed: %s", group->rank, rank,
+                  ucs_status_string(status));
+        goto err_free;
+    }
+
+    /* Round 2: the addresses, padded to the longest */
+    stride = 1;
+    for (i = 0; i < group->size; ++i) {
+        stride = ucs_max(stride, ucg_group_var_len(&recs[i]));
+    }
+
+    group->addr_blob = ucs_calloc(group->size, stride, "ucg address blob");
+    var_send         = ucs_calloc(1, stride, "ucg addresses");
+    if ((group->addr_blob == NULL) || (var_send == NULL)) {
+        goto err_no_memory;
+    }
+
+    memcpy(var_send, var, ucg_group_var_len(&mine));
+    status = ucg_group_oob(params, var_send, group->addr_blob, stride);
+    if (status != UCS_OK) {
+        goto err_free;
+    }
+
+    /* Two members with one rank, or an allgather that misplaces blocks */
+    oob_ok = !memcmp(&recs[group->rank], &mine, sizeof(mine)) &&
+             !memcmp(UCS_PTR_BYTE_OFFSET(group->addr_blob,
+                                         group->rank * stride),
+                     var_send, stride);
+    ucs_free(var_send);
+    var_send = NULL;
+
+    ucg_group_unpack(group, recs, stride);
+
+    /* Local steps; their status is shared in the id agreement */
+    sm_max_bcopy = 0;
+    o2m          = ucg_group_o2m_usable(group, recs, &sm_max_bcopy);
+    labels       = ucs_malloc(group->size * sizeof(*labels), "ucg labels");
+    if (labels != NULL) {
+        for (i = 0; i < group->size; ++i) {
+            labels[i] = recs[i].host_label;
+        }
+        local_status = ucg_topo_init(&group->topo, group->size, labels, o2m,
+                                     sm_max_bcopy);
+        topo_ok      = (local_status == UCS_OK);
+        ucs_free(labels);
+    } else {
+        ucs_error("UCG group: out of memory");
+        local_status = UCS_ERR_NO_MEMORY;
+    }
+
+    if (!oob_ok) {
+        ucs_error("UCG group rank %u/%u: the out-of-band allgather did not "
+                  "return this member's data at its rank (ranks not "
+                  "unique?)", group->rank, group->size);
+        local_status = UCS_ERR_INVALID_PARAM;
+    } else if (local_status == UCS_OK) {
+        if (o2m && !ucg_group_hosts_are_real(group)) {
+            group->topo.o2m = 0;
+        }
+        local_status = ucg_group_open_pidfds(group);
+    }
+
+    status = ucg_group_agree_id(group, params, recs, local_status);
+    if (status != UCS_OK) {
+        goto err_free;
+    }
+
+    /* Every member takes rank 0's */
+    group->uid = ((uint64_t)recs[0].pid << UCG_GROUP_UID_CNT_BITS) |
+                 (recs[0].created_count &
+                  UCS_MASK(UCG_GROUP_UID_CNT_BITS));
+
+    group->next_check = ucs_get_time();
+    ucs_list_add_tail(&context->groups, &group->list);
+    /* Adopts messages peers sent before this member had the group */
+    ucg_coll_group_init(group);
+
+    ucs_debug("UCG group %u (uid 0x%" PRIx64 "): rank %u of %u, %u hosts, "
+              "o2m %d", group->id, group->uid, group->rank, group->size,
+              group->topo.num_hosts, group->topo.o2m);
+
+    ucs_free(var);
+    ucs_free(recs);
+    *group_p = group;
+    return UCS_OK;
+
+err_no_memory:
+    ucs_error("UCG group: out of memory");
+    status = UCS_ERR_NO_MEMORY;
+err_free:
+    if (group != NULL) {
+        if (topo_ok) {
+            ucg_topo_cleanup(&group->topo);
+        }
+        if (group->members != NULL) {
+            ucg_group_close_pidfds(group);
+        }
+        ucs_free(group->addr_blob);
+        ucs_free(group->members);
+    }
+    ucs_free(group);
+    ucs_free(var_send);
+    ucs_free(var);
+    ucs_free(recs);
+    return status;
+}
+
+static void ucg_group_destroy_sm_eps(ucg_group_t *group)
+{
+    ucg_context_t *context = group->context;
+    ucg_sm_ep_t *sm_ep, *tmp;
+    ucs_time_t deadline;
+    ucs_status_t status;
+
+    deadline = ucs_get_time() + ucs_time_from_sec(ucg_group_wait_sec(group));
+    ucs_list_for_each_safe(sm_ep, tmp, &group->sm_eps, list) {
+        /* Members may still be reading what we sent */
+        for (;;) {
+            status = uct_ep_flush(sm_ep->ep, UCT_FLUSH_FLAG_LOCAL, NULL);
+            if ((status != UCS_INPROGRESS) && (status != UCS_ERR_NO_RESOURCE)) {
+                break;
+            }
+
+            if (ucs_get_time() > deadline) {
+                ucs_diag("UCG group %u rank %u: flush of the %s endpoint "
+                         "(root %u) timed out", group->id, group->rank,
+                         ucg_group_tl_names[sm_ep->tl], sm_ep->root);
+                break;
+            }
+            uct_worker_progress(context->uct_worker);
+        }
+
+        if ((status != UCS_OK) && (status != UCS_INPROGRESS) &&
+            (status != UCS_ERR_NO_RESOURCE)) {
+            ucs_debug("UCG group %u rank %u: flush of the %s endpoint (root "
+                      "%u): %s", group->id, group->rank,
+                      ucg_group_tl_names[sm_ep->tl], sm_ep->root,
+                      ucs_status_string(status));
+        }
+
+        uct_ep_destroy(sm_ep->ep);
+        ucs_list_del(&sm_ep->list);
+        ucs_free(sm_ep);
+    }
+}
+
+/*
+ * Close the UCP endpoints.  They have no error handling (UCP refuses the
+ * FORCE mode then): a flush that cannot complete because a peer is gone is
+ * bounded by PEER_TIMEOUT, and its request is then left to UCP.
+ */
+static void ucg_group_close_p2p_eps(ucg_group_t *group)
+{
+    ucp_worker_h worker = group->context->ucp_worker;
+    ucp_request_param_t param;
+    unsigned i, num_reqs, pending;
+    ucs_status_ptr_t *reqs;
+    ucs_status_ptr_t req;
+    ucs_time_t deadline;
+
+    reqs = ucs_calloc(group->size, sizeof(*reqs), "ucg close requests");
+
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags        = 0; /* flush mode */
+
+    num_reqs = 0;
+    for (i = 0; i < group->size; ++i) {
+        if (group->members[i].ep == NULL) {
+            continue;
+        }
+
+        req = ucp_ep_close_nbx(group->members[i].ep, &param);
+        group->members[i].ep = NULL;
+        if (UCS_PTR_IS_ERR(req)) {
+            ucs_diag("UCG group %u rank %u: closing the endpoint to rank %u "
+                     "failed: %s", group->id, group->rank, i,
+                     ucs_status_string(UCS_PTR_STATUS(req)));
+        } else if (req != NULL) {
+            if (reqs != NULL) {
+                reqs[num_reqs++] = req;
+            } else {
+                ucp_request_free(req);
+            }
+        }
+    }
+
+    deadline = ucs_get_time() + ucs_time_from_sec(ucg_group_wait_sec(group));
+    do {
+        pending = 0;
+        for (i = 0; i < num_reqs; ++i) {
+            if (reqs[i] == NULL) {
+                continue;
+            }
+            if (ucp_request_check_status(reqs[i]) == UCS_INPROGRESS) {
+                ++pending;
+            } else {
+                ucp_request_free(reqs[i]);
+                reqs[i] = NULL;
+            }
+        }
+
+        if (pending == 0) {
+            break;
+        }
+
+        if (ucs_get_time() > deadline) {
+            ucs_diag("UCG group %u rank %u: %u endpoints still closing after "
+                     "%.3g s", group->id, group->rank, pending,
+                     ucg_group_wait_sec(group));
+            for (i = 0; i < num_reqs; ++i) {
+                if (reqs[i] != NULL) {
+                    ucp_request_free(reqs[i]); /* released when complete */
+                }
+            }
+            break;
+        }
+
+        ucp_worker_progress(worker);
+    } while (1);
+
+    ucs_free(reqs);
+}
+
+static void ucg_group_destroy_plans(ucg_group_t *group)
+{
+    ucg_plan_entry_t *entry, *tmp;
+
+    ucs_list_for_each_safe(entry, tmp, &group->plans, list) {
+        ucg_plan_destroy(entry->plan);
+        ucs_list_del(&entry->list);
+        ucs_free(entry);
+    }
+}
+
+void ucg_group_destroy(ucg_group_h group)
+{
+    if (group == NULL) {
+        return;
+    }
+
+    ucg_coll_group_cleanup(group);
+    ucg_group_destroy_sm_eps(group);
+    ucg_group_close_p2p_eps(group);
+    /* Drop what arrived for the group while flushing */
+    ucg_coll_group_cleanup(group);
+    ucg_group_destroy_plans(group);
+    ucg_group_close_pidfds(group);
+    ucg_topo_cleanup(&group->topo);
+    ucs_list_del(&group->list);
+
+    ucs_debug("UCG group %u rank %u destroyed", group->id, group->rank);
+    ucs_free(group->addr_blob);
+    ucs_free(group->members);
+    ucs_free(group);
+}
+
+unsigned ucg_group_size(ucg_group_h group)
+{
+    return group->size;
+}
+
+unsigned ucg_group_rank(ucg_group_h group)
+{
+    return group->rank;
+}
+
+ucs_status_t ucg_group_p2p_ep(ucg_group_h group, unsigned rank,
+                              ucp_ep_h *ep_p)
+{
+    ucg_member_t *member;
+    ucp_ep_params_t params;
+    ucs_status_t status;
+
+    if (rank >= group->size) {
+        ucs_error("UCG group %u: no rank %u in a group of %u", group->id,
+                  rank, group->size);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    member = &group->members[rank];
+    if (member->ep != NULL) {
+        *ep_p = member->ep;
+        return UCS_OK;
+    }
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask      = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                             UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    params.address         = member->worker_addr;
+    params.err_mode        = UCP_ERR_HANDLING_MODE_NONE;
+
+    status = ucp_ep_create(group->context->ucp_worker, &params, &member->ep);
+    if (status != UCS_OK) {
+        ucs_error("UCG group %u rank %u: failed to connect to rank %u: %s",
+                  group->id, group->rank, rank, ucs_status_string(status));
+        member->ep = NULL;
+        return status;
+    }
+
+    *ep_p = member->ep;
+    return UCS_OK;
+}
+
+/* splitmix64's finalizer: a bijection of 64-bit values */
+static uint64_t ucg_group_mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    return x;
+}
+
+/*
+ * o2m group id of an endpoint: (tl, root, mode, op, dtype) are packed into
+ * 36 bits, which, with the group's uid, go through bijections: two endpoints
+ * of one UCG group never get the same id, and ids of different UCG groups
+ * (different uids) coincide with probability 2^-64.
+ */
+static uint64_t ucg_group_sm_id(const ucg_group_t *group, ucg_sm_tl_t tl,
+                                unsigned root, uct_o2m_mode_t mode,
+                                uct_o2m_op_t op, uct_o2m_dtype_t dtype)
+{
+    uint64_t info = ((uint64_t)root << 16) | ((uint64_t)tl << 12) |
+                    ((uint64_t)mode << 8) | ((uint64_t)op << 4) |
+                    (uint64_t)dtype;
+
+    return ucg_group_mix64(group->uid ^ ucg_group_mix64(info));
+}
+
+ucs_status_t ucg_group_sm_ep(ucg_group_h group, ucg_sm_tl_t tl,
+                             const ucg_phase_set_t *set, uct_o2m_mode_t mode,
+                             uct_o2m_op_t op, uct_o2m_dtype_t dtype,
+                             uct_ep_h *ep_p)
+{
+    ucg_context_t *context = group->context;
+    uct_o2m_group_params_t params;
+    const ucg_member_t *root;
+    unsigned root_rank, host, my_index;
+    ucg_sm_ep_t *sm_ep;
+    ucs_status_t status;
+
+    if (!group->topo.o2m || (context->sm_iface[UCG_SM_BCAST] == NULL)) {
+        ucs_error("UCG group %u rank %u: the o2m transports are not used by "
+                  "this group", group->id, group->rank);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    if ((tl >= UCG_SM_LAST) || (set == NULL) || (set->count == 0) ||
+        (set->root >= set->count) || (set->ranks[set->root] >= group->size) ||
+        (mode >= UCT_O2M_MODE_LAST) || (op >= UCT_O2M_OP_LAST) ||
+        ((op != UCT_O2M_OP_GATHER) && (dtype >= UCT_O2M_DT_LAST))) {
+        ucs_error("UCG group %u rank %u: invalid sm endpoint request",
+                  group->id, group->rank);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    /* Normalize what the transport ignores, so that the cache has one
+     * endpoint for it */
+    if (tl == UCG_SM_BCAST) {
+        op = UCT_O2M_OP_GATHER;
+    }
+    if (op == UCT_O2M_OP_GATHER) {
+        dtype = UCT_O2M_DT_INT8;
+    }
+
+    root_rank = set->ranks[set->root];
+    host      = group->topo.host_of[root_rank];
+
+    ucs_list_for_each(sm_ep, &group->sm_eps, list) {
+        if ((sm_ep->tl == tl) && (sm_ep->host == host) &&
+            (sm_ep->root == root_rank) && (sm_ep->mode == mode) &&
+            (sm_ep->op == op) && (sm_ep->dtype == dtype)) {
+            *ep_p = sm_ep->ep;
+            return UCS_OK;
+        }
+    }
+
+    for (my_index = 0; my_index < set->count; ++my_index) {
+        if (set->ranks[my_index] == group->rank) {
+            break;
+        }
+    }
+    if (my_index == set->count) {
+        ucs_error("UCG group %u: rank %u is not in the %s set of root %u",
+                  group->id, group->rank, ucg_group_tl_names[tl], root_rank);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    sm_ep = ucs_malloc(sizeof(*sm_ep), "ucg sm ep");
+    if (sm_ep == NULL) {
+        ucs_error("UCG group %u rank %u: out of memory", group->id,
+                  group->rank);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    root = &group->members[root_rank];
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask      = UCT_O2M_GROUP_FIELD_MODE |
+                             UCT_O2M_GROUP_FIELD_ROOT_ADDR;
+    params.group_id        = ucg_group_sm_id(group, tl, root_rank, mode, op,
+                                             dtype);
+    params.size            = set->count;
+    params.my_index        = my_index;
+    params.root_index      = set->root;
+    params.mode            = mode;
+    params.root_iface_addr = root->sm_iface_addr[tl];
+    params.root_dev_addr   = root->sm_dev_addr[tl];
+    if (tl == UCG_SM_INCAST) {
+        params.field_mask |= UCT_O2M_GROUP_FIELD_OP |
+                             UCT_O2M_GROUP_FIELD_DTYPE |
+                             UCT_O2M_GROUP_FIELD_HDR_LEN;
+        params.op          = op;
+        params.dtype       = dtype;
+        params.hdr_len     = sizeof(ucg_sm_hdr_t);
+    }
+
+    status = uct_o2m_ep_create(context->sm_iface[tl], &params, &sm_ep->ep);
+    if (status != UCS_OK) {
+        ucs_error("UCG group %u rank %u: failed to create the %s endpoint "
+                  "(o2m group 0x%" PRIx64 ", %u members, root rank %u, mode "
+                  "%s, op %s, dtype %s): %s", group->id, group->rank,
+                  ucg_group_tl_names[tl], params.group_id, set->count,
+                  root_rank, uct_o2m_mode_name(mode), uct_o2m_op_name(op),
+                  uct_o2m_dtype_name(dtype), ucs_status_string(status));
+        ucs_free(sm_ep);
+        return status;
+    }
+
+    sm_ep->tl    = tl;
+    sm_ep->host  = host;
+    sm_ep->root  = root_rank;
+    sm_ep->mode  = mode;
+    sm_ep->op    = op;
+    sm_ep->dtype = dtype;
+    ucs_list_add_tail(&group->sm_eps, &sm_ep->list);
+
+    ucs_debug("UCG group %u rank %u: %s endpoint %p, o2m group 0x%" PRIx64
+              " (%u of %u, root %u)", group->id, group->rank,
+              ucg_group_tl_names[tl], sm_ep->ep, params.group_id, my_index,
+              set->count, set->root);
+    *ep_p = sm_ep->ep;
+    return UCS_OK;
+}
+
+/* LOG_PLANS: the plan, one ucs_info line per line of ucg_plan_print() */
+static void ucg_group_log_plan(const ucg_group_t *group,
+                               const ucg_plan_t *plan)
+{
+    char *text = NULL, *line, *saveptr;
+    size_t text_len;
+    FILE *stream;
+
+    if (!ucs_log_is_enabled(UCS_LOG_LEVEL_INFO)) {
+        return;
+    }
+
+    stream = open_memstream(&text, &text_len);
+    if (stream == NULL) {
+        return;
+    }
+
+    ucg_plan_print(plan, &group->topo, stream);
+    fclose(stream);
+
+    ucs_info("UCG group %u rank %u/%u: new plan for %s of %zu bytes:",
+             group->id, group->rank, group->size,
+             ucg_coll_name(plan->key.type), plan->key.msg_size);
+    for (line = strtok_r(text, "\n", &saveptr); line != NULL;
+         line = strtok_r(NULL, "\n", &saveptr)) {
+        ucs_info("  %s", line);
+    }
+    free(text);
+}
+
+ucs_status_t ucg_group_plan(ucg_group_h group, const ucg_plan_key_t *key,
+                            const ucg_plan_t **plan_p)
+{
+    const ucg_config_t *config = group->context->config;
+    ucg_plan_entry_t *entry;
+    unsigned size_class;
+    ucs_status_t status;
+
+    size_class = ucg_plan_size_class(config, key->type, key->msg_size);
+    ucs_list_for_each(entry, &group->plans, list) {
+        if ((entry->type == key->type) && (entry->size_class == size_class) &&
+            (entry->root == key->root) && (entry->op == key->op) &&
+            (entry->dtype == key->dtype) &&
+            (entry->commutative == key->commutative)) {
+            *plan_p = entry->plan;
+            return UCS_OK;
+        }
+    }
+
+    entry = ucs_malloc(sizeof(*entry), "ucg plan entry");
+    if (entry == NULL) {
+        ucs_error("UCG group %u rank %u: out of memory", group->id,
+                  group->rank);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    status = ucg_plan_create(config, &group->topo, key, &entry->plan);
+    if (status != UCS_OK) {
+        ucs_free(entry);
+        return status;
+    }
+
+    entry->type        = key->type;
+    entry->size_class  = size_class;
+    entry->root        = key->root;
+    entry->op          = key->op;
+    entry->dtype       = key->dtype;
+    entry->commutative = key->commutative;
+    ucs_list_add_tail(&group->plans, &entry->list);
+
+    if (config->log_plans) {
+        ucg_group_log_plan(group, entry->plan);
+    }
+
+    *plan_p = entry->plan;
+    return UCS_OK;
+}
+
+ucs_status_t ucg_group_check(ucg_group_h group)
+{
+    ucs_time_t now = ucs_get_time();
+    ucg_member_t *member;
+    struct pollfd pfd;
+    unsigned i;
+    int ret;
+
+    if ((group->failed != UCS_OK) || (now < group->next_check)) {
+        return group->failed;
+    }
+
+    group->next_check = now +
+                        ucs_time_from_sec(group->context->config->check_interval);
+
+    for (i = 0; i < group->size; ++i) {
+        member = &group->members[i];
+        if (member->pidfd < 0) {
+            continue;
+        }
+
+        /* A pidfd becomes readable when its process exits */
+        pfd.fd      = member->pidfd;
+        pfd.events  = POLLIN;
+        pfd.revents = 0;
+        ret         = poll(&pfd, 1, 0);
+        if ((ret > 0) && (pfd.revents & (POLLIN | POLLHUP | POLLERR))) {
+            ucs_error("UCG group %u rank %u: rank %u (pid %d) has exited",
+                      group->id, group->rank, i, member->pid);
+            group->failed = UCS_ERR_CONNECTION_RESET;
+            break;
+        }
+    }
+
+    return group->failed;
+}

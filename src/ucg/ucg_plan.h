@@ -1,0 +1,138 @@
+/**
+ * UCG planner: (collective, size, root, topology, transports, configuration)
+ * -> plan of phases.
+ *
+ * A plan is global: it describes what every member does, so the same plan
+ * is computed on every member and can be printed for any topology without
+ * running it.  A member takes part in a phase when it belongs to one of the
+ * phase's sets; a set is a list of ranks with a root.
+ *
+ * Data of a phase (what the executor moves):
+ *  - BCAST-like phases (SM_BCAST, P2P_BCAST) send the collective's current
+ *    data from the set root to the set members: the message (bcast), the
+ *    reduced vector (allreduce), the full gathered buffer (allgather), or the
+ *    blocks owned by each member (scatter: a member keeps its own blocks);
+ *  - reductions (SM_REDUCE, P2P_REDUCE, P2P_ALLREDUCE_*) combine the
+ *    members' vectors (commutative ops only);
+ *  - block phases (SM_GATHER, P2P_GATHER, P2P_SCATTER, P2P_ALLGATHER_*)
+ *    move blocks of count elements indexed by rank; before the phase a set
+ *    member holds the blocks of the ranks r with owner[r] == itself (hier:
+ *    the ranks of its host; flat: only its own).  SM_GATHER makes the set
+ *    root hold the blocks of all set members;
+ *  - FOLD: the root reduces all gathered blocks in rank order (any op,
+ *    non-commutative included);
+ *  - barrier phases (SM_GATHER / SM_BCAST with 0 bytes, P2P_BARRIER) only
+ *    synchronize.
+ */
+#ifndef UCG_PLAN_H_
+#define UCG_PLAN_H_
+
+#include "ucg_config.h"
+#include "uct_o2m.h"
+
+#define UCG_PLAN_MAX_PHASES 6
+
+typedef enum {
+    UCG_PHASE_SM_BCAST,           /* sm_bcast fan-out from each set root */
+    UCG_PHASE_SM_REDUCE,          /* sm_incast reduction to each set root */
+    UCG_PHASE_SM_GATHER,          /* sm_incast gather of blocks to each root */
+    UCG_PHASE_P2P_BCAST,          /* k-nomial tree, pipelined fragments */
+    UCG_PHASE_P2P_REDUCE,         /* k-nomial tree (commutative) */
+    UCG_PHASE_P2P_ALLREDUCE_RD,   /* recursive doubling */
+    UCG_PHASE_P2P_ALLREDUCE_RING, /* ring reduce-scatter + ring allgather */
+    UCG_PHASE_P2P_GATHER,         /* linear, blocks to the root */
+    UCG_PHASE_P2P_SCATTER,        /* linear, blocks from the root */
+    UCG_PHASE_P2P_ALLGATHER_RING, /* ring of owned blocks */
+    UCG_PHASE_P2P_ALLGATHER_LINEAR, /* every member to every member */
+    UCG_PHASE_P2P_BARRIER,        /* dissemination */
+    UCG_PHASE_FOLD,               /* local rank-ordered reduction at root */
+    UCG_PHASE_LAST
+} ucg_phase_method_t;
+
+extern const char *ucg_phase_method_names[];
+
+
+/** Topology of a group: which host each rank is on */
+typedef struct ucg_topo {
+    unsigned size;
+    unsigned num_hosts;
+    unsigned *host_of;     /* [size]: host of each rank; hosts are numbered
+                              in the order of their lowest rank */
+    unsigned *host_size;   /* [num_hosts] */
+    unsigned *host_first;  /* [num_hosts + 1]: offsets in host_ranks */
+    unsigned *host_ranks;  /* [size]: ranks sorted by (host, rank) */
+    unsigned max_ppn;      /* largest host_size */
+    int      o2m;          /* sm_bcast / sm_incast usable */
+    size_t   sm_max_bcopy; /* their largest bcopy message (with o2m) */
+} ucg_topo_t;
+
+/** Build a topology from host_of[] (any host labels; renumbered). */
+ucs_status_t ucg_topo_init(ucg_topo_t *topo, unsigned size,
+                           const uint64_t *host_label, int o2m,
+                           size_t sm_max_bcopy);
+void ucg_topo_cleanup(ucg_topo_t *topo);
+
+
+typedef struct ucg_phase_set {
+    unsigned count;
+    unsigned root;         /* index in ranks[] */
+    unsigned *ranks;       /* [count], ascending */
+} ucg_phase_set_t;
+
+typedef struct ucg_phase {
+    ucg_phase_method_t method;
+    uct_o2m_mode_t     sm_mode;    /* SM_*: transport mode */
+    int                sm_native;  /* SM_REDUCE: the transport reduces (op and
+                                      dtype supported); else it gathers and
+                                      the set root reduces */
+    unsigned           radix;      /* P2P_BCAST, P2P_REDUCE */
+    size_t             frag_size;  /* bytes per message; 0: no limit */
+    unsigned           num_sets;
+    ucg_phase_set_t    *sets;
+    unsigned           *owner;     /* block phases: [size] rank of the set
+                                      member that holds each rank's block */
+} ucg_phase_t;
+
+/** What a plan depends on */
+typedef struct ucg_plan_key {
+    ucg_coll_type_t type;
+    unsigned        root;         /* 0 for unrooted collectives */
+    ucg_op_t        op;           /* reductions; UCG_OP_LAST otherwise */
+    ucg_dtype_t     dtype;
+    int             commutative;
+    size_t          msg_size;     /* bytes per member: count * dt_size */
+    /* Added by helper "planner": element size, for the fragments of
+     * SM_REDUCE (a multiple of it); 0: ucg_dtype_size(dtype).  Needed for
+     * UCG_DT_BYTES (ucg_coll_params_t::dt_size). */
+    size_t          dt_size;
+} ucg_plan_key_t;
+
+typedef struct ucg_plan {
+    ucg_plan_key_t  key;
+    int             hier;         /* hierarchical plan */
+    unsigned        num_phases;
+    ucg_phase_t     phases[UCG_PLAN_MAX_PHASES];
+} ucg_plan_t;
+
+/**
+ * Size class of @a msg_size for @a type: plans of one class are identical,
+ * so a plan cache can be keyed by (type, class, root, op, dtype).
+ */
+unsigned ucg_plan_size_class(const ucg_config_t *config, ucg_coll_type_t type,
+                             size_t msg_size);
+
+ucs_status_t ucg_plan_create(const ucg_config_t *config,
+                             const ucg_topo_t *topo,
+                             const ucg_plan_key_t *key, ucg_plan_t **plan_p);
+void ucg_plan_destroy(ucg_plan_t *plan);
+
+/** The set of @a phase that contains @a rank, NULL if none; *idx_p gets
+ *  rank's index in it. */
+const ucg_phase_set_t *ucg_phase_find_set(const ucg_phase_t *phase,
+                                          unsigned rank, unsigned *idx_p);
+
+/** Human-readable plan (one line per phase), as documented in docs/ucg.md */
+void ucg_plan_print(const ucg_plan_t *plan, const ucg_topo_t *topo,
+                    FILE *stream);
+
+#endif

@@ -1,0 +1,469 @@
+/**
+ * UCG host-local phases over the one-to-many transports, and FOLD.
+ *
+ * Every SM phase moves a "stream" of bytes in fragments of at most
+ * phase->frag_size bytes, each behind a ucg_sm_hdr_t:
+ *  - SM_BCAST:  the set root sends the stream, every member receives it:
+ *               the collective's data, or for scatter the blocks of the
+ *               set's ranks in set order (a member keeps its own block);
+ *  - SM_REDUCE: every member but the root contributes its vector; the
+ *               root gets, per fragment, the transport's reduction (native)
+ *               or the contributions side by side, and combines them with
+ *               its own vector;
+ *  - SM_GATHER: every member but the root contributes its own block; the
+ *               root gets the contributions side by side in member order.
+ * A stream of 0 bytes is one message with only the header (barriers).
+ *
+ * Fan-in rounds are formed by the transport from the k-th contribution of
+ * every sender, so all senders must contribute to a fan-in endpoint in the
+ * same order.  Collectives start in the same order on every member, so a
+ * collective contributes to an endpoint only when no collective started
+ * before it still has to: contributions then go in start order everywhere.
+ * Fan-out needs no such rule: messages carry their collective's sequence.
+ */
+#include "ucg_coll.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/sys/math.h>
+#include <string.h>
+
+/* Phase state (coll->ps) of SM phases */
+#define UCG_SM_PS_EP(_coll)       ((_coll)->ps.tmp)
+#define UCG_SM_PS_NEXT(_coll)     ((_coll)->ps.frag)      /* fragments done */
+#define UCG_SM_PS_NFRAGS(_coll)   ((_coll)->ps.vals[0])
+#define UCG_SM_PS_ROLE(_coll)     ((_coll)->ps.vals[1])
+#define UCG_SM_PS_TURN(_coll)     ((_coll)->ps.vals[2])   /* may contribute */
+#define UCG_SM_PS_STATUS(_coll)   ((_coll)->ps.posted)    /* delivery error */
+#define UCG_SM_PS_TOTAL(_coll)    ((_coll)->ps.sizes[0])
+#define UCG_SM_PS_FRAG(_coll)     ((_coll)->ps.sizes[1])
+
+enum {
+    UCG_SM_ROLE_SEND,  /* root of SM_BCAST, contributor of SM_REDUCE/GATHER */
+    UCG_SM_ROLE_RECV
+};
+
+/* Which fan-in endpoint a member contributes to in a phase */
+typedef struct ucg_sm_key {
+    unsigned        root;
+    uct_o2m_mode_t  mode;
+    uct_o2m_op_t    op;
+    uct_o2m_dtype_t dtype;
+} ucg_sm_key_t;
+
+typedef struct ucg_sm_pack_arg {
+    ucg_coll_t *coll;
+    size_t     offset;
+    size_t     length;
+} ucg_sm_pack_arg_t;
+
+
+static int ucg_sm_is_scatter(const ucg_coll_t *coll)
+{
+    return coll->params.type == UCG_COLL_SCATTER;
+}
+
+/* The transport's (op, dtype) of a phase; GATHER when it only moves data */
+static void ucg_sm_phase_op(const ucg_coll_t *coll, const ucg_phase_t *phase,
+                            uct_o2m_op_t *op_p, uct_o2m_dtype_t *dtype_p)
+{
+    *op_p    = UCT_O2M_OP_GATHER;
+    *dtype_p = UCT_O2M_DT_UINT8;
+    if ((phase->method == UCG_PHASE_SM_REDUCE) && phase->sm_native &&
+        !ucg_op_to_o2m(&coll->op, op_p, dtype_p)) {
+        /* The planner said native: it cannot disagree with ucg_dt */
+        *op_p    = UCT_O2M_OP_GATHER;
+        *dtype_p = UCT_O2M_DT_UINT8;
+    }
+}
+
+static int ucg_sm_contrib_key(const ucg_coll_t *coll, unsigned phase_idx,
+                              ucg_sm_key_t *key)
+{
+    const ucg_phase_t *phase = &coll->plan->phases[phase_idx];
+    const ucg_phase_set_t *set;
+    unsigned idx;
+
+    if ((phase->method != UCG_PHASE_SM_REDUCE) &&
+        (phase->method != UCG_PHASE_SM_GATHER)) {
+        return 0;
+    }
+
+    set = ucg_phase_find_set(phase, coll->group->rank, &idx);
+    if ((set == NULL) || (idx == set->root)) {
+        return 0;
+    }
+
+    key->root = set->ranks[set->root];
+    key->mode = phase->sm_mode;
+    ucg_sm_phase_op(coll, phase, &key->op, &key->dtype);
+    return 1;
+}
+
+/* Whether every collective started before @a coll is done contributing to
+ * the fan-in endpoint of @a key */
+static int ucg_sm_my_turn(const ucg_coll_t *coll, const ucg_sm_key_t *key)
+{
+    const ucg_coll_t *prev;
+    ucg_sm_key_t prev_key;
+    unsigned p;
+
+    ucs_list_for_each(prev, &coll->group->colls, list) {
+        if (prev == coll) {
+            return 1;
+        }
+
+        for (p = prev->phase_idx; p < prev->plan->num_phases; ++p) {
+            if (!ucg_sm_contrib_key(prev, p, &prev_key) ||
+                ((p == prev->phase_idx) &&
+                 (UCG_SM_PS_NEXT(prev) >= UCG_SM_PS_NFRAGS(prev)))) {
+                continue;
+            }
+            if (!memcmp(&prev_key, key, sizeof(*key))) {
+                return 0;
+            }
+        }
+    }
+
+    return 1;
+}
+
+static size_t ucg_sm_stream_length(const ucg_coll_t *coll)
+{
+    switch (coll->phase->method) {
+    case UCG_PHASE_SM_BCAST:
+        return ucg_sm_is_scatter(coll) ? (coll->set->count * coll->block) :
+               coll->data_len;
+    case UCG_PHASE_SM_REDUCE:
+        return coll->len;
+    default: /* SM_GATHER */
+        return coll->block;
+    }
+}
+
+static size_t ucg_sm_frag_size(const ucg_coll_t *coll)
+{
+    size_t frag = coll->phase->frag_size;
+
+    if (frag == 0) {
+        frag = coll->group->context->sm_max_bcopy - sizeof(ucg_sm_hdr_t);
+    }
+
+    if (coll->phase->method == UCG_PHASE_SM_REDUCE) {
+        /* Whole elements per fragment */
+        frag = ucs_max(frag - (frag % coll->dt_size), coll->dt_size);
+    }
+    return frag;
+}
+
+/* Address of stream offset @a offset of an SM_BCAST, and how many bytes are
+ * contiguous there */
+static void *ucg_sm_bcast_ptr(const ucg_coll_t *coll, size_t offset,
+                              size_t *contig_p)
+{
+    unsigned rank;
+
+    if (!ucg_sm_is_scatter(coll)) {
+        *contig_p = coll->data_len - offset;
+        return UCS_PTR_BYTE_OFFSET(coll->data, offset);
+    }
+
+    rank      = coll->set->ranks[offset / coll->block];
+    *contig_p = coll->block - (offset % coll->block);
+    return UCS_PTR_BYTE_OFFSET(coll->gbuf,
+                               rank * coll->block + (offset % coll->block));
+}
+
+static size_t ucg_sm_pack(void *dest, void *arg)
+{
+    ucg_sm_pack_arg_t *pack = arg;
+    ucg_coll_t *coll        = pack->coll;
+    ucg_sm_hdr_t *hdr       = dest;
+    char *payload           = (char*)(hdr + 1);
+    size_t done, contig;
+    const void *src;
+
+    memset(hdr, 0, sizeof(*hdr));
+    hdr->group_id = coll->group->id;
+    hdr->seq      = coll->seq;
+    hdr->phase    = coll->phase_idx;
+    hdr->frag     = UCG_SM_PS_NEXT(coll);
+
+    switch (coll->phase->method) {
+    case UCG_PHASE_SM_BCAST:
+        for (done = 0; done < pack->length; done += contig) {
+            src    = ucg_sm_bcast_ptr(coll, pack->offset + done, &contig);
+            contig = ucs_min(contig, pack->length - done);
+            memcpy(payload + done, src, contig);
+        }
+        break;
+    case UCG_PHASE_SM_REDUCE:
+        memcpy(payload, UCS_PTR_BYTE_OFFSET(coll->acc, pack->offset),
+               pack->length);
+        break;
+    default: /* SM_GATHER: own block */
+        memcpy(payload,
+               UCS_PTR_BYTE_OFFSET(coll->gbuf,
+                                   coll->group->rank * coll->block +
+                                   pack->offset), pack->length);
+        break;
+    }
+
+    return sizeof(*hdr) + pack->length;
+}
+
+static ucs_status_t ucg_sm_send(ucg_coll_t *coll)
+{
+    uct_ep_h ep = UCG_SM_PS_EP(coll);
+    ucg_sm_pack_arg_t pack;
+    ucg_sm_key_t key;
+    ssize_t ret;
+
+    if (!UCG_SM_PS_TURN(coll)) {
+        if (ucg_sm_contrib_key(coll, coll->phase_idx, &key) &&
+            !ucg_sm_my_turn(coll, &key)) {
+            return UCS_INPROGRESS;
+        }
+        UCG_SM_PS_TURN(coll) = 1;
+    }
+
+    pack.coll = coll;
+    while (UCG_SM_PS_NEXT(coll) < UCG_SM_PS_NFRAGS(coll)) {
+        pack.offset = UCG_SM_PS_NEXT(coll) * UCG_SM_PS_FRAG(coll);
+        pack.length = ucs_min(UCG_SM_PS_FRAG(coll),
+                              UCG_SM_PS_TOTAL(coll) - pack.offset);
+        ret         = uct_ep_am_bcopy(ep, UCG_SM_AM_ID, ucg_sm_pack, &pack, 0);
+        if (ret == UCS_ERR_NO_RESOURCE) {
+            return UCS_INPROGRESS; /* ring full: retried from progress */
+        } else if (ret < 0) {
+            ucs_error("ucg group %u %s seq %u phase %u: send failed: %s",
+                      coll->group->id, ucg_coll_name(coll->params.type),
+                      coll->seq, coll->phase_idx,
+                      ucs_status_string((ucs_status_t)ret));
+            return (ucs_status_t)ret;
+        }
+        ++UCG_SM_PS_NEXT(coll);
+    }
+
+    return UCS_OK;
+}
+
+static ucs_status_t ucg_sm_recv_error(ucg_coll_t *coll, const char *what,
+                                      size_t value)
+{
+    ucs_error("ucg group %u %s seq %u phase %u fragment %zu: %s (%zu)",
+              coll->group->id, ucg_coll_name(coll->params.type), coll->seq,
+              coll->phase_idx, UCG_SM_PS_NEXT(coll), what, value);
+    return UCS_ERR_IO_ERROR;
+}
+
+static ucs_status_t ucg_sm_recv_bcast(ucg_coll_t *coll, const void *payload,
+                                      size_t length, size_t offset)
+{
+    size_t lo, hi, own_lo;
+
+    if (!ucg_sm_is_scatter(coll)) {
+        memcpy(UCS_PTR_BYTE_OFFSET(coll->data, offset), payload, length);
+        return UCS_OK;
+    }
+
+    /* Keep the part of the host's blocks that is this member's block */
+    own_lo = coll->my_idx * coll->block;
+    lo     = ucs_max(offset, own_lo);
+    hi     = ucs_min(offset + length, own_lo + coll->block);
+    if (lo < hi) {
+        memcpy(UCS_PTR_BYTE_OFFSET(coll->gbuf, coll->group->rank *
+                                   coll->block + (lo - own_lo)),
+               UCS_PTR_BYTE_OFFSET(payload, lo - offset), hi - lo);
+    }
+    return UCS_OK;
+}
+
+static ucs_status_t ucg_sm_recv_fanin(ucg_coll_t *coll, const void *data,
+                                      size_t length, size_t frag_len,
+                                      size_t offset)
+{
+    unsigned senders = coll->set->count - 1;
+    size_t count     = frag_len / coll->dt_size;
+    size_t stride    = sizeof(ucg_sm_hdr_t) + frag_len;
+    const void *contrib;
+    unsigned pos, idx;
+
+    if ((coll->phase->method == UCG_PHASE_SM_REDUCE) &&
+        coll->phase->sm_native) {
+        if (length != stride) {
+            return ucg_sm_recv_error(coll, "unexpected reduced length",
+                                     length);
+        }
+        ucg_op_reduce(&coll->op, UCS_PTR_BYTE_OFFSET(data, sizeof(ucg_sm_hdr_t)),
+                      UCS_PTR_BYTE_OFFSET(coll->acc, offset), count);
+        return UCS_OK;
+    }
+
+    if (length != senders * stride) {
+        return ucg_sm_recv_error(coll, "unexpected gathered length", length);
+    }
+
+    /* Contributions side by side in member order, the root excluded */
+    for (pos = 0; pos < senders; ++pos) {
+        contrib = UCS_PTR_BYTE_OFFSET(data, pos * stride +
+                                      sizeof(ucg_sm_hdr_t));
+        if (coll->phase->method == UCG_PHASE_SM_REDUCE) {
+            ucg_op_reduce(&coll->op, contrib,
+                          UCS_PTR_BYTE_OFFSET(coll->acc, offset), count);
+        } else {
+            idx = (pos < coll->set->root) ? pos : (pos + 1);
+            memcpy(UCS_PTR_BYTE_OFFSET(coll->gbuf,
+                                       coll->set->ranks[idx] * coll->block +
+                                       offset), contrib, frag_len);
+        }
+    }
+    return UCS_OK;
+}
+
+void ucg_sm_deliver(ucg_coll_t *coll, const void *data, size_t length)
+{
+    const ucg_sm_hdr_t *hdr = data;
+    size_t offset, frag_len;
+    ucs_status_t status;
+
+    if (UCG_SM_PS_STATUS(coll) != UCS_OK) {
+        return;
+    }
+
+    if (hdr->frag != UCG_SM_PS_NEXT(coll)) {
+        status = ucg_sm_recv_error(coll, "out of order, got fragment",
+                                   hdr->frag);
+        goto out;
+    }
+
+    offset   = UCG_SM_PS_NEXT(coll) * UCG_SM_PS_FRAG(coll);
+    frag_len = ucs_min(UCG_SM_PS_FRAG(coll), UCG_SM_PS_TOTAL(coll) - offset);
+
+    if (coll->phase->method == UCG_PHASE_SM_BCAST) {
+        if (length != sizeof(*hdr) + frag_len) {
+            status = ucg_sm_recv_error(coll, "unexpected length", length);
+        } else {
+            status = ucg_sm_recv_bcast(coll, hdr + 1, frag_len, offset);
+        }
+    } else {
+        status = ucg_sm_recv_fanin(coll, data, length, frag_len, offset);
+    }
+
+out:
+    UCG_SM_PS_STATUS(coll) = status;
+    ++UCG_SM_PS_NEXT(coll);
+}
+
+int ucg_sm_expects(const ucg_coll_t *coll)
+{
+    switch (coll->phase->method) {
+    case UCG_PHASE_SM_BCAST:
+    case UCG_PHASE_SM_REDUCE:
+    case UCG_PHASE_SM_GATHER:
+        return (UCG_SM_PS_ROLE(coll) == UCG_SM_ROLE_RECV) &&
+               (UCG_SM_PS_NEXT(coll) < UCG_SM_PS_NFRAGS(coll));
+    default:
+        return 0;
+    }
+}
+
+/* Messages of this phase that arrived before it began */
+static void ucg_sm_take_early(ucg_coll_t *coll)
+{
+    ucs_queue_head_t *queue = &coll->group->sm_unexp;
+    ucs_queue_iter_t iter;
+    ucg_sm_unexp_t *msg;
+
+    ucs_queue_for_each_safe(msg, iter, queue, queue) {
+        if (!ucg_sm_expects(coll)) {
+            break;
+        }
+        if ((msg->hdr.seq == coll->seq) &&
+            (msg->hdr.phase == coll->phase_idx)) {
+            ucs_queue_del_iter(queue, iter);
+            ucg_sm_deliver(coll, msg->data, msg->length);
+            ucs_free(msg);
+        }
+    }
+}
+
+static ucs_status_t ucg_sm_start(ucg_coll_t *coll)
+{
+    const ucg_phase_t *phase = coll->phase;
+    int is_root              = (coll->my_idx == coll->set->root);
+    ucg_sm_tl_t tl;
+    uct_o2m_op_t op;
+    uct_o2m_dtype_t dtype;
+    ucs_status_t status;
+    uct_ep_h ep;
+
+    tl = (phase->method == UCG_PHASE_SM_BCAST) ? UCG_SM_BCAST :
+         UCG_SM_INCAST;
+    ucg_sm_phase_op(coll, phase, &op, &dtype);
+    status = ucg_group_sm_ep(coll->group, tl, coll->set, phase->sm_mode, op,
+                             dtype, &ep);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    UCG_SM_PS_EP(coll)     = ep;
+    UCG_SM_PS_TOTAL(coll)  = ucg_sm_stream_length(coll);
+    UCG_SM_PS_FRAG(coll)   = ucg_sm_frag_size(coll);
+    UCG_SM_PS_NFRAGS(coll) = ucs_max(1, ucs_div_round_up(UCG_SM_PS_TOTAL(coll),
+                                                         UCG_SM_PS_FRAG(coll)));
+    UCG_SM_PS_STATUS(coll) = UCS_OK;
+    UCG_SM_PS_ROLE(coll)   = ((tl == UCG_SM_BCAST) == is_root) ?
+                             UCG_SM_ROLE_SEND : UCG_SM_ROLE_RECV;
+
+    if (UCG_SM_PS_ROLE(coll) == UCG_SM_ROLE_RECV) {
+        ucg_sm_take_early(coll);
+    }
+    return UCS_OK;
+}
+
+static ucs_status_t ucg_sm_progress(ucg_coll_t *coll)
+{
+    if (UCG_SM_PS_ROLE(coll) == UCG_SM_ROLE_SEND) {
+        return ucg_sm_send(coll);
+    }
+
+    if (UCG_SM_PS_STATUS(coll) != UCS_OK) {
+        return UCG_SM_PS_STATUS(coll);
+    }
+
+    return (UCG_SM_PS_NEXT(coll) < UCG_SM_PS_NFRAGS(coll)) ? UCS_INPROGRESS :
+           UCS_OK;
+}
+
+
+/* FOLD: the root combines the gathered vectors in rank order.  Folding from
+ * the last rank down, acc = v[i] op acc, gives v0 op (v1 op (... v[n-1]))
+ * with each user call's "in" from a lower rank than its "inout". */
+static ucs_status_t ucg_fold_start(ucg_coll_t *coll)
+{
+    unsigned size = coll->group->size;
+    unsigned i;
+
+    memcpy(coll->acc,
+           UCS_PTR_BYTE_OFFSET(coll->gbuf, (size - 1) * coll->block),
+           coll->len);
+    for (i = size - 1; i-- > 0;) {
+        ucg_op_reduce(&coll->op,
+                      UCS_PTR_BYTE_OFFSET(coll->gbuf, i * coll->block),
+                      coll->acc, coll->params.count);
+    }
+    return UCS_OK;
+}
+
+static ucs_status_t ucg_fold_progress(ucg_coll_t *coll)
+{
+    return UCS_OK;
+}
+
+
+const ucg_phase_ops_t ucg_sm_phase_ops[UCG_PHASE_LAST] = {
+    [UCG_PHASE_SM_BCAST]  = {ucg_sm_start, ucg_sm_progress},
+    [UCG_PHASE_SM_REDUCE] = {ucg_sm_start, ucg_sm_progress},
+    [UCG_PHASE_SM_GATHER] = {ucg_sm_start, ucg_sm_progress},
+    [UCG_PHASE_FOLD]      = {ucg_fold_start, ucg_fold_progress}
+};

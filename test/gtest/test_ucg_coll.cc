@@ -1,0 +1,578 @@
+/**
+ * ucx-o2m tests: UCG collectives, results checked against a reference
+ * computed locally from every member's deterministic input.
+ *
+ * One child run per configuration (group size, host layout, transports)
+ * loops over a matrix of collectives x message sizes x roots x datatypes /
+ * operations x in-place, with one context and group; then persistent
+ * collectives, and several outstanding collectives on two groups.  Each
+ * configuration logs its time.
+ */
+#include "test_ucg_common.h"
+
+extern "C" {
+#include "ucg_context.h"
+#include "ucg_coll.h"
+}
+
+#include <algorithm>
+#include <cstring>
+#include <signal.h>
+
+using namespace ucg_test;
+
+namespace {
+
+/* How much of the matrix a configuration runs */
+enum {
+    LEVEL_SMALL,   /* small sizes, one fragment-crossing size */
+    LEVEL_MEDIUM,  /* + fragment boundaries, ring/pipeline thresholds */
+    LEVEL_FULL     /* + 1 MiB, more dtypes at every size */
+};
+
+/* How the one-to-many transports are turned off */
+enum {
+    O2M_ON,
+    O2M_OFF_TLS,   /* UCX_TLS=^sm_bcast,sm_incast */
+    O2M_OFF_ENV    /* UCX_UCG_O2M=n */
+};
+
+struct coll_config {
+    const char *name;
+    unsigned   np;
+    const char *hosts;     /* UCX_UCG_HOSTS */
+    int        o2m;
+    int        level;
+    bool       all_pairs;  /* allreduce of every valid (dtype, op) */
+    bool       own_ucp;    /* UCP context and worker given to UCG */
+};
+
+std::ostream &operator<<(std::ostream &os, const coll_config &c)
+{
+    return os << c.name;
+}
+
+env_t config_env(const coll_config &c)
+{
+    env_t env;
+
+    env["UCX_UCG_HOSTS"] = c.hosts;
+    if (c.o2m == O2M_OFF_TLS) {
+        env["UCX_TLS"] = "^sm_bcast,sm_incast";
+    } else if (c.o2m == O2M_OFF_ENV) {
+        env["UCX_UCG_O2M"] = "n";
+    }
+    return env;
+}
+
+std::string config_label(const coll_config &c)
+{
+    static const char *o2m_names[] = {"o2m", "UCX_TLS=^sm_bcast,sm_incast",
+                                      "UCX_UCG_O2M=n"};
+    char buf[256];
+
+    snprintf(buf, sizeof(buf), "[np=%u hosts=%s %s]", c.np, c.hosts,
+             o2m_names[c.o2m]);
+    return buf;
+}
+
+
+/* Per-collective statistics, written by rank 0 for the parent's log */
+struct coll_stats {
+    unsigned count[UCG_COLL_LAST];
+    double   seconds[UCG_COLL_LAST];
+    double   max_seconds;
+    char     slowest[200];
+    unsigned total;
+    double   matrix_seconds;
+    double   extra_seconds;
+    size_t   sm_frag;
+};
+
+void stats_add(coll_stats *st, const coll_desc &d, double sec)
+{
+    ++st->count[d.type];
+    st->seconds[d.type] += sec;
+    ++st->total;
+    if (sec > st->max_seconds) {
+        st->max_seconds = sec;
+        snprintf(st->slowest, sizeof(st->slowest), "%s", d.str().c_str());
+    }
+}
+
+
+/* The host-local fragment size of this group's plans (bytes of data per
+ * sm message), or the default when the group has no host-local phase */
+size_t sm_frag_size(member &m)
+{
+    ucg_plan_key_t key;
+    const ucg_plan_t *plan;
+    ucs_status_t status;
+
+    memset(&key, 0, sizeof(key));
+    key.type        = UCG_COLL_BCAST;
+    key.root        = 0;
+    key.op          = UCG_OP_LAST;
+    key.dtype       = UCG_DT_UINT8;
+    key.commutative = 1;
+    key.msg_size    = 1 << 20;
+    status = ucg_group_plan(m.group, &key, &plan);
+    CHILD_CHECK_OK(status);
+    for (unsigned i = 0; i < plan->num_phases; ++i) {
+        if ((plan->phases[i].method == UCG_PHASE_SM_BCAST) &&
+            (plan->phases[i].frag_size > 0)) {
+            return plan->phases[i].frag_size;
+        }
+    }
+    return 8176;
+}
+
+bool coll_in_place_ok(ucg_coll_type_t t)
+{
+    return (t != UCG_COLL_BCAST) && (t != UCG_COLL_BARRIER);
+}
+
+struct dtype_op {
+    ucg_dtype_t    dtype;
+    size_t         dt_size;
+    ucg_op_t       op;
+    user_op_kind_t user;
+};
+
+/* The representative reductions */
+const dtype_op reductions[] = {
+    {UCG_DT_INT32,          0,  UCG_OP_SUM,    USER_OP_NONE},
+    {UCG_DT_DOUBLE,         0,  UCG_OP_MAX,    USER_OP_NONE},
+    {UCG_DT_FLOAT_INT,      0,  UCG_OP_MINLOC, USER_OP_NONE},
+    {UCG_DT_LONG_DOUBLE,    0,  UCG_OP_SUM,    USER_OP_NONE},
+    {UCG_DT_DOUBLE_COMPLEX, 0,  UCG_OP_PROD,   USER_OP_NONE},
+    {UCG_DT_UINT64,         0,  UCG_OP_USER,   USER_OP_SUM_U64},
+    {UCG_DT_BYTES,          16, UCG_OP_USER,   USER_OP_MAT2}
+};
+const unsigned num_reductions = sizeof(reductions) / sizeof(reductions[0]);
+
+/* Data-movement element types: bytes, words, odd-sized opaque elements,
+ * types with padding */
+const dtype_op movements[] = {
+    {UCG_DT_UINT8,           0, UCG_OP_LAST, USER_OP_NONE},
+    {UCG_DT_INT32,           0, UCG_OP_LAST, USER_OP_NONE},
+    {UCG_DT_BYTES,           3, UCG_OP_LAST, USER_OP_NONE},
+    {UCG_DT_LONG_DOUBLE,     0, UCG_OP_LAST, USER_OP_NONE},
+    {UCG_DT_DOUBLE_INT,      0, UCG_OP_LAST, USER_OP_NONE}
+};
+const unsigned num_movements = sizeof(movements) / sizeof(movements[0]);
+
+
+class matrix_builder {
+public:
+    matrix_builder(unsigned np, size_t frag) : m_np(np), m_frag(frag) {}
+
+    void add(ucg_coll_type_t type, const dtype_op &dop, size_t count,
+             unsigned root, bool in_place)
+    {
+        coll_desc d(type, count, dop.dtype, dop.op, root, in_place);
+
+        d.dt_size = dop.dt_size;
+        d.user    = dop.user;
+        d.seed    = m_list.size() + 1;
+        /* now and then unaligned user buffers */
+        d.misalign = ((m_list.size() % 5) == 4) ? (1 + (m_list.size() % 7)) :
+                                                  0;
+        m_list.push_back(d);
+    }
+
+    /* count in elements of dop for about @a bytes bytes */
+    static size_t elems(const dtype_op &dop, size_t bytes)
+    {
+        size_t esize = (dop.dtype == UCG_DT_BYTES) ? dop.dt_size :
+                                                     ucg_dtype_size(dop.dtype);
+        return std::max<size_t>(1, bytes / esize);
+    }
+
+    std::vector<unsigned> roots(bool all) const
+    {
+        std::vector<unsigned> r;
+
+        if (all) {
+            for (unsigned i = 0; i < m_np; ++i) {
+                r.push_back(i);
+            }
+        } else {
+            r.push_back(0);
+            if (m_np > 1) {
+                r.push_back(m_np - 1);
+            }
+        }
+        return r;
+    }
+
+    /* One collective type at one size, over roots / in-place / dtypes */
+    void add_sized(ucg_coll_type_t type, const std::vector<dtype_op> &dops,
+                   size_t bytes, bool exact_count, size_t count,
+                   bool all_roots, bool both_in_place)
+    {
+        bool rooted = (type == UCG_COLL_BCAST) || (type == UCG_COLL_REDUCE) ||
+                      (type == UCG_COLL_GATHER) || (type == UCG_COLL_SCATTER);
+        std::vector<unsigned> rts = rooted ? roots(all_roots) :
+                                             std::vector<unsigned>{0};
+        unsigned k = 0;
+
+        for (const dtype_op &dop : dops) {
+            size_t n = exact_count ? count : elems(dop, bytes);
+            for (unsigned root : rts) {
+                bool ip = coll_in_place_ok(type) && ((k++ % 2) == 1);
+                add(type, dop, n, root, ip);
+                if (both_in_place && coll_in_place_ok(type)) {
+                    add(type, dop, n, root, !ip);
+                }
+            }
+        }
+    }
+
+    std::vector<coll_desc> build(int level, bool all_pairs)
+    {
+        std::vector<dtype_op> red(reductions, reductions + num_reductions);
+        std::vector<dtype_op> mov(movements, movements + num_movements);
+        std::vector<dtype_op> red1 = {reductions[0]};
+        std::vector<dtype_op> mov1 = {movements[1]};
+        const dtype_op u8_sum  = {UCG_DT_UINT8, 0, UCG_OP_SUM, USER_OP_NONE};
+        const dtype_op u8      = movements[0];
+        const dtype_op dbl_max = reductions[1];
+        const dtype_op mat2    = reductions[6];
+
+        for (int t = 0; t < UCG_COLL_LAST; ++t) {
+            ucg_coll_type_t type = (ucg_coll_type_t)t;
+            bool is_red          = (type == UCG_COLL_REDUCE) ||
+                                   (type == UCG_COLL_ALLREDUCE);
+            const std::vector<dtype_op> &dops = is_red ? red : mov;
+
+            if (type == UCG_COLL_BARRIER) {
+                for (unsigned i = 0; i < 3; ++i) {
+                    add(type, movements[0], 0, 0, false);
+                }
+                continue;
+            }
+
+            /* 0 and 1 element, and a few: every root, both in-place */
+            add_sized(type, is_red ? red1 : mov1, 0, true, 0, true, true);
+            add_sized(type, dops, 0, true, 1, true, false);
+            add_sized(type, dops, 0, true, 7, true, true);
+
+            /* the host-local fragment boundary and 2-3 fragments: bytes
+             * for data movement, uint8 sum for reductions */
+            const dtype_op &bop = is_red ? u8_sum : u8;
+            add_sized(type, {bop}, 0, true, m_frag - 1, false, false);
+            if (level >= LEVEL_MEDIUM) {
+                add_sized(type, {bop}, 0, true, m_frag, false, false);
+                add_sized(type, {bop}, 0, true, m_frag + 1, false, false);
+                add_sized(type, is_red ? std::vector<dtype_op>{red[0], dbl_max}
+                                       : mov1,
+                          2 * m_frag + 4, false, 0, false, false);
+                add_sized(type, is_red ? std::vector<dtype_op>{mat2}
+                                       : std::vector<dtype_op>{movements[2]},
+                          3 * m_frag - 5, false, 0, false, false);
+            }
+
+            /* ring / pipeline thresholds (64 KiB) */
+            if (level >= LEVEL_MEDIUM) {
+                add_sized(type, is_red ? red1 : mov1, 0, true, 16383, false,
+                          false);
+                add_sized(type, is_red ? red1 : mov1, 0, true, 16385, false,
+                          false);
+            }
+            if (level >= LEVEL_FULL) {
+                add_sized(type, is_red ? red1 : mov1, 0, true, 16384, false,
+                          false);
+                /* more types around the threshold */
+                add_sized(type, dops, 70000, false, 0, false, false);
+                /* 1 MiB per member */
+                add_sized(type, is_red ? std::vector<dtype_op>{red[0], red[1]}
+                                       : mov1,
+                          1 << 20, false, 0, false, false);
+            }
+        }
+
+        if (all_pairs) {
+            for (int dt = 0; dt < UCG_DT_BYTES; ++dt) {
+                for (int op = 0; op < UCG_OP_USER; ++op) {
+                    if (ucg_op_valid((ucg_op_t)op, (ucg_dtype_t)dt)) {
+                        dtype_op dop = {(ucg_dtype_t)dt, 0, (ucg_op_t)op,
+                                        USER_OP_NONE};
+                        add(UCG_COLL_ALLREDUCE, dop, 5, 0,
+                            (m_list.size() % 3) == 0);
+                    }
+                }
+            }
+        }
+
+        return m_list;
+    }
+
+private:
+    unsigned               m_np;
+    size_t                 m_frag;
+    std::vector<coll_desc> m_list;
+};
+
+
+/* init once, start / wait / check several times with new inputs */
+void run_persistent(member &m, coll_desc d, unsigned times)
+{
+    std::string label = m.label + ": persistent " + d.str();
+    coll_bufs bufs(d, m.rank, m.size);
+    ucg_coll_params_t params = bufs.params();
+    ucs_status_t status;
+    ucg_coll_h coll;
+
+    status = ucg_coll_init(m.group, &params, &coll);
+    CHILD_CHECK(status == UCS_OK, "%s: ucg_coll_init: %s", label.c_str(),
+                ucs_status_string(status));
+    for (unsigned k = 0; k < times; ++k) {
+        d.seed += 1000;
+        bufs.fill(d);
+        status = ucg_coll_start(coll);
+        CHILD_CHECK(status == UCS_OK, "%s: start #%u: %s", label.c_str(), k,
+                    ucs_status_string(status));
+        status = wait_coll(coll, label);
+        CHILD_CHECK(status == UCS_OK, "%s: run #%u: %s", label.c_str(), k,
+                    ucs_status_string(status));
+        bufs.check(label + " run #" + std::to_string(k));
+    }
+    ucg_coll_finalize(coll);
+}
+
+/* A second start before completion is refused with UCS_ERR_BUSY.  The
+ * non-roots start before the root does (OOB barrier), so their instance
+ * cannot be complete yet. */
+void run_busy(member &m)
+{
+    coll_desc d(UCG_COLL_BCAST, 100, UCG_DT_INT32, UCG_OP_LAST, 0);
+    std::string label = m.label + ": busy " + d.str();
+    coll_bufs bufs(d, m.rank, m.size);
+    ucg_coll_params_t params = bufs.params();
+    ucs_status_t status;
+    ucg_coll_h coll;
+
+    d.seed = 77;
+    bufs.fill(d);
+    status = ucg_coll_init(m.group, &params, &coll);
+    CHILD_CHECK_OK(status);
+    if (m.rank != d.root) {
+        status = ucg_coll_start(coll);
+        CHILD_CHECK_OK(status);
+        status = ucg_coll_start(coll);
+        CHILD_CHECK(status == UCS_ERR_BUSY,
+                    "%s: second start before completion returned %s",
+                    label.c_str(), ucs_status_string(status));
+    }
+    m.procs->barrier(m.rank);
+    if (m.rank == d.root) {
+        status = ucg_coll_start(coll);
+        CHILD_CHECK_OK(status);
+    }
+    status = wait_coll(coll, label);
+    CHILD_CHECK(status == UCS_OK, "%s: %s", label.c_str(),
+                ucs_status_string(status));
+    bufs.check(label);
+    ucg_coll_finalize(coll);
+}
+
+/*
+ * Several outstanding collectives on two groups of the same processes: the
+ * second group has the ranks reversed.  Each group's collectives are started
+ * in the same order everywhere, but the groups in a different order on even
+ * and odd processes; then all are tested round-robin.
+ */
+void run_outstanding(member &m)
+{
+    std::vector<unsigned> perm(m.size);
+    for (unsigned p = 0; p < m.size; ++p) {
+        perm[p] = m.size - 1 - p;
+    }
+    ucg_group_h g2 = create_group(m, perm);
+    unsigned last  = m.size - 1;
+
+    struct item {
+        ucg_group_h                group;
+        coll_desc                  d;
+        std::unique_ptr<coll_bufs> bufs;
+        ucg_coll_h                 coll;
+        bool                       done;
+    };
+    std::vector<item> g1_items(3), g2_items(3);
+
+    g1_items[0].d = coll_desc(UCG_COLL_ALLREDUCE, 3000, UCG_DT_INT32,
+                              UCG_OP_SUM);
+    g1_items[1].d = coll_desc(UCG_COLL_GATHER, 500, UCG_DT_INT32, UCG_OP_LAST,
+                              last);
+    g1_items[2].d = coll_desc(UCG_COLL_BCAST, 20000, UCG_DT_UINT8,
+                              UCG_OP_LAST, last);
+    g2_items[0].d = coll_desc(UCG_COLL_BCAST, 9000, UCG_DT_UINT8,
+                              UCG_OP_LAST, 0);
+    g2_items[1].d = coll_desc(UCG_COLL_REDUCE, 33, UCG_DT_BYTES, UCG_OP_USER,
+                              0);
+    g2_items[1].d.dt_size = 16;
+    g2_items[1].d.user    = USER_OP_MAT2;
+    g2_items[2].d = coll_desc(UCG_COLL_ALLGATHER, 1000, UCG_DT_INT32);
+
+    std::vector<item*> order;
+    for (auto *grp : {&g1_items, &g2_items}) {
+        for (item &it : *grp) {
+            it.group  = (grp == &g1_items) ? m.group : g2;
+            it.d.seed = 500 + order.size();
+            it.bufs.reset(new coll_bufs(it.d, ucg_group_rank(it.group),
+                                        m.size));
+            it.done   = false;
+            ucg_coll_params_t params = it.bufs->params();
+            ucs_status_t status = ucg_coll_init(it.group, &params, &it.coll);
+            CHILD_CHECK(status == UCS_OK, "%s: outstanding %s: init: %s",
+                        m.label.c_str(), it.d.str().c_str(),
+                        ucs_status_string(status));
+            order.push_back(&it);
+        }
+    }
+    if (m.rank % 2) {
+        /* odd processes start the second group's collectives first */
+        std::rotate(order.begin(), order.begin() + 3, order.end());
+    }
+
+    for (item *it : order) {
+        ucs_status_t status = ucg_coll_start(it->coll);
+        CHILD_CHECK(status == UCS_OK, "%s: outstanding %s: start: %s",
+                    m.label.c_str(), it->d.str().c_str(),
+                    ucs_status_string(status));
+    }
+
+    double deadline = now() + coll_timeout;
+    unsigned left   = order.size();
+    while (left > 0) {
+        for (item *it : order) {
+            if (it->done) {
+                continue;
+            }
+            ucs_status_t status = ucg_coll_test(it->coll);
+            if (status == UCS_INPROGRESS) {
+                continue;
+            }
+            std::string label = m.label + ": outstanding (group " +
+                                ((it->group == g2) ? "2" : "1") + ") " +
+                                it->d.str();
+            CHILD_CHECK(status == UCS_OK, "%s: %s", label.c_str(),
+                        ucs_status_string(status));
+            it->bufs->check(label);
+            it->done = true;
+            --left;
+        }
+        CHILD_CHECK(now() < deadline, "%s: %u outstanding collectives not "
+                    "complete after %.0f s", m.label.c_str(), left,
+                    coll_timeout);
+        sched_yield();
+    }
+
+    for (item *it : order) {
+        ucg_coll_finalize(it->coll);
+    }
+    /* the collectives of g2 completed everywhere */
+    m.procs->barrier(m.rank);
+    ucg_group_destroy(g2);
+}
+
+
+class ucg_coll_test : public ::testing::TestWithParam<coll_config> {
+};
+
+TEST_P(ucg_coll_test, matrix)
+{
+    const coll_config &cfg = GetParam();
+    std::string label      = config_label(cfg);
+    double start           = now();
+    coll_stats st;
+    run_opts opts;
+
+    memset(&st, 0, sizeof(st));
+    opts.env         = config_env(cfg);
+    opts.own_ucp     = cfg.own_ucp;
+    opts.timeout     = 200;
+    opts.shared_size = sizeof(coll_stats);
+    opts.parent_done = [&](const void *shared) {
+        memcpy(&st, shared, sizeof(st));
+    };
+
+    run_ok(cfg.np, opts, [&](member &m) {
+        coll_stats mine;
+        double t0 = now();
+
+        memset(&mine, 0, sizeof(mine));
+        mine.sm_frag = sm_frag_size(m);
+        std::vector<coll_desc> list =
+            matrix_builder(m.size, mine.sm_frag).build(cfg.level,
+                                                       cfg.all_pairs);
+        for (const coll_desc &d : list) {
+            stats_add(&mine, d, run_coll(m, d));
+        }
+        mine.matrix_seconds = now() - t0;
+
+        t0 = now();
+        run_persistent(m, coll_desc(UCG_COLL_ALLREDUCE, 1000, UCG_DT_DOUBLE,
+                                    UCG_OP_MAX), 4);
+        run_persistent(m, coll_desc(UCG_COLL_BCAST, mine.sm_frag + 100,
+                                    UCG_DT_UINT8, UCG_OP_LAST, m.size - 1), 3);
+        run_persistent(m, coll_desc(UCG_COLL_ALLGATHER, 300, UCG_DT_INT32),
+                       3);
+        run_persistent(m, coll_desc(UCG_COLL_BARRIER, 0, UCG_DT_UINT8), 3);
+        if (m.size > 1) {
+            run_busy(m);
+        }
+        run_outstanding(m);
+        mine.extra_seconds = now() - t0;
+
+        if (m.rank == 0) {
+            memcpy(m.shared, &mine, sizeof(mine));
+        }
+    }, label);
+
+    printf("[ ucg      ] %s: %.2f s: %u collectives in %.2f s (sm fragment "
+           "%zu bytes), persistent/outstanding %.2f s\n", label.c_str(),
+           now() - start, st.total, st.matrix_seconds, st.sm_frag,
+           st.extra_seconds);
+    for (int t = 0; t < UCG_COLL_LAST; ++t) {
+        if (st.count[t] > 0) {
+            printf("[ ucg      ]     %-10s %4u in %.2f s\n",
+                   ucg_coll_name((ucg_coll_type_t)t), st.count[t],
+                   st.seconds[t]);
+        }
+    }
+    if (st.total > 0) {
+        printf("[ ucg      ]     slowest: %s: %.3f s\n", st.slowest,
+               st.max_seconds);
+    }
+}
+
+const coll_config configs[] = {
+    /* name               np hosts    o2m          level         pairs  own_ucp */
+    {"np1",               1, "auto",  O2M_ON,      LEVEL_MEDIUM, true,  false},
+    {"np2",               2, "auto",  O2M_ON,      LEVEL_FULL,   false, false},
+    {"np2_notls",         2, "auto",  O2M_OFF_TLS, LEVEL_MEDIUM, false, false},
+    {"np3_hosts1",        3, "1",     O2M_ON,      LEVEL_MEDIUM, false, false},
+    {"np3_hosts13",       3, "1,3",   O2M_ON,      LEVEL_MEDIUM, false, false},
+    {"np4",               4, "auto",  O2M_ON,      LEVEL_FULL,   true,  false},
+    {"np4_noo2m",         4, "auto",  O2M_OFF_ENV, LEVEL_FULL,   true,  false},
+    {"np4_hosts2",        4, "2",     O2M_ON,      LEVEL_FULL,   true,  false},
+    {"np5_hosts2",        5, "2",     O2M_ON,      LEVEL_MEDIUM, false, false},
+    {"np5_hosts213",      5, "2,1,3", O2M_ON,      LEVEL_MEDIUM, false, true},
+    {"np6_hosts3",        6, "3",     O2M_ON,      LEVEL_MEDIUM, false, false},
+    {"np6_hosts3_notls",  6, "3",     O2M_OFF_TLS, LEVEL_SMALL,  false, false},
+    {"np7_hosts213",      7, "2,1,3", O2M_ON,      LEVEL_MEDIUM, false, false},
+    {"np8",               8, "auto",  O2M_ON,      LEVEL_FULL,   true,  false},
+    {"np8_hosts3",        8, "3",     O2M_ON,      LEVEL_MEDIUM, false, false},
+    {"np8_noo2m",         8, "auto",  O2M_OFF_ENV, LEVEL_MEDIUM, false, false},
+    {"np8_hosts1",        8, "1",     O2M_ON,      LEVEL_SMALL,  false, false},
+    {"np8_hosts13",       8, "1,3",   O2M_ON,      LEVEL_SMALL,  false, false}
+};
+
+INSTANTIATE_TEST_SUITE_P(cfg, ucg_coll_test, ::testing::ValuesIn(configs),
+                         [](const ::testing::TestParamInfo<coll_config> &info) {
+                             return std::string(info.param.name);
+                         });
+
+} // namespace

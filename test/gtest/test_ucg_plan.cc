@@ -1,0 +1,1484 @@
+/**
+ * ucx-o2m tests: UCG configuration and planner.
+ *
+ * Plans are computed for given topologies (no process runs) and compared
+ * with hand-written expectations: phase methods, sets and their roots, sm
+ * modes, native reductions, radix, fragment sizes and block owners.
+ */
+extern "C" {
+#include "ucg_config.h"
+#include "ucg_plan.h"
+#include "ucg_dt.h"
+#include <ucs/debug/log_def.h>
+#include <ucs/sys/string.h>
+}
+
+#include <gtest/gtest.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+
+namespace {
+
+/* A prefix nobody sets, so that the tests see the defaults */
+const char *const ENV_PREFIX = "GTESTUCGPLAN_";
+
+/* sm_max_bcopy of the test topologies: auto sm fragments of 1024 bytes */
+const size_t SM_MAX_BCOPY = 1040;
+
+
+/* ---- captured error lines ---- */
+
+std::vector<std::string> plan_errors;
+
+ucs_log_func_rc_t plan_log_handler(const char *file, unsigned line,
+                                   const char *function, ucs_log_level_t level,
+                                   const ucs_log_component_config_t *comp,
+                                   const char *message, va_list ap)
+{
+    char buf[512];
+    va_list aq;
+
+    if (level > UCS_LOG_LEVEL_WARN) {
+        return UCS_LOG_FUNC_RC_CONTINUE;
+    }
+
+    va_copy(aq, ap);
+    vsnprintf(buf, sizeof(buf), message, aq);
+    va_end(aq);
+    plan_errors.push_back(buf);
+    return UCS_LOG_FUNC_RC_STOP;
+}
+
+struct log_capture {
+    log_capture()
+    {
+        plan_errors.clear();
+        ucs_log_push_handler(plan_log_handler);
+    }
+    ~log_capture() { ucs_log_pop_handler(); }
+
+    /* Whether some captured line contains @a text */
+    static bool has(const std::string &text)
+    {
+        for (const std::string &e : plan_errors) {
+            if (e.find(text) != std::string::npos) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    static std::string all()
+    {
+        std::string s;
+        for (const std::string &e : plan_errors) {
+            s += e + "\n";
+        }
+        return s;
+    }
+};
+
+
+/* ---- topologies ---- */
+
+/* Host labels of ranks 0..n-1 under a HOSTS layout */
+std::vector<uint64_t> layout(const char *hosts, unsigned n)
+{
+    std::vector<uint64_t> labels(n);
+    int is_auto = 0;
+
+    for (unsigned r = 0; r < n; ++r) {
+        EXPECT_EQ(UCS_OK, ucg_hosts_label(hosts, r, &labels[r], &is_auto))
+            << hosts;
+        EXPECT_FALSE(is_auto);
+    }
+    return labels;
+}
+
+struct topo_holder {
+    ucg_topo_t t;
+
+    topo_holder(const std::vector<uint64_t> &labels, int o2m = 1,
+                size_t sm_max_bcopy = SM_MAX_BCOPY)
+    {
+        ucs_status_t status = ucg_topo_init(&t, labels.size(), labels.data(),
+                                            o2m, sm_max_bcopy);
+        EXPECT_EQ(UCS_OK, status);
+        if (status != UCS_OK) {
+            memset(&t, 0, sizeof(t));
+        }
+    }
+
+    topo_holder(const char *hosts, unsigned n, int o2m = 1) :
+        topo_holder(layout(hosts, n), o2m) {}
+
+    ~topo_holder() { ucg_topo_cleanup(&t); }
+};
+
+
+/* ---- plan keys ---- */
+
+bool is_reduction(ucg_coll_type_t type)
+{
+    return (type == UCG_COLL_REDUCE) || (type == UCG_COLL_ALLREDUCE);
+}
+
+ucg_plan_key_t make_key(ucg_coll_type_t type, size_t msg_size,
+                        unsigned root = 0, ucg_dtype_t dtype = UCG_DT_INT32,
+                        ucg_op_t op = UCG_OP_SUM, int commutative = 1,
+                        size_t dt_size = 0)
+{
+    ucg_plan_key_t key;
+
+    memset(&key, 0, sizeof(key));
+    key.type        = type;
+    key.root        = root;
+    key.msg_size    = msg_size;
+    key.dtype       = dtype;
+    key.op          = is_reduction(type) ? op : UCG_OP_LAST;
+    key.commutative = commutative;
+    key.dt_size     = dt_size;
+    return key;
+}
+
+
+/* ---- plan descriptions ---- */
+
+bool is_sm(ucg_phase_method_t m)
+{
+    return (m == UCG_PHASE_SM_BCAST) || (m == UCG_PHASE_SM_REDUCE) ||
+           (m == UCG_PHASE_SM_GATHER);
+}
+
+bool is_block(ucg_phase_method_t m)
+{
+    return (m == UCG_PHASE_SM_GATHER) || (m == UCG_PHASE_P2P_GATHER) ||
+           (m == UCG_PHASE_P2P_SCATTER) ||
+           (m == UCG_PHASE_P2P_ALLGATHER_RING) ||
+           (m == UCG_PHASE_P2P_ALLGATHER_LINEAR);
+}
+
+/*
+ * One phase as "method[:mode][:native|:gather][:r<radix>][:f<frag>] sets
+ * [o=owners]", sets as {a,b*,c} with the root starred.
+ */
+std::string describe_phase(const ucg_phase_t &ph, unsigned size)
+{
+    std::ostringstream os;
+
+    os << ucg_phase_method_names[ph.method];
+    if (is_sm(ph.method)) {
+        os << ":" << uct_o2m_mode_name(ph.sm_mode);
+    }
+    if (ph.method == UCG_PHASE_SM_REDUCE) {
+        os << (ph.sm_native ? ":native" : ":gather");
+    }
+    if (ph.radix != 0) {
+        os << ":r" << ph.radix;
+    }
+    if (ph.frag_size != 0) {
+        os << ":f" << ph.frag_size;
+    }
+    os << " ";
+    for (unsigned s = 0; s < ph.num_sets; ++s) {
+        const ucg_phase_set_t &set = ph.sets[s];
+        os << "{";
+        for (unsigned i = 0; i < set.count; ++i) {
+            os << (i ? "," : "") << set.ranks[i] << ((i == set.root) ? "*" : "");
+        }
+        os << "}";
+    }
+    if (ph.owner != NULL) {
+        os << " o=";
+        for (unsigned r = 0; r < size; ++r) {
+            os << (r ? "," : "") << ph.owner[r];
+        }
+    }
+    return os.str();
+}
+
+/* Structural rules every plan follows (checked on every plan made here) */
+void check_invariants(const ucg_plan_t *plan, const ucg_topo_t *topo)
+{
+    ASSERT_LE(plan->num_phases, (unsigned)UCG_PLAN_MAX_PHASES);
+    for (unsigned p = 0; p < plan->num_phases; ++p) {
+        const ucg_phase_t &ph = plan->phases[p];
+        std::vector<int> seen(topo->size, 0);
+
+        ASSERT_LT((unsigned)ph.method, (unsigned)UCG_PHASE_LAST);
+        ASSERT_GT(ph.num_sets, 0u) << "phase " << p;
+        for (unsigned s = 0; s < ph.num_sets; ++s) {
+            const ucg_phase_set_t &set = ph.sets[s];
+            ASSERT_GT(set.count, 0u);
+            ASSERT_LT(set.root, set.count);
+            for (unsigned i = 0; i < set.count; ++i) {
+                ASSERT_LT(set.ranks[i], topo->size);
+                if (i > 0) {
+                    ASSERT_LT(set.ranks[i - 1], set.ranks[i]) << "ascending";
+                }
+                ASSERT_EQ(0, seen[set.ranks[i]]++) << "rank in two sets";
+            }
+            if (is_sm(ph.method)) {
+                /* a local set is one whole host */
+                unsigned h = topo->host_of[set.ranks[0]];
+                ASSERT_EQ(topo->host_size[h], set.count);
+                for (unsigned i = 0; i < set.count; ++i) {
+                    ASSERT_EQ(h, topo->host_of[set.ranks[i]]);
+                }
+                ASSERT_LT((unsigned)ph.sm_mode, (unsigned)UCT_O2M_MODE_LAST);
+                ASSERT_GT(ph.frag_size, 0u);
+            }
+        }
+        ASSERT_EQ(is_block(ph.method), ph.owner != NULL)
+            << ucg_phase_method_names[ph.method];
+        if (ph.owner != NULL) {
+            for (unsigned r = 0; r < topo->size; ++r) {
+                /* the owner of a block is on the block's host */
+                ASSERT_LT(ph.owner[r], topo->size);
+                ASSERT_EQ(topo->host_of[r], topo->host_of[ph.owner[r]]);
+            }
+        }
+        if (ph.method == UCG_PHASE_SM_BCAST) {
+            ASSERT_TRUE((ph.sm_mode == UCT_O2M_MODE_BATCHED) ||
+                        (ph.sm_mode == UCT_O2M_MODE_CENTRALIZED));
+        }
+    }
+}
+
+std::string describe(const ucg_plan_t *plan, const ucg_topo_t *topo)
+{
+    std::string s;
+
+    for (unsigned p = 0; p < plan->num_phases; ++p) {
+        s += (p ? " | " : "") + describe_phase(plan->phases[p], topo->size);
+    }
+    return s;
+}
+
+std::string print_plan(const ucg_plan_t *plan, const ucg_topo_t *topo)
+{
+    char *buf   = NULL;
+    size_t size = 0;
+    FILE *f     = open_memstream(&buf, &size);
+    std::string s;
+
+    ucg_plan_print(plan, topo, f);
+    fclose(f);
+    s = buf;
+    free(buf);
+    return s;
+}
+
+
+class test_ucg_plan : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        ASSERT_EQ(UCS_OK, ucg_config_read(ENV_PREFIX, &m_config));
+    }
+
+    void TearDown() override { ucg_config_release(m_config); }
+
+    void set(const char *name, const char *value)
+    {
+        ASSERT_EQ(UCS_OK, ucg_config_modify(m_config, name, value))
+            << name << "=" << value;
+        ASSERT_EQ(UCS_OK, ucg_config_check(m_config)) << name << "=" << value;
+    }
+
+    /* The plan's description, or "error: <status>" */
+    std::string plan(const ucg_topo_t &topo, const ucg_plan_key_t &key,
+                     bool *hier_p = NULL)
+    {
+        ucg_plan_t *plan;
+        ucs_status_t status;
+        std::string s;
+
+        status = ucg_plan_create(m_config, &topo, &key, &plan);
+        if (status != UCS_OK) {
+            return std::string("error: ") + ucs_status_string(status);
+        }
+
+        check_invariants(plan, &topo);
+        s = describe(plan, &topo);
+        if (hier_p != NULL) {
+            *hier_p = plan->hier;
+        }
+        ucg_plan_destroy(plan);
+        return s;
+    }
+
+    std::string plan(const topo_holder &topo, const ucg_plan_key_t &key,
+                     bool *hier_p = NULL)
+    {
+        return plan(topo.t, key, hier_p);
+    }
+
+    ucg_config_t *m_config;
+};
+
+
+/* ------------------------------------------------------------------------ */
+/* Configuration                                                            */
+/* ------------------------------------------------------------------------ */
+
+TEST_F(test_ucg_plan, config_defaults)
+{
+    EXPECT_STREQ("auto", m_config->hosts);
+    EXPECT_EQ(UCS_TRY, m_config->o2m);
+    EXPECT_EQ(UCG_HIER_AUTO, m_config->hier);
+    for (int t = 0; t < UCG_COLL_LAST; ++t) {
+        EXPECT_EQ(UCG_P2P_AUTO, m_config->p2p_method[t]) << t;
+    }
+    EXPECT_EQ((unsigned)UCG_SM_MODE_AUTO, m_config->sm_bcast_mode);
+    EXPECT_EQ((unsigned)UCG_SM_MODE_AUTO, m_config->sm_incast_mode);
+    EXPECT_EQ(4u, m_config->knomial_radix);
+    EXPECT_EQ(65536u, m_config->p2p_frag_size);
+    EXPECT_EQ(UCS_MEMUNITS_AUTO, m_config->sm_frag_size);
+    EXPECT_EQ(65536u, m_config->allreduce_ring_thresh);
+    EXPECT_EQ(65536u, m_config->allgather_ring_thresh);
+    EXPECT_EQ(8u, m_config->sm_batched_max_ppn);
+    EXPECT_EQ(UCS_MEMUNITS_INF, m_config->sm_locked_thresh);
+    EXPECT_DOUBLE_EQ(10.0, m_config->peer_timeout);
+    EXPECT_DOUBLE_EQ(0.1, m_config->check_interval);
+    EXPECT_EQ(256u, m_config->sm_max_groups);
+    EXPECT_EQ(0, m_config->log_plans);
+    EXPECT_STREQ(ENV_PREFIX, m_config->env_prefix);
+    EXPECT_EQ(UCS_OK, ucg_config_check(m_config));
+
+    EXPECT_STREQ("auto", ucg_p2p_method_names[UCG_P2P_AUTO]);
+    EXPECT_STREQ("dissemination", ucg_p2p_method_names[UCG_P2P_DISSEMINATION]);
+    EXPECT_EQ(NULL, ucg_p2p_method_names[UCG_P2P_LAST]);
+    EXPECT_STREQ("off", ucg_hier_names[UCG_HIER_OFF]);
+    EXPECT_STREQ("atomic", ucg_sm_mode_names[UCT_O2M_MODE_ATOMIC]);
+    EXPECT_STREQ("auto", ucg_sm_mode_names[UCG_SM_MODE_AUTO]);
+    EXPECT_EQ(NULL, ucg_sm_mode_names[UCG_SM_MODE_AUTO + 1]);
+}
+
+TEST_F(test_ucg_plan, config_modify)
+{
+    set("HOSTS", "2,3");
+    EXPECT_STREQ("2,3", m_config->hosts);
+    set("O2M", "no");
+    EXPECT_EQ(UCS_NO, m_config->o2m);
+    set("HIER", "off");
+    EXPECT_EQ(UCG_HIER_OFF, m_config->hier);
+    set("ALLREDUCE_P2P", "ring");
+    EXPECT_EQ(UCG_P2P_RING, m_config->p2p_method[UCG_COLL_ALLREDUCE]);
+    set("SCATTER_P2P", "linear");
+    EXPECT_EQ(UCG_P2P_LINEAR, m_config->p2p_method[UCG_COLL_SCATTER]);
+    set("SM_INCAST_MODE", "locked");
+    EXPECT_EQ((unsigned)UCT_O2M_MODE_LOCKED, m_config->sm_incast_mode);
+    set("SM_BCAST_MODE", "centralized");
+    EXPECT_EQ((unsigned)UCT_O2M_MODE_CENTRALIZED, m_config->sm_bcast_mode);
+    set("KNOMIAL_RADIX", "7");
+    EXPECT_EQ(7u, m_config->knomial_radix);
+    set("P2P_FRAG_SIZE", "8k");
+    EXPECT_EQ(8192u, m_config->p2p_frag_size);
+    set("SM_FRAG_SIZE", "4000");
+    EXPECT_EQ(4000u, m_config->sm_frag_size);
+    set("SM_LOCKED_THRESH", "1m");
+    EXPECT_EQ(1048576u, m_config->sm_locked_thresh);
+    set("PEER_TIMEOUT", "2s");
+    EXPECT_DOUBLE_EQ(2.0, m_config->peer_timeout);
+    set("CHECK_INTERVAL", "20ms");
+    EXPECT_DOUBLE_EQ(0.02, m_config->check_interval);
+    set("LOG_PLANS", "y");
+    EXPECT_EQ(1, m_config->log_plans);
+
+    log_capture capture;
+    EXPECT_EQ(UCS_ERR_NO_ELEM, ucg_config_modify(m_config, "NO_SUCH", "1"));
+    EXPECT_TRUE(log_capture::has("NO_SUCH")) << log_capture::all();
+    EXPECT_NE(UCS_OK, ucg_config_modify(m_config, "HIER", "sometimes"));
+    EXPECT_EQ(UCG_HIER_OFF, m_config->hier); /* unchanged */
+    EXPECT_NE(UCS_OK, ucg_config_modify(m_config, "KNOMIAL_RADIX", "x"));
+    EXPECT_EQ(7u, m_config->knomial_radix);
+    EXPECT_NE(UCS_OK, ucg_config_modify(m_config, "BCAST_P2P", "tree"));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucg_config_modify(m_config, NULL, "1"));
+}
+
+TEST_F(test_ucg_plan, config_environment)
+{
+    ucg_config_t *config;
+
+    setenv("GTESTUCGPLAN_UCG_KNOMIAL_RADIX", "8", 1);
+    setenv("GTESTUCGPLAN_UCG_HOSTS", "4", 1);
+    setenv("GTESTUCGPLAN_UCG_GATHER_P2P", "linear", 1);
+
+    /* the prefix gets its '_' when it has none */
+    ASSERT_EQ(UCS_OK, ucg_config_read("GTESTUCGPLAN", &config));
+    EXPECT_STREQ("GTESTUCGPLAN_", config->env_prefix);
+    EXPECT_EQ(8u, config->knomial_radix);
+    EXPECT_STREQ("4", config->hosts);
+    EXPECT_EQ(UCG_P2P_LINEAR, config->p2p_method[UCG_COLL_GATHER]);
+    ucg_config_release(config);
+
+    /* a bad value fails the read, naming nothing silently */
+    setenv("GTESTUCGPLAN_UCG_HIER", "maybe", 1);
+    {
+        log_capture capture;
+        EXPECT_NE(UCS_OK, ucg_config_read(ENV_PREFIX, &config));
+    }
+
+    unsetenv("GTESTUCGPLAN_UCG_HIER");
+    unsetenv("GTESTUCGPLAN_UCG_KNOMIAL_RADIX");
+    unsetenv("GTESTUCGPLAN_UCG_HOSTS");
+    unsetenv("GTESTUCGPLAN_UCG_GATHER_P2P");
+
+    {
+        log_capture capture;
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucg_config_read("", &config));
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucg_config_read(ENV_PREFIX, NULL));
+    }
+}
+
+TEST_F(test_ucg_plan, config_dup)
+{
+    ucg_config_t *copy;
+
+    set("HOSTS", "3,1");
+    set("KNOMIAL_RADIX", "5");
+    ASSERT_EQ(UCS_OK, ucg_config_dup(m_config, &copy));
+    set("HOSTS", "2");
+    set("KNOMIAL_RADIX", "3");
+
+    EXPECT_STREQ("3,1", copy->hosts);
+    EXPECT_NE(m_config->hosts, copy->hosts);
+    EXPECT_EQ(5u, copy->knomial_radix);
+    EXPECT_STREQ(ENV_PREFIX, copy->env_prefix);
+    EXPECT_NE(m_config->env_prefix, copy->env_prefix);
+    EXPECT_EQ(m_config->p2p_frag_size, copy->p2p_frag_size);
+    EXPECT_EQ(m_config->peer_timeout, copy->peer_timeout);
+    ucg_config_release(copy);
+}
+
+TEST_F(test_ucg_plan, config_print)
+{
+    static const char *vars[] = {
+        "HOSTS=auto", "O2M=try", "HIER=auto", "BCAST_P2P=auto",
+        "REDUCE_P2P=auto", "ALLREDUCE_P2P=auto", "BARRIER_P2P=auto",
+        "GATHER_P2P=auto", "SCATTER_P2P=auto", "ALLGATHER_P2P=auto",
+        "SM_BCAST_MODE=auto", "SM_INCAST_MODE=auto", "KNOMIAL_RADIX=4",
+        "P2P_FRAG_SIZE=64K", "SM_FRAG_SIZE=auto",
+        "ALLREDUCE_RING_THRESH=64K", "ALLGATHER_RING_THRESH=64K",
+        "SM_BATCHED_MAX_PPN=8", "SM_LOCKED_THRESH=inf", "PEER_TIMEOUT=10",
+        "CHECK_INTERVAL=100", "SM_MAX_GROUPS=256", "LOG_PLANS=n"
+    };
+    char *buf   = NULL;
+    size_t size = 0;
+    FILE *f     = open_memstream(&buf, &size);
+    std::string out;
+
+    ucg_config_print(m_config, f, "UCG test",
+                     (ucs_config_print_flags_t)(UCS_CONFIG_PRINT_CONFIG |
+                                                UCS_CONFIG_PRINT_DOC |
+                                                UCS_CONFIG_PRINT_HEADER));
+    fclose(f);
+    out = buf;
+    free(buf);
+
+    EXPECT_NE(std::string::npos, out.find("# UCG test"));
+    for (const char *var : vars) {
+        EXPECT_NE(std::string::npos,
+                  out.find(std::string("\n") + ENV_PREFIX + "UCG_" + var))
+            << var << "\n" << out;
+    }
+    /* documented: a doc line of a few variables */
+    EXPECT_NE(std::string::npos, out.find("last size repeated"));
+    EXPECT_NE(std::string::npos, out.find("locked mode of sm_incast"));
+}
+
+TEST_F(test_ucg_plan, config_check_p2p)
+{
+    static const struct {
+        const char *var;
+        std::set<std::string> valid;
+    } colls[] = {
+        {"BCAST_P2P",     {"auto", "knomial"}},
+        {"REDUCE_P2P",    {"auto", "knomial"}},
+        {"ALLREDUCE_P2P", {"auto", "recursive_doubling", "ring", "knomial"}},
+        {"BARRIER_P2P",   {"auto", "dissemination"}},
+        {"GATHER_P2P",    {"auto", "linear"}},
+        {"SCATTER_P2P",   {"auto", "linear"}},
+        {"ALLGATHER_P2P", {"auto", "ring", "linear"}}
+    };
+
+    for (const auto &c : colls) {
+        for (int m = 0; m < UCG_P2P_LAST; ++m) {
+            const char *name = ucg_p2p_method_names[m];
+            ASSERT_EQ(UCS_OK, ucg_config_modify(m_config, c.var, name));
+            if (c.valid.count(name)) {
+                EXPECT_EQ(UCS_OK, ucg_config_check(m_config))
+                    << c.var << "=" << name;
+            } else {
+                log_capture capture;
+                EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucg_config_check(m_config))
+                    << c.var << "=" << name;
+                EXPECT_TRUE(log_capture::has(std::string(ENV_PREFIX) +
+                                             "UCG_" + c.var))
+                    << log_capture::all();
+            }
+        }
+        ASSERT_EQ(UCS_OK, ucg_config_modify(m_config, c.var, "auto"));
+    }
+}
+
+TEST_F(test_ucg_plan, config_check_values)
+{
+    static const struct {
+        const char *var;
+        const char *bad;
+        const char *good;
+    } cases[] = {
+        {"KNOMIAL_RADIX",         "1",       "2"},
+        {"KNOMIAL_RADIX",         "0",       "16"},
+        {"SM_BCAST_MODE",         "locked",  "batched"},
+        {"SM_BCAST_MODE",         "atomic",  "centralized"},
+        {"HOSTS",                 "",        "auto"},
+        {"HOSTS",                 "0",       "1"},
+        {"HOSTS",                 "2,0",     "2,1"},
+        {"HOSTS",                 "2,",      "2"},
+        {"HOSTS",                 ",2",      "AUTO"},
+        {"HOSTS",                 "2,,3",    "2,3"},
+        {"HOSTS",                 "-2",      "12"},
+        {"HOSTS",                 "2 ",      "2,3,4"},
+        {"HOSTS",                 "x",       "auto"},
+        {"HOSTS",                 "99999999999", "4294967295"},
+        {"P2P_FRAG_SIZE",         "0",       "inf"},
+        {"P2P_FRAG_SIZE",         "auto",    "1"},
+        {"SM_FRAG_SIZE",          "0",       "auto"},
+        {"SM_FRAG_SIZE",          "inf",     "100"},
+        {"ALLREDUCE_RING_THRESH", "auto",    "inf"},
+        {"ALLGATHER_RING_THRESH", "auto",    "0"},
+        {"SM_LOCKED_THRESH",      "auto",    "0"},
+        {"PEER_TIMEOUT",          "0",       "1ms"},
+        {"CHECK_INTERVAL",        "0",       "1s"},
+        {"SM_MAX_GROUPS",         "0",       "1"}
+    };
+
+    for (const auto &c : cases) {
+        ASSERT_EQ(UCS_OK, ucg_config_modify(m_config, c.var, c.bad)) << c.var;
+        {
+            log_capture capture;
+            EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucg_config_check(m_config))
+                << c.var << "=" << c.bad;
+            EXPECT_TRUE(log_capture::has(std::string(ENV_PREFIX) + "UCG_" +
+                                         c.var))
+                << c.var << "=" << c.bad << ": " << log_capture::all();
+        }
+        ASSERT_EQ(UCS_OK, ucg_config_modify(m_config, c.var, c.good));
+        EXPECT_EQ(UCS_OK, ucg_config_check(m_config)) << c.var << "=" << c.good;
+    }
+
+    /* sm_incast takes every mode */
+    for (int m = 0; m <= UCG_SM_MODE_AUTO; ++m) {
+        ASSERT_EQ(UCS_OK, ucg_config_modify(m_config, "SM_INCAST_MODE",
+                                            ucg_sm_mode_names[m]));
+        EXPECT_EQ(UCS_OK, ucg_config_check(m_config)) << ucg_sm_mode_names[m];
+    }
+}
+
+TEST_F(test_ucg_plan, hosts_label)
+{
+    uint64_t label = 77;
+    int is_auto    = 0;
+
+    ASSERT_EQ(UCS_OK, ucg_hosts_label("auto", 5, &label, &is_auto));
+    EXPECT_TRUE(is_auto);
+    ASSERT_EQ(UCS_OK, ucg_hosts_label("Auto", 5, &label, &is_auto));
+    EXPECT_TRUE(is_auto);
+
+    /* <k>: global_rank / k */
+    std::vector<uint64_t> expect3 = {0, 0, 0, 1, 1, 1, 2, 2};
+    EXPECT_EQ(expect3, layout("3", 8));
+    std::vector<uint64_t> expect1 = {0, 1, 2, 3};
+    EXPECT_EQ(expect1, layout("1", 4));
+    EXPECT_EQ(std::vector<uint64_t>(5, 0), layout("100", 5));
+
+    /* sizes, the last repeated */
+    std::vector<uint64_t> expect23 = {0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4};
+    EXPECT_EQ(expect23, layout("2,3", 12));
+    std::vector<uint64_t> expect312 = {0, 0, 0, 1, 2, 2, 3, 3, 4};
+    EXPECT_EQ(expect312, layout("3,1,2", 9));
+    std::vector<uint64_t> expect41 = {0, 0, 0, 0, 1, 2, 3};
+    EXPECT_EQ(expect41, layout("4,1", 7));
+
+    /* large ranks */
+    ASSERT_EQ(UCS_OK, ucg_hosts_label("2,3", 1000000, &label, &is_auto));
+    EXPECT_FALSE(is_auto);
+    EXPECT_EQ(2u + (1000000u - 5u) / 3u, label);
+    ASSERT_EQ(UCS_OK, ucg_hosts_label("4294967295", 4294967294u, &label,
+                                      &is_auto));
+    EXPECT_EQ(0u, label);
+
+    log_capture capture;
+    for (const char *bad : {"", "0", "3,0", "3,", ",3", "3,,1", "-3", "+3",
+                            " 3", "3 ", "3x", "x", "4294967296", "autox",
+                            "1.5"}) {
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  ucg_hosts_label(bad, 0, &label, &is_auto)) << "'" << bad
+                                                             << "'";
+    }
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucg_hosts_label(NULL, 0, &label,
+                                                     &is_auto));
+    /* a bad entry after the rank's host is still an error */
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucg_hosts_label("2,x", 0, &label,
+                                                     &is_auto));
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* Topology                                                                 */
+/* ------------------------------------------------------------------------ */
+
+TEST_F(test_ucg_plan, topo_init)
+{
+    /* labels in any order and of any value: hosts numbered by lowest rank */
+    std::vector<uint64_t> labels = {900, 5, 900, 7, 5, 900, 1};
+    topo_holder topo(labels, 1, 8240);
+    const ucg_topo_t &t = topo.t;
+
+    ASSERT_EQ(7u, t.size);
+    ASSERT_EQ(4u, t.num_hosts);
+    EXPECT_EQ(3u, t.max_ppn);
+    EXPECT_EQ(1, t.o2m);
+    EXPECT_EQ(8240u, t.sm_max_bcopy);
+    std::vector<unsigned> host_of(t.host_of, t.host_of + 7);
+    EXPECT_EQ((std::vector<unsigned>{0, 1, 0, 2, 1, 0, 3}), host_of);
+    std::vector<unsigned> sizes(t.host_size, t.host_size + 4);
+    EXPECT_EQ((std::vector<unsigned>{3, 2, 1, 1}), sizes);
+    std::vector<unsigned> first(t.host_first, t.host_first + 5);
+    EXPECT_EQ((std::vector<unsigned>{0, 3, 5, 6, 7}), first);
+    std::vector<unsigned> ranks(t.host_ranks, t.host_ranks + 7);
+    EXPECT_EQ((std::vector<unsigned>{0, 2, 5, 1, 4, 3, 6}), ranks);
+
+    /* one rank */
+    topo_holder one(std::vector<uint64_t>{42});
+    EXPECT_EQ(1u, one.t.num_hosts);
+    EXPECT_EQ(1u, one.t.max_ppn);
+
+    ucg_topo_t bad;
+    log_capture capture;
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucg_topo_init(&bad, 0, labels.data(), 1,
+                                                   8240));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucg_topo_init(&bad, 3, NULL, 1, 8240));
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* Plans                                                                    */
+/* ------------------------------------------------------------------------ */
+
+#define ID4 " o=0,1,2,3"
+#define ID6 " o=0,1,2,3,4,5"
+
+TEST_F(test_ucg_plan, one_host)
+{
+    topo_holder topo("4", 4);
+    bool hier = false;
+
+    EXPECT_EQ("sm_bcast:batched:f1024 {0*,1,2,3}",
+              plan(topo, make_key(UCG_COLL_BCAST, 8, 0), &hier));
+    EXPECT_TRUE(hier);
+    EXPECT_EQ("sm_bcast:batched:f1024 {0,1,2*,3}",
+              plan(topo, make_key(UCG_COLL_BCAST, 1 << 20, 2)));
+    EXPECT_EQ("sm_reduce:batched:native:f1024 {0,1,2,3*}",
+              plan(topo, make_key(UCG_COLL_REDUCE, 8, 3)));
+    EXPECT_EQ("sm_reduce:batched:native:f1024 {0*,1,2,3} | "
+              "sm_bcast:batched:f1024 {0*,1,2,3}",
+              plan(topo, make_key(UCG_COLL_ALLREDUCE, 1 << 20, 0)));
+    EXPECT_EQ("sm_gather:batched:f1024 {0*,1,2,3}" ID4 " | "
+              "sm_bcast:batched:f1024 {0*,1,2,3}",
+              plan(topo, make_key(UCG_COLL_BARRIER, 0)));
+    EXPECT_EQ("sm_gather:batched:f1024 {0,1*,2,3}" ID4,
+              plan(topo, make_key(UCG_COLL_GATHER, 8, 1)));
+    EXPECT_EQ("sm_bcast:batched:f1024 {0,1,2*,3}",
+              plan(topo, make_key(UCG_COLL_SCATTER, 8, 2)));
+    EXPECT_EQ("sm_gather:batched:f1024 {0*,1,2,3}" ID4 " | "
+              "sm_bcast:batched:f1024 {0*,1,2,3}",
+              plan(topo, make_key(UCG_COLL_ALLGATHER, 1 << 20)));
+}
+
+TEST_F(test_ucg_plan, two_per_host)
+{
+    topo_holder topo("2", 6);   /* [0,1][2,3][4,5] */
+
+    EXPECT_EQ("p2p_bcast:r4 {0,3*,4} | "
+              "sm_bcast:batched:f1024 {0*,1}{2,3*}{4*,5}",
+              plan(topo, make_key(UCG_COLL_BCAST, 8, 3)));
+    EXPECT_EQ("sm_reduce:batched:native:f1024 {0*,1}{2*,3}{4,5*} | "
+              "p2p_reduce:r4 {0,2,5*}",
+              plan(topo, make_key(UCG_COLL_REDUCE, 8, 5)));
+    EXPECT_EQ("sm_reduce:batched:native:f1024 {0*,1}{2*,3}{4*,5} | "
+              "p2p_allreduce_rd {0*,2,4} | "
+              "sm_bcast:batched:f1024 {0*,1}{2*,3}{4*,5}",
+              plan(topo, make_key(UCG_COLL_ALLREDUCE, 65532)));
+    EXPECT_EQ("sm_reduce:batched:native:f1024 {0*,1}{2*,3}{4*,5} | "
+              "p2p_allreduce_ring {0*,2,4} | "
+              "sm_bcast:batched:f1024 {0*,1}{2*,3}{4*,5}",
+              plan(topo, make_key(UCG_COLL_ALLREDUCE, 65536)));
+    EXPECT_EQ("sm_gather:batched:f1024 {0*,1}{2*,3}{4*,5}" ID6 " | "
+              "p2p_barrier {0*,2,4} | "
+              "sm_bcast:batched:f1024 {0*,1}{2*,3}{4*,5}",
+              plan(topo, make_key(UCG_COLL_BARRIER, 0)));
+    EXPECT_EQ("sm_gather:batched:f1024 {0*,1}{2,3*}{4*,5}" ID6 " | "
+              "p2p_gather {0,3*,4} o=0,0,3,3,4,4",
+              plan(topo, make_key(UCG_COLL_GATHER, 100, 3)));
+    EXPECT_EQ("p2p_scatter {1*,2,4} o=1,1,2,2,4,4 | "
+              "sm_bcast:batched:f1024 {0,1*}{2*,3}{4*,5}",
+              plan(topo, make_key(UCG_COLL_SCATTER, 100, 1)));
+    /* 10922 * 6 < 64k <= 10923 * 6 */
+    EXPECT_EQ("sm_gather:batched:f1024 {0*,1}{2*,3}{4*,5}" ID6 " | "
+              "p2p_allgather_linear {0*,2,4} o=0,0,2,2,4,4 | "
+              "sm_bcast:batched:f1024 {0*,1}{2*,3}{4*,5}",
+              plan(topo, make_key(UCG_COLL_ALLGATHER, 10922)));
+    EXPECT_EQ("sm_gather:batched:f1024 {0*,1}{2*,3}{4*,5}" ID6 " | "
+              "p2p_allgather_ring {0*,2,4} o=0,0,2,2,4,4 | "
+              "sm_bcast:batched:f1024 {0*,1}{2*,3}{4*,5}",
+              plan(topo, make_key(UCG_COLL_ALLGATHER, 10923)));
+}
+
+TEST_F(test_ucg_plan, three_per_host)
+{
+    topo_holder topo("3", 6);   /* [0-2][3-5] */
+
+    /* two leaders: recursive doubling at any size */
+    EXPECT_EQ("sm_reduce:batched:native:f1024 {0*,1,2}{3*,4,5} | "
+              "p2p_allreduce_rd {0*,3} | "
+              "sm_bcast:batched:f1024 {0*,1,2}{3*,4,5}",
+              plan(topo, make_key(UCG_COLL_ALLREDUCE, 1 << 20)));
+    EXPECT_EQ("p2p_bcast:r4:f65536 {0,4*} | "
+              "sm_bcast:batched:f1024 {0*,1,2}{3,4*,5}",
+              plan(topo, make_key(UCG_COLL_BCAST, 1 << 20, 4)));
+    EXPECT_EQ("sm_reduce:batched:native:f1024 {0,1,2*}{3*,4,5} | "
+              "p2p_reduce:r4 {2*,3}",
+              plan(topo, make_key(UCG_COLL_REDUCE, 4, 2)));
+    EXPECT_EQ("p2p_scatter {0,5*} o=0,0,0,5,5,5 | "
+              "sm_bcast:batched:f1024 {0*,1,2}{3,4,5*}",
+              plan(topo, make_key(UCG_COLL_SCATTER, 4, 5)));
+}
+
+TEST_F(test_ucg_plan, one_per_host_is_flat)
+{
+    topo_holder topo("1", 4);
+    bool hier = true;
+
+    EXPECT_EQ("p2p_bcast:r4 {0,1,2*,3}",
+              plan(topo, make_key(UCG_COLL_BCAST, 8, 2), &hier));
+    EXPECT_FALSE(hier);
+    EXPECT_EQ("p2p_reduce:r4 {0,1,2,3*}",
+              plan(topo, make_key(UCG_COLL_REDUCE, 8, 3)));
+    EXPECT_EQ("p2p_allreduce_rd {0*,1,2,3}",
+              plan(topo, make_key(UCG_COLL_ALLREDUCE, 8)));
+    EXPECT_EQ("p2p_allreduce_ring {0*,1,2,3}",
+              plan(topo, make_key(UCG_COLL_ALLREDUCE, 65536)));
+    EXPECT_EQ("p2p_barrier {0*,1,2,3}",
+              plan(topo, make_key(UCG_COLL_BARRIER, 0)));
+    EXPECT_EQ("p2p_gather {0,1*,2,3}" ID4,
+              plan(topo, make_key(UCG_COLL_GATHER, 8, 1)));
+    EXPECT_EQ("p2p_scatter {0,1,2,3*}" ID4,
+              plan(topo, make_key(UCG_COLL_SCATTER, 8, 3)));
+    EXPECT_EQ("p2p_allgather_linear {0*,1,2,3}" ID4,
+              plan(topo, make_key(UCG_COLL_ALLGATHER, 16383)));
+    EXPECT_EQ("p2p_allgather_ring {0*,1,2,3}" ID4,
+              plan(topo, make_key(UCG_COLL_ALLGATHER, 16384)));
+
+    /* HIER=on changes nothing when no host is shared */
+    set("HIER", "on");
+    EXPECT_EQ("p2p_allreduce_rd {0*,1,2,3}",
+              plan(topo, make_key(UCG_COLL_ALLREDUCE, 8), &hier));
+    EXPECT_FALSE(hier);
+}
+
+TEST_F(test_ucg_plan, two_ranks_flat_allreduce)
+{
+    /* two participants: recursive doubling even for large messages */
+    topo_holder topo("1", 2);
+    EXPECT_EQ("p2p_allreduce_rd {0*,1}",
+              plan(topo, make_key(UCG_COLL_ALLREDUCE, 1 << 24)));
+}
+
+TEST_F(test_ucg_plan, interleaved_hosts)
+{
+    /* [0,2][1,3] */
+    topo_holder topo(std::vector<uint64_t>{7, 3, 7, 3});
+
+    EXPECT_EQ("p2p_bcast:r4 {0,3*} | sm_bcast:batched:f1024 {0*,2}{1,3*}",
+              plan(topo, make_key(UCG_COLL_BCAST, 8, 3)));
+    EXPECT_EQ("sm_reduce:batched:native:f1024 {0*,2}{1*,3} | "
+              "p2p_allreduce_rd {0*,1} | "
+              "sm_bcast:batched:f1024 {0*,2}{1*,3}",
+              plan(topo, make_key(UCG_COLL_ALLREDUCE, 8)));
+    EXPECT_EQ("sm_gather:batched:f1024 {0,2*}{1*,3}" ID4 " | "
+              "p2p_gather {1,2*} o=2,1,2,1",
+              plan(topo, make_key(UCG_COLL_GATHER, 8, 2)));
+    EXPECT_EQ("sm_gather:batched:f1024 {0*,2}{1*,3}" ID4 " | "
+              "p2p_allgather_linear {0*,1} o=0,1,0,1 | "
+              "sm_bcast:batched:f1024 {0*,2}{1*,3}",
+              plan(topo, make_key(UCG_COLL_ALLGATHER, 8)));
+}
+
+TEST_F(test_ucg_plan, uneven_hosts)
+{
+    topo_holder topo("3,1,2", 7);   /* [0-2][3][4,5][6] */
+
+    EXPECT_EQ("p2p_bcast:r4 {0,3,4*,6} | "
+              "sm_bcast:batched:f1024 {0*,1,2}{4*,5}",
+              plan(topo, make_key(UCG_COLL_BCAST, 8, 4)));
+    EXPECT_EQ("p2p_bcast:r4 {0,3*,4,6} | "
+              "sm_bcast:batched:f1024 {0*,1,2}{4*,5}",
+              plan(topo, make_key(UCG_COLL_BCAST, 8, 3)));
+    EXPECT_EQ("sm_reduce:batched:native:f1024 {0,1*,2}{4*,5} | "
+              "p2p_reduce:r4 {1*,3,4,6}",
+              plan(topo, make_key(UCG_COLL_REDUCE, 8, 1)));
+    EXPECT_EQ("sm_reduce:batched:native:f1024 {0*,1,2}{4*,5} | "
+              "p2p_allreduce_ring {0*,3,4,6} | "
+              "sm_bcast:batched:f1024 {0*,1,2}{4*,5}",
+              plan(topo, make_key(UCG_COLL_ALLREDUCE, 1 << 16)));
+    EXPECT_EQ("sm_gather:batched:f1024 {0*,1,2}{4*,5} o=0,1,2,3,4,5,6 | "
+              "p2p_barrier {0*,3,4,6} | "
+              "sm_bcast:batched:f1024 {0*,1,2}{4*,5}",
+              plan(topo, make_key(UCG_COLL_BARRIER, 0)));
+    EXPECT_EQ("sm_gather:batched:f1024 {0*,1,2}{4,5*} o=0,1,2,3,4,5,6 | "
+              "p2p_gather {0,3,5*,6} o=0,0,0,3,5,5,6",
+              plan(topo, make_key(UCG_COLL_GATHER, 8, 5)));
+    EXPECT_EQ("p2p_scatter {0,3,4,6*} o=0,0,0,3,4,4,6 | "
+              "sm_bcast:batched:f1024 {0*,1,2}{4*,5}",
+              plan(topo, make_key(UCG_COLL_SCATTER, 8, 6)));
+}
+
+TEST_F(test_ucg_plan, flat_without_o2m)
+{
+    topo_holder topo("2", 6, 0);
+    bool hier = true;
+
+    EXPECT_EQ("p2p_bcast:r4 {0,1,2,3*,4,5}",
+              plan(topo, make_key(UCG_COLL_BCAST, 8, 3), &hier));
+    EXPECT_FALSE(hier);
+    EXPECT_EQ("p2p_allreduce_ring {0*,1,2,3,4,5}",
+              plan(topo, make_key(UCG_COLL_ALLREDUCE, 1 << 20)));
+    EXPECT_EQ("p2p_gather {0,1,2,3,4*,5}" ID6,
+              plan(topo, make_key(UCG_COLL_GATHER, 8, 4)));
+    EXPECT_EQ("p2p_scatter {0,1,2,3,4,5*}" ID6,
+              plan(topo, make_key(UCG_COLL_SCATTER, 8, 5)));
+    EXPECT_EQ("p2p_barrier {0*,1,2,3,4,5}",
+              plan(topo, make_key(UCG_COLL_BARRIER, 0)));
+    EXPECT_EQ("p2p_allgather_ring {0*,1,2,3,4,5}" ID6,
+              plan(topo, make_key(UCG_COLL_ALLGATHER, 1 << 20)));
+
+    /* HIER=on needs the transports too */
+    set("HIER", "on");
+    EXPECT_EQ("p2p_barrier {0*,1,2,3,4,5}",
+              plan(topo, make_key(UCG_COLL_BARRIER, 0)));
+
+    /* HIER=off: flat with the transports */
+    topo_holder topo_o2m("2", 6, 1);
+    set("HIER", "off");
+    EXPECT_EQ("p2p_reduce:r4 {0,1*,2,3,4,5}",
+              plan(topo_o2m, make_key(UCG_COLL_REDUCE, 8, 1), &hier));
+    EXPECT_FALSE(hier);
+}
+
+TEST_F(test_ucg_plan, single_rank)
+{
+    topo_holder topo(std::vector<uint64_t>{0});
+    bool hier = true;
+
+    for (int t = 0; t < UCG_COLL_LAST; ++t) {
+        EXPECT_EQ("", plan(topo, make_key((ucg_coll_type_t)t, 64), &hier))
+            << t;
+        EXPECT_FALSE(hier);
+        EXPECT_EQ("", plan(topo, make_key((ucg_coll_type_t)t, 64, 0,
+                                          UCG_DT_INT32, UCG_OP_USER, 0)));
+    }
+}
+
+TEST_F(test_ucg_plan, non_commutative)
+{
+    topo_holder topo2("2", 6);
+    topo_holder topo3("3", 6);
+    topo_holder flat("1", 4);
+
+    EXPECT_EQ("sm_gather:batched:f1024 {0*,1}{2,3*}{4*,5}" ID6 " | "
+              "p2p_gather {0,3*,4} o=0,0,3,3,4,4 | fold {3*}",
+              plan(topo2, make_key(UCG_COLL_REDUCE, 8, 3, UCG_DT_INT32,
+                                   UCG_OP_USER, 0)));
+    EXPECT_EQ("sm_gather:batched:f1024 {0*,1,2}{3*,4,5}" ID6 " | "
+              "p2p_gather {0*,3} o=0,0,0,3,3,3 | fold {0*} | "
+              "p2p_bcast:r4 {0*,3} | sm_bcast:batched:f1024 {0*,1,2}{3*,4,5}",
+              plan(topo3, make_key(UCG_COLL_ALLREDUCE, 32, 0, UCG_DT_BYTES,
+                                   UCG_OP_USER, 0, 16)));
+    /* the bcast part pipelines large vectors */
+    EXPECT_EQ("p2p_gather {0*,1,2,3}" ID4 " | fold {0*} | "
+              "p2p_bcast:r4:f65536 {0*,1,2,3}",
+              plan(flat, make_key(UCG_COLL_ALLREDUCE, 1 << 20, 0,
+                                  UCG_DT_INT32, UCG_OP_USER, 0)));
+    EXPECT_EQ("p2p_gather {0,1,2*,3}" ID4 " | fold {2*}",
+              plan(flat, make_key(UCG_COLL_REDUCE, 8, 2, UCG_DT_INT32,
+                                  UCG_OP_USER, 0)));
+
+    /* REDUCE_P2P / ALLREDUCE_P2P do not apply */
+    set("ALLREDUCE_P2P", "ring");
+    set("REDUCE_P2P", "knomial");
+    EXPECT_EQ("p2p_gather {0*,1,2,3}" ID4 " | fold {0*} | "
+              "p2p_bcast:r4 {0*,1,2,3}",
+              plan(flat, make_key(UCG_COLL_ALLREDUCE, 8, 0, UCG_DT_INT32,
+                                  UCG_OP_USER, 0)));
+}
+
+TEST_F(test_ucg_plan, sm_reduce_native)
+{
+    topo_holder topo("3", 6);
+
+    /* no sm_incast pair: the transport gathers, the leader reduces */
+    EXPECT_EQ("sm_reduce:batched:gather:f1024 {0*,1,2}{3*,4,5} | "
+              "p2p_reduce:r4 {0*,3}",
+              plan(topo, make_key(UCG_COLL_REDUCE, 64, 0,
+                                  UCG_DT_LONG_DOUBLE, UCG_OP_SUM)));
+    EXPECT_EQ("sm_reduce:batched:gather:f1024 {0*,1,2}{3*,4,5} | "
+              "p2p_allreduce_rd {0*,3} | "
+              "sm_bcast:batched:f1024 {0*,1,2}{3*,4,5}",
+              plan(topo, make_key(UCG_COLL_ALLREDUCE, 48, 0,
+                                  UCG_DT_DOUBLE_INT, UCG_OP_MINLOC)))
+        << "MINLOC has no sm_incast pair";
+    EXPECT_EQ("sm_reduce:batched:gather:f1022 {0*,1,2}{3*,4,5} | "
+              "p2p_reduce:r4 {0*,3}",
+              plan(topo, make_key(UCG_COLL_REDUCE, 14, 0, UCG_DT_BYTES,
+                                  UCG_OP_USER, 1, 7)));
+    EXPECT_EQ("sm_reduce:batched:native:f1024 {0*,1,2}{3*,4,5} | "
+              "p2p_reduce:r4 {0*,3}",
+              plan(topo, make_key(UCG_COLL_REDUCE, 64, 0, UCG_DT_DOUBLE,
+                                  UCG_OP_MAX)));
+}
+
+TEST_F(test_ucg_plan, sm_frag_rounding)
+{
+    topo_holder topo("3", 6);
+
+    set("SM_FRAG_SIZE", "100");
+    EXPECT_EQ("sm_reduce:batched:native:f96 {0*,1,2}{3*,4,5} | "
+              "p2p_allreduce_rd {0*,3} | "
+              "sm_bcast:batched:f100 {0*,1,2}{3*,4,5}",
+              plan(topo, make_key(UCG_COLL_ALLREDUCE, 800, 0, UCG_DT_DOUBLE)));
+    EXPECT_EQ("sm_reduce:batched:gather:f96 {0*,1,2}{3*,4,5} | "
+              "p2p_reduce:r4 {0*,3}",
+              plan(topo, make_key(UCG_COLL_REDUCE, 64, 0,
+                                  UCG_DT_LONG_DOUBLE_COMPLEX)));
+    EXPECT_EQ("sm_reduce:batched:gather:f98 {0*,1,2}{3*,4,5} | "
+              "p2p_reduce:r4 {0*,3}",
+              plan(topo, make_key(UCG_COLL_REDUCE, 14, 0, UCG_DT_BYTES,
+                                  UCG_OP_USER, 1, 7)));
+    /* gathers keep the configured size */
+    EXPECT_EQ("sm_gather:batched:f100 {0*,1,2}{3*,4,5}" ID6 " | "
+              "p2p_gather {0*,3} o=0,0,0,3,3,3",
+              plan(topo, make_key(UCG_COLL_GATHER, 64, 0)));
+
+    /* fragments smaller than an element hold one element */
+    set("SM_FRAG_SIZE", "4");
+    EXPECT_EQ("sm_reduce:batched:native:f8 {0*,1,2}{3*,4,5} | "
+              "p2p_reduce:r4 {0*,3}",
+              plan(topo, make_key(UCG_COLL_REDUCE, 64, 0, UCG_DT_DOUBLE)));
+
+    /* auto: the transports' largest bcopy minus the 16-byte header */
+    set("SM_FRAG_SIZE", "auto");
+    topo_holder big(layout("3", 6), 1, 8240);
+    EXPECT_EQ("p2p_bcast:r4 {0*,3} | sm_bcast:batched:f8224 {0*,1,2}{3*,4,5}",
+              plan(big, make_key(UCG_COLL_BCAST, 8, 0)));
+
+    /* a bcopy limit that leaves no room for data */
+    topo_holder tiny(layout("3", 6), 1, 16);
+    log_capture capture;
+    EXPECT_EQ("error: Invalid parameter",
+              plan(tiny, make_key(UCG_COLL_BCAST, 8, 0)));
+}
+
+TEST_F(test_ucg_plan, sm_modes_by_ppn)
+{
+    topo_holder topo9("9,1", 10);   /* [0-8][9] */
+    topo_holder topo8("8", 16);
+
+    /* more than SM_BATCHED_MAX_PPN on the largest host: centralized */
+    std::string p9 = plan(topo9, make_key(UCG_COLL_ALLREDUCE, 8));
+    EXPECT_EQ("sm_reduce:centralized:native:f1024 {0*,1,2,3,4,5,6,7,8} | "
+              "p2p_allreduce_rd {0*,9} | "
+              "sm_bcast:centralized:f1024 {0*,1,2,3,4,5,6,7,8}", p9);
+    EXPECT_EQ("sm_gather:centralized:f1024 {0*,1,2,3,4,5,6,7,8}"
+              " o=0,1,2,3,4,5,6,7,8,9 | "
+              "p2p_allgather_linear {0*,9} o=0,0,0,0,0,0,0,0,0,9 | "
+              "sm_bcast:centralized:f1024 {0*,1,2,3,4,5,6,7,8}",
+              plan(topo9, make_key(UCG_COLL_ALLGATHER, 8)));
+    /* exactly SM_BATCHED_MAX_PPN: batched */
+    EXPECT_EQ("p2p_bcast:r4 {0*,8} | "
+              "sm_bcast:batched:f1024 {0*,1,2,3,4,5,6,7}{8*,9,10,11,12,13,14,15}",
+              plan(topo8, make_key(UCG_COLL_BCAST, 8, 0)));
+
+    set("SM_BATCHED_MAX_PPN", "9");
+    EXPECT_EQ("sm_reduce:batched:native:f1024 {0*,1,2,3,4,5,6,7,8} | "
+              "p2p_allreduce_rd {0*,9} | "
+              "sm_bcast:batched:f1024 {0*,1,2,3,4,5,6,7,8}",
+              plan(topo9, make_key(UCG_COLL_ALLREDUCE, 8)));
+    set("SM_BATCHED_MAX_PPN", "1");
+    EXPECT_EQ("p2p_bcast:r4 {0*,8} | "
+              "sm_bcast:centralized:f1024 {0*,1,2,3,4,5,6,7}"
+              "{8*,9,10,11,12,13,14,15}",
+              plan(topo8, make_key(UCG_COLL_BCAST, 8, 0)));
+}
+
+TEST_F(test_ucg_plan, forced_sm_modes)
+{
+    topo_holder topo("3", 6);
+
+    set("SM_BCAST_MODE", "centralized");
+    EXPECT_EQ("sm_gather:batched:f1024 {0*,1,2}{3*,4,5}" ID6 " | "
+              "p2p_barrier {0*,3} | "
+              "sm_bcast:centralized:f1024 {0*,1,2}{3*,4,5}",
+              plan(topo, make_key(UCG_COLL_BARRIER, 0)));
+    set("SM_BCAST_MODE", "auto");
+
+    set("SM_INCAST_MODE", "centralized");
+    EXPECT_EQ("sm_gather:centralized:f1024 {0*,1,2}{3*,4,5}" ID6 " | "
+              "p2p_barrier {0*,3} | "
+              "sm_bcast:batched:f1024 {0*,1,2}{3*,4,5}",
+              plan(topo, make_key(UCG_COLL_BARRIER, 0)));
+    EXPECT_EQ("sm_reduce:centralized:native:f1024 {0*,1,2}{3*,4,5} | "
+              "p2p_reduce:r4 {0*,3}",
+              plan(topo, make_key(UCG_COLL_REDUCE, 8)));
+
+    /* locked / atomic: reductions only; gathers follow the ppn rule */
+    set("SM_INCAST_MODE", "locked");
+    EXPECT_EQ("sm_reduce:locked:native:f1024 {0*,1,2}{3*,4,5} | "
+              "p2p_reduce:r4 {0*,3}",
+              plan(topo, make_key(UCG_COLL_REDUCE, 8)));
+    EXPECT_EQ("sm_reduce:locked:gather:f1024 {0*,1,2}{3*,4,5} | "
+              "p2p_reduce:r4 {0*,3}",
+              plan(topo, make_key(UCG_COLL_REDUCE, 8, 0, UCG_DT_BYTES,
+                                  UCG_OP_USER, 1, 4)));
+    EXPECT_EQ("sm_gather:batched:f1024 {0*,1,2}{3*,4,5}" ID6 " | "
+              "p2p_gather {0*,3} o=0,0,0,3,3,3",
+              plan(topo, make_key(UCG_COLL_GATHER, 8)));
+
+    set("SM_INCAST_MODE", "atomic");
+    ASSERT_TRUE(uct_o2m_op_supported(UCT_O2M_MODE_ATOMIC, UCT_O2M_OP_SUM,
+                                     UCT_O2M_DT_INT32));
+    EXPECT_EQ("sm_reduce:atomic:native:f1024 {0*,1,2}{3*,4,5} | "
+              "p2p_allreduce_rd {0*,3} | "
+              "sm_bcast:batched:f1024 {0*,1,2}{3*,4,5}",
+              plan(topo, make_key(UCG_COLL_ALLREDUCE, 8)));
+    EXPECT_EQ("sm_reduce:atomic:gather:f1024 {0*,1,2}{3*,4,5} | "
+              "p2p_reduce:r4 {0*,3}",
+              plan(topo, make_key(UCG_COLL_REDUCE, 64, 0,
+                                  UCG_DT_FLOAT_COMPLEX)));
+    EXPECT_EQ("sm_gather:batched:f1024 {0*,1,2}{3*,4,5}" ID6 " | "
+              "p2p_allgather_linear {0*,3} o=0,0,0,3,3,3 | "
+              "sm_bcast:batched:f1024 {0*,1,2}{3*,4,5}",
+              plan(topo, make_key(UCG_COLL_ALLGATHER, 8)));
+
+    set("SM_INCAST_MODE", "batched");
+    set("SM_BATCHED_MAX_PPN", "1");
+    EXPECT_EQ("sm_gather:batched:f1024 {0*,1,2}{3*,4,5}" ID6 " | "
+              "p2p_gather {0*,3} o=0,0,0,3,3,3",
+              plan(topo, make_key(UCG_COLL_GATHER, 8)));
+}
+
+TEST_F(test_ucg_plan, locked_threshold)
+{
+    topo_holder topo3("3", 6);
+    topo_holder topo2("2", 6);
+
+    set("SM_LOCKED_THRESH", "1k");
+    EXPECT_EQ("sm_reduce:batched:native:f1024 {0*,1,2}{3*,4,5} | "
+              "p2p_reduce:r4 {0*,3}",
+              plan(topo3, make_key(UCG_COLL_REDUCE, 1020)));
+    EXPECT_EQ("sm_reduce:locked:native:f1024 {0*,1,2}{3*,4,5} | "
+              "p2p_reduce:r4 {0*,3}",
+              plan(topo3, make_key(UCG_COLL_REDUCE, 1024)));
+    EXPECT_EQ("sm_reduce:locked:native:f1024 {0*,1,2}{3*,4,5} | "
+              "p2p_allreduce_rd {0*,3} | "
+              "sm_bcast:batched:f1024 {0*,1,2}{3*,4,5}",
+              plan(topo3, make_key(UCG_COLL_ALLREDUCE, 4096)));
+    /* hosts of 2: never locked */
+    EXPECT_EQ("sm_reduce:batched:native:f1024 {0*,1}{2*,3}{4*,5} | "
+              "p2p_reduce:r4 {0*,2,4}",
+              plan(topo2, make_key(UCG_COLL_REDUCE, 4096)));
+    /* no native pair: the ppn rule's mode gathers */
+    EXPECT_EQ("sm_reduce:batched:gather:f1024 {0*,1,2}{3*,4,5} | "
+              "p2p_reduce:r4 {0*,3}",
+              plan(topo3, make_key(UCG_COLL_REDUCE, 4096, 0,
+                                   UCG_DT_LONG_DOUBLE)));
+    /* gathers ignore it */
+    EXPECT_EQ("sm_gather:batched:f1024 {0*,1,2}{3*,4,5}" ID6 " | "
+              "p2p_gather {0*,3} o=0,0,0,3,3,3",
+              plan(topo3, make_key(UCG_COLL_GATHER, 4096)));
+}
+
+TEST_F(test_ucg_plan, forced_p2p_methods)
+{
+    topo_holder topo3("3", 6);   /* 2 leaders */
+    topo_holder topo2("2", 6);   /* 3 leaders */
+    topo_holder flat("1", 5);
+
+    set("ALLREDUCE_P2P", "ring");
+    EXPECT_EQ("sm_reduce:batched:native:f1024 {0*,1,2}{3*,4,5} | "
+              "p2p_allreduce_ring {0*,3} | "
+              "sm_bcast:batched:f1024 {0*,1,2}{3*,4,5}",
+              plan(topo3, make_key(UCG_COLL_ALLREDUCE, 8)));
+    EXPECT_EQ("p2p_allreduce_ring {0*,1,2,3,4}",
+              plan(flat, make_key(UCG_COLL_ALLREDUCE, 8)));
+
+    set("ALLREDUCE_P2P", "recursive_doubling");
+    EXPECT_EQ("sm_reduce:batched:native:f1024 {0*,1}{2*,3}{4*,5} | "
+              "p2p_allreduce_rd {0*,2,4} | "
+              "sm_bcast:batched:f1024 {0*,1}{2*,3}{4*,5}",
+              plan(topo2, make_key(UCG_COLL_ALLREDUCE, 1 << 20)));
+
+    set("ALLREDUCE_P2P", "knomial");
+    set("KNOMIAL_RADIX", "3");
+    EXPECT_EQ("sm_reduce:batched:native:f1024 {0*,1}{2*,3}{4*,5} | "
+              "p2p_reduce:r3 {0*,2,4} | p2p_bcast:r3:f65536 {0*,2,4} | "
+              "sm_bcast:batched:f1024 {0*,1}{2*,3}{4*,5}",
+              plan(topo2, make_key(UCG_COLL_ALLREDUCE, 1 << 20)));
+    EXPECT_EQ("p2p_reduce:r3 {0*,1,2,3,4} | p2p_bcast:r3 {0*,1,2,3,4}",
+              plan(flat, make_key(UCG_COLL_ALLREDUCE, 8)));
+
+    set("ALLGATHER_P2P", "ring");
+    EXPECT_EQ("p2p_allgather_ring {0*,1,2,3,4} o=0,1,2,3,4",
+              plan(flat, make_key(UCG_COLL_ALLGATHER, 1)));
+    set("ALLGATHER_P2P", "linear");
+    EXPECT_EQ("p2p_allgather_linear {0*,1,2,3,4} o=0,1,2,3,4",
+              plan(flat, make_key(UCG_COLL_ALLGATHER, 1 << 20)));
+
+    /* the only methods of the others: same plans as auto */
+    set("BCAST_P2P", "knomial");
+    set("REDUCE_P2P", "knomial");
+    set("BARRIER_P2P", "dissemination");
+    set("GATHER_P2P", "linear");
+    set("SCATTER_P2P", "linear");
+    EXPECT_EQ("p2p_bcast:r3 {0,1*,2,3,4}",
+              plan(flat, make_key(UCG_COLL_BCAST, 8, 1)));
+    EXPECT_EQ("p2p_reduce:r3 {0,1*,2,3,4}",
+              plan(flat, make_key(UCG_COLL_REDUCE, 8, 1)));
+    EXPECT_EQ("p2p_barrier {0*,1,2,3,4}",
+              plan(flat, make_key(UCG_COLL_BARRIER, 0)));
+    EXPECT_EQ("p2p_gather {0,1*,2,3,4} o=0,1,2,3,4",
+              plan(flat, make_key(UCG_COLL_GATHER, 8, 1)));
+    EXPECT_EQ("p2p_scatter {0,1*,2,3,4} o=0,1,2,3,4",
+              plan(flat, make_key(UCG_COLL_SCATTER, 8, 1)));
+
+    /* a method the collective does not have (config not checked) */
+    log_capture capture;
+    ASSERT_EQ(UCS_OK, ucg_config_modify(m_config, "BCAST_P2P", "ring"));
+    EXPECT_EQ("error: Invalid parameter",
+              plan(flat, make_key(UCG_COLL_BCAST, 8, 1)));
+    EXPECT_TRUE(log_capture::has("UCG_BCAST_P2P")) << log_capture::all();
+}
+
+TEST_F(test_ucg_plan, thresholds)
+{
+    topo_holder topo("2", 8);   /* 4 leaders */
+    topo_holder flat("1", 4);
+
+    set("P2P_FRAG_SIZE", "1k");
+    EXPECT_EQ("p2p_bcast:r4 {0*,1,2,3}",
+              plan(flat, make_key(UCG_COLL_BCAST, 2048)));
+    EXPECT_EQ("p2p_bcast:r4:f1024 {0*,1,2,3}",
+              plan(flat, make_key(UCG_COLL_BCAST, 2049)));
+    set("P2P_FRAG_SIZE", "inf");
+    EXPECT_EQ("p2p_bcast:r4 {0*,1,2,3}",
+              plan(flat, make_key(UCG_COLL_BCAST, (size_t)1 << 40)));
+
+    set("ALLREDUCE_RING_THRESH", "4k");
+    EXPECT_EQ("sm_reduce:batched:native:f1024 {0*,1}{2*,3}{4*,5}{6*,7} | "
+              "p2p_allreduce_rd {0*,2,4,6} | "
+              "sm_bcast:batched:f1024 {0*,1}{2*,3}{4*,5}{6*,7}",
+              plan(topo, make_key(UCG_COLL_ALLREDUCE, 4092)));
+    EXPECT_EQ("sm_reduce:batched:native:f1024 {0*,1}{2*,3}{4*,5}{6*,7} | "
+              "p2p_allreduce_ring {0*,2,4,6} | "
+              "sm_bcast:batched:f1024 {0*,1}{2*,3}{4*,5}{6*,7}",
+              plan(topo, make_key(UCG_COLL_ALLREDUCE, 4096)));
+    set("ALLREDUCE_RING_THRESH", "inf");
+    EXPECT_EQ("p2p_allreduce_rd {0*,1,2,3}",
+              plan(flat, make_key(UCG_COLL_ALLREDUCE, (size_t)1 << 40)));
+
+    /* the whole result: msg_size * group size */
+    set("ALLGATHER_RING_THRESH", "100");
+    EXPECT_EQ("p2p_allgather_linear {0*,1,2,3} o=0,1,2,3",
+              plan(flat, make_key(UCG_COLL_ALLGATHER, 24)));
+    EXPECT_EQ("p2p_allgather_ring {0*,1,2,3} o=0,1,2,3",
+              plan(flat, make_key(UCG_COLL_ALLGATHER, 25)));
+    set("ALLGATHER_RING_THRESH", "0");
+    EXPECT_EQ("p2p_allgather_ring {0*,1,2,3} o=0,1,2,3",
+              plan(flat, make_key(UCG_COLL_ALLGATHER, 0)));
+    set("ALLGATHER_RING_THRESH", "inf");
+    EXPECT_EQ("p2p_allgather_linear {0*,1,2,3} o=0,1,2,3",
+              plan(flat, make_key(UCG_COLL_ALLGATHER, (size_t)1 << 40)));
+}
+
+TEST_F(test_ucg_plan, bad_keys)
+{
+    topo_holder topo("2", 4);
+    log_capture capture;
+
+    EXPECT_EQ("error: Invalid parameter",
+              plan(topo, make_key(UCG_COLL_BCAST, 8, 4)));
+    EXPECT_EQ("error: Invalid parameter",
+              plan(topo, make_key(UCG_COLL_GATHER, 8, 100)));
+    EXPECT_EQ("error: Invalid parameter",
+              plan(topo, make_key(UCG_COLL_LAST, 8)));
+    EXPECT_FALSE(plan_errors.empty());
+
+    /* unrooted collectives ignore the root */
+    EXPECT_EQ(plan(topo, make_key(UCG_COLL_ALLREDUCE, 8, 0)),
+              plan(topo, make_key(UCG_COLL_ALLREDUCE, 8, 77)));
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* Size classes: one class, one plan                                        */
+/* ------------------------------------------------------------------------ */
+
+TEST_F(test_ucg_plan, size_classes)
+{
+    static const std::vector<std::pair<const char*, const char*>> configs[] = {
+        {},
+        {{"P2P_FRAG_SIZE", "1k"}, {"ALLREDUCE_RING_THRESH", "3000"},
+         {"ALLGATHER_RING_THRESH", "5000"}, {"SM_LOCKED_THRESH", "2k"}},
+        {{"ALLREDUCE_P2P", "knomial"}, {"P2P_FRAG_SIZE", "512"},
+         {"SM_LOCKED_THRESH", "0"}},
+        {{"ALLREDUCE_RING_THRESH", "0"}, {"ALLGATHER_RING_THRESH", "1"},
+         {"P2P_FRAG_SIZE", "1"}, {"SM_LOCKED_THRESH", "1"}},
+        {{"ALLGATHER_RING_THRESH", "inf"}, {"ALLREDUCE_RING_THRESH", "inf"},
+         {"P2P_FRAG_SIZE", "inf"}}
+    };
+    const std::vector<std::pair<const char*, unsigned>> topos = {
+        {"12", 12}, {"2", 6}, {"3,1,2", 7}, {"1", 5}, {"4", 3}, {"1", 2}
+    };
+    std::vector<size_t> sizes = {0, 1, 2, 3, 4, 7, 8, 9};
+    for (size_t base : {512ul, 1000ul, 1024ul, 1250ul, 2048ul, 3000ul,
+                        5000ul, 65536ul, 131072ul}) {
+        for (long d = -2; d <= 2; ++d) {
+            sizes.push_back(base + d);
+        }
+    }
+    for (size_t s = 16; s <= (1ul << 26); s *= 2) {
+        sizes.push_back(s);
+        sizes.push_back(s * 3 / 2);
+    }
+
+    unsigned checked = 0;
+    for (const auto &cfg : configs) {
+        for (const auto &var : cfg) {
+            set(var.first, var.second);
+        }
+
+        for (int t = 0; t < UCG_COLL_LAST; ++t) {
+            ucg_coll_type_t type = (ucg_coll_type_t)t;
+            std::vector<std::pair<ucg_dtype_t, int>> kinds = {
+                {UCG_DT_UINT8, 1}};
+            if (is_reduction(type)) {
+                kinds.push_back({UCG_DT_UINT8, 0});    /* non-commutative */
+                kinds.push_back({UCG_DT_LONG_DOUBLE, 1});
+            }
+
+            for (const auto &kind : kinds) {
+                for (int o2m = 0; o2m <= 1; ++o2m) {
+                    for (const auto &tp : topos) {
+                        topo_holder topo(tp.first, tp.second, o2m);
+                        std::map<unsigned, std::pair<size_t, std::string>> seen;
+
+                        for (size_t size : sizes) {
+                            ucg_plan_key_t key = make_key(type, size, 0,
+                                                          kind.first,
+                                                          kind.second ?
+                                                          UCG_OP_SUM :
+                                                          UCG_OP_USER,
+                                                          kind.second);
+                            unsigned cls = ucg_plan_size_class(m_config, type,
+                                                               size);
+                            std::string p = plan(topo, key);
+                            auto it = seen.find(cls);
+                            if (it == seen.end()) {
+                                seen[cls] = std::make_pair(size, p);
+                            } else {
+                                ASSERT_EQ(it->second.second, p)
+                                    << "collective " << type << " class " << cls << ": sizes "
+                                    << it->second.first << " and " << size
+                                    << " on " << tp.first << "x" << tp.second
+                                    << " o2m " << o2m;
+                                ++checked;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    EXPECT_GT(checked, 1000u);
+}
+
+/* The class changes where a threshold is crossed */
+TEST_F(test_ucg_plan, size_class_boundaries)
+{
+    set("P2P_FRAG_SIZE", "1k");
+    set("ALLREDUCE_RING_THRESH", "3000");
+    set("SM_LOCKED_THRESH", "2k");
+    set("ALLGATHER_RING_THRESH", "5000");
+
+    auto cls = [&](ucg_coll_type_t t, size_t s) {
+        return ucg_plan_size_class(m_config, t, s);
+    };
+
+    EXPECT_EQ(cls(UCG_COLL_BCAST, 0), cls(UCG_COLL_BCAST, 2048));
+    EXPECT_NE(cls(UCG_COLL_BCAST, 2048), cls(UCG_COLL_BCAST, 2049));
+    EXPECT_EQ(cls(UCG_COLL_BCAST, 2049), cls(UCG_COLL_BCAST, 1 << 30));
+    /* bcast does not depend on the other thresholds */
+    EXPECT_EQ(cls(UCG_COLL_BCAST, 2047), cls(UCG_COLL_BCAST, 2049 - 2));
+
+    EXPECT_EQ(cls(UCG_COLL_REDUCE, 0), cls(UCG_COLL_REDUCE, 2047));
+    EXPECT_NE(cls(UCG_COLL_REDUCE, 2047), cls(UCG_COLL_REDUCE, 2048));
+    EXPECT_EQ(cls(UCG_COLL_REDUCE, 2048), cls(UCG_COLL_REDUCE, 1 << 30));
+
+    EXPECT_NE(cls(UCG_COLL_ALLREDUCE, 2048), cls(UCG_COLL_ALLREDUCE, 2049));
+    EXPECT_NE(cls(UCG_COLL_ALLREDUCE, 2999), cls(UCG_COLL_ALLREDUCE, 3000));
+    EXPECT_NE(cls(UCG_COLL_ALLREDUCE, 2047), cls(UCG_COLL_ALLREDUCE, 2048));
+    EXPECT_EQ(cls(UCG_COLL_ALLREDUCE, 3000), cls(UCG_COLL_ALLREDUCE, 1 << 30));
+
+    EXPECT_EQ(cls(UCG_COLL_BARRIER, 0), cls(UCG_COLL_BARRIER, 1 << 30));
+    EXPECT_EQ(cls(UCG_COLL_GATHER, 0), cls(UCG_COLL_GATHER, 1 << 30));
+    EXPECT_EQ(cls(UCG_COLL_SCATTER, 0), cls(UCG_COLL_SCATTER, 1 << 30));
+
+    /* allgather: the smallest group that takes the ring */
+    EXPECT_NE(cls(UCG_COLL_ALLGATHER, 1249), cls(UCG_COLL_ALLGATHER, 1250));
+    EXPECT_EQ(cls(UCG_COLL_ALLGATHER, 1250), cls(UCG_COLL_ALLGATHER, 1666));
+    EXPECT_NE(cls(UCG_COLL_ALLGATHER, 1666), cls(UCG_COLL_ALLGATHER, 1667));
+    for (unsigned n = 1; n <= 64; ++n) {
+        topo_holder flat("1", n, 0);
+        for (size_t s : {1ul, 77ul, 1249ul, 1250ul, 1666ul, 1667ul, 5000ul}) {
+            bool ring = (s * n >= 5000);
+            std::string p = plan(flat, make_key(UCG_COLL_ALLGATHER, s));
+            if (n == 1) {
+                EXPECT_EQ("", p);
+            } else {
+                EXPECT_EQ(ring ? 0u : std::string::npos,
+                          p.find("p2p_allgather_ring")) << n << " " << s;
+            }
+        }
+    }
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* Sets lookup and printing                                                 */
+/* ------------------------------------------------------------------------ */
+
+TEST_F(test_ucg_plan, find_set)
+{
+    topo_holder topo(std::vector<uint64_t>{1, 2, 1, 3, 2, 1, 4, 4});
+    ucg_plan_t *plan;
+
+    for (int t = 0; t < UCG_COLL_LAST; ++t) {
+        ucg_plan_key_t key = make_key((ucg_coll_type_t)t, 8, 4);
+        ASSERT_EQ(UCS_OK, ucg_plan_create(m_config, &topo.t, &key, &plan));
+        ASSERT_GT(plan->num_phases, 0u);
+        for (unsigned p = 0; p < plan->num_phases; ++p) {
+            const ucg_phase_t &ph = plan->phases[p];
+            for (unsigned r = 0; r < topo.t.size + 2; ++r) {
+                const ucg_phase_set_t *expect = NULL;
+                unsigned expect_idx = 0, idx = 999;
+                for (unsigned s = 0; s < ph.num_sets; ++s) {
+                    for (unsigned i = 0; i < ph.sets[s].count; ++i) {
+                        if (ph.sets[s].ranks[i] == r) {
+                            expect     = &ph.sets[s];
+                            expect_idx = i;
+                        }
+                    }
+                }
+                EXPECT_EQ(expect, ucg_phase_find_set(&ph, r, &idx))
+                    << "coll " << t << " phase " << p << " rank " << r;
+                if (expect != NULL) {
+                    EXPECT_EQ(expect_idx, idx);
+                }
+            }
+        }
+        ucg_plan_destroy(plan);
+    }
+}
+
+TEST_F(test_ucg_plan, print)
+{
+    topo_holder topo("2", 6);
+    topo_holder inter(std::vector<uint64_t>{0, 1, 0, 1});
+    topo_holder flat("1", 5, 0);
+    ucg_plan_key_t key;
+    ucg_plan_t *plan;
+
+    key = make_key(UCG_COLL_ALLREDUCE, 8, 0, UCG_DT_DOUBLE);
+    ASSERT_EQ(UCS_OK, ucg_plan_create(m_config, &topo.t, &key, &plan));
+    EXPECT_EQ(
+        "allreduce 8 bytes sum on double, 6 ranks on 3 hosts "
+        "[0,1][2,3][4,5]: hierarchical, 3 phases\n"
+        "  0: sm_reduce            sm_incast batched native frag 1024   "
+        "        {0*,1} {2*,3} {4*,5}\n"
+        "  1: p2p_allreduce_rd     ucp                                  "
+        "        {0*,2,4}\n"
+        "  2: sm_bcast             sm_bcast  batched frag 1024          "
+        "        {0*,1} {2*,3} {4*,5}\n",
+        print_plan(plan, &topo.t));
+    ucg_plan_destroy(plan);
+
+    key = make_key(UCG_COLL_GATHER, 16, 3);
+    ASSERT_EQ(UCS_OK, ucg_plan_create(m_config, &inter.t, &key, &plan));
+    EXPECT_EQ(
+        "gather 16 bytes root 3, 4 ranks on 2 hosts [0,2][1,3]: "
+        "hierarchical, 2 phases\n"
+        "  0: sm_gather            sm_incast batched frag 1024          "
+        "        {0*,2} {1,3*}\n"
+        "  1: p2p_gather           ucp       blocks@leaders             "
+        "        {0,3*}\n",
+        print_plan(plan, &inter.t));
+    ucg_plan_destroy(plan);
+
+    key = make_key(UCG_COLL_REDUCE, 1 << 20, 2, UCG_DT_INT32, UCG_OP_USER, 0);
+    ASSERT_EQ(UCS_OK, ucg_plan_create(m_config, &flat.t, &key, &plan));
+    EXPECT_EQ(
+        "reduce 1048576 bytes user on int32 (non-commutative) root 2, "
+        "5 ranks on 5 hosts [0][1][2][3][4]: flat, 2 phases\n"
+        "  0: p2p_gather           ucp                                  "
+        "        {0,1,2*,3,4}\n"
+        "  1: fold                 local                                "
+        "        {2*}\n",
+        print_plan(plan, &flat.t));
+    ucg_plan_destroy(plan);
+
+    /* long runs are compressed, never across the root */
+    topo_holder big("8", 16);
+    key = make_key(UCG_COLL_BCAST, 1 << 20, 10);
+    ASSERT_EQ(UCS_OK, ucg_plan_create(m_config, &big.t, &key, &plan));
+    EXPECT_EQ(
+        "bcast 1048576 bytes root 10, 16 ranks on 2 hosts [0-7][8-15]: "
+        "hierarchical, 2 phases\n"
+        "  0: p2p_bcast            ucp       radix 4 frag 65536         "
+        "        {0,10*}\n"
+        "  1: sm_bcast             sm_bcast  batched frag 1024          "
+        "        {0*,1-7} {8,9,10*,11-15}\n",
+        print_plan(plan, &big.t));
+    ucg_plan_destroy(plan);
+
+    /* one rank */
+    topo_holder one(std::vector<uint64_t>{0});
+    key = make_key(UCG_COLL_BARRIER, 0);
+    ASSERT_EQ(UCS_OK, ucg_plan_create(m_config, &one.t, &key, &plan));
+    EXPECT_EQ("barrier 0 bytes, 1 rank on 1 host [0]: flat, 0 phases\n",
+              print_plan(plan, &one.t));
+    ucg_plan_destroy(plan);
+}
+
+} /* namespace */
