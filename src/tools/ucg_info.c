@@ -63,8 +63,33 @@ typedef struct {
 } ucg_info_opts_t;
 
 
+#define UCG_INFO_HELP_INDENT 22
+#define UCG_INFO_HELP_WIDTH  78
+
+/* Names separated by spaces, wrapped under the option descriptions */
+static void ucg_info_print_names(FILE *stream, const char **names,
+                                 unsigned count)
+{
+    unsigned i, col = UCG_INFO_HELP_WIDTH;
+
+    for (i = 0; i < count; ++i) {
+        if (col + 1 + strlen(names[i]) > UCG_INFO_HELP_WIDTH) {
+            fprintf(stream, "%s%*s", (i > 0) ? "\n" : "",
+                    UCG_INFO_HELP_INDENT, "");
+            col = UCG_INFO_HELP_INDENT;
+        } else {
+            fputc(' ', stream);
+            ++col;
+        }
+        fputs(names[i], stream);
+        col += strlen(names[i]);
+    }
+    fputc('\n', stream);
+}
+
 static void ucg_info_usage(FILE *stream)
 {
+    const char *names[UCG_DT_LAST + UCG_OP_LAST];
     unsigned i;
 
     fprintf(stream,
@@ -82,30 +107,27 @@ static void ucg_info_usage(FILE *stream)
 "                      consecutive ranks share a host) or <n1>,<n2>,...\n"
 "                      (host sizes, the last repeated); default:\n"
 "                      UCX_UCG_HOSTS, or one host when that is auto\n"
-"  -C <collective>     ");
+"  -C <collective>     collective, or all of them (default: all):\n");
     for (i = 0; i < UCG_COLL_LAST; ++i) {
-        fprintf(stream, "%s|", ucg_info_coll_names[i]);
+        names[i] = ucg_info_coll_names[i];
     }
-    fprintf(stream, "all (default: all)\n"
+    names[UCG_COLL_LAST] = "all";
+    ucg_info_print_names(stream, names, UCG_COLL_LAST + 1);
+    fprintf(stream,
 "  -s <size>           bytes per member, e.g. 8, 64k (default: 8)\n"
 "  -r <root>           root of bcast, reduce, gather, scatter (default: 0)\n"
-"  -d <dtype>          element type of reductions (default: int32):\n"
-"                      ");
+"  -d <dtype>          element type of reductions (default: int32):\n");
     for (i = 0; i < UCG_DT_LAST; ++i) {
-        fprintf(stream, "%s%s", ucg_dtype_name((ucg_dtype_t)i),
-                (i + 1 < UCG_DT_LAST) ? " " : "\n");
-        if ((i % 8 == 7) && (i + 1 < UCG_DT_LAST)) {
-            fprintf(stream, "\n                      ");
-        }
+        names[i] = ucg_dtype_name((ucg_dtype_t)i);
     }
+    ucg_info_print_names(stream, names, UCG_DT_LAST);
     fprintf(stream,
 "  --dt-size <bytes>   element size of -d bytes (default: 1)\n"
-"  -o <op>             reduction (default: sum):\n"
-"                      ");
+"  -o <op>             reduction (default: sum):\n");
     for (i = 0; i < UCG_OP_LAST; ++i) {
-        fprintf(stream, "%s%s", ucg_op_name((ucg_op_t)i),
-                (i + 1 < UCG_OP_LAST) ? " " : "\n");
+        names[i] = ucg_op_name((ucg_op_t)i);
     }
+    ucg_info_print_names(stream, names, UCG_OP_LAST);
     fprintf(stream,
 "  --noncommutative    the reduction is not commutative (a user op)\n"
 "  --no-o2m            sm_bcast / sm_incast unavailable: flat plans\n"

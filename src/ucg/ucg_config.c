@@ -317,6 +317,11 @@ ucs_status_t ucg_config_dup(const ucg_config_t *src, ucg_config_t **dst_p)
     ucg_config_t *dst;
     ucs_status_t status;
 
+    if ((src == NULL) || (dst_p == NULL)) {
+        ucs_error("ucg_config_dup: NULL argument");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
     dst = ucs_calloc(1, sizeof(*dst), "ucg_config");
     if (dst == NULL) {
         ucs_error("failed to allocate a copy of the UCG configuration");

@@ -82,6 +82,7 @@ typedef struct ucg_plan_entry {
     unsigned            root;
     ucg_op_t            op;
     ucg_dtype_t         dtype;
+    size_t              dt_size;      /* UCG_DT_BYTES: fragment rounding */
     int                 commutative;
     ucg_plan_t          *plan;
 } ucg_plan_entry_t;

@@ -1056,6 +1056,7 @@ ucs_status_t ucg_group_plan(ucg_group_h group, const ucg_plan_key_t *key,
         if ((entry->type == key->type) && (entry->size_class == size_class) &&
             (entry->root == key->root) && (entry->op == key->op) &&
             (entry->dtype == key->dtype) &&
+            (entry->dt_size == key->dt_size) &&
             (entry->commutative == key->commutative)) {
             *plan_p = entry->plan;
             return UCS_OK;
@@ -1080,6 +1081,7 @@ ucs_status_t ucg_group_plan(ucg_group_h group, const ucg_plan_key_t *key,
     entry->root        = key->root;
     entry->op          = key->op;
     entry->dtype       = key->dtype;
+    entry->dt_size     = key->dt_size;
     entry->commutative = key->commutative;
     ucs_list_add_tail(&group->plans, &entry->list);
 

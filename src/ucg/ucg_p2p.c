@@ -271,12 +271,16 @@ static ucs_status_t ucg_p2p_bcast_start(ucg_coll_t *coll)
 
 /* P2P_REDUCE: up the tree; every member receives its children's vectors
  * into scratch, reduces them into coll->acc in the fixed child order, and
- * sends the result to its parent.  With frag_size, fragment by fragment:
- * fragment f + 1 arrives while fragment f is reduced and goes up (two
- * scratch slots of one fragment per child).  ps.frag: fragments reduced
- * so far. */
+ * sends the result to its parent.  Fragment by fragment (frag_size bytes,
+ * at most UCG_P2P_REDUCE_MAX_FRAG): fragment f + 1 arrives while fragment
+ * f is reduced and goes up (two scratch slots of one fragment per child).
+ * ps.frag: fragments reduced (a leaf: sent) so far. */
 
 #define UCG_P2P_REDUCE_STEP 0
+
+/* Largest fragment of a reduction (without frag_size as well): bounds the
+ * scratch memory to two fragments per child, and pipelines large vectors */
+#define UCG_P2P_REDUCE_MAX_FRAG (256 * UCS_KBYTE)
 
 static void ucg_p2p_reduce_frag(const ucg_coll_t *coll, size_t frag,
                                 size_t *first_p, size_t *count_p)
@@ -405,9 +409,10 @@ static ucs_status_t ucg_p2p_reduce_start(ucg_coll_t *coll)
     }
 
     /* Fragments on element boundaries, at least one element each */
+    frag_size  = (frag_size > 0) ? ucs_min(frag_size, UCG_P2P_REDUCE_MAX_FRAG) :
+                                   UCG_P2P_REDUCE_MAX_FRAG;
     frag_count = count;
-    if ((frag_size > 0) && (coll->dt_size > 0) &&
-        (count * coll->dt_size > frag_size)) {
+    if ((coll->dt_size > 0) && (coll->len > frag_size)) {
         frag_count = ucs_max(frag_size / coll->dt_size, 1);
     }
     nfrags = (frag_count > 0) ? ucs_div_round_up(count, frag_count) : 1;

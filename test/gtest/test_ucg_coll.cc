@@ -13,9 +13,11 @@
 extern "C" {
 #include "ucg_context.h"
 #include "ucg_coll.h"
+#include <ucs/config/global_opts.h>
 }
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <signal.h>
 
@@ -283,7 +285,10 @@ public:
             if (level >= LEVEL_FULL) {
                 add_sized(type, is_red ? red1 : mov1, 0, true, 16384, false,
                           false);
-                /* more types around the threshold */
+                /* every type of the set over 2 fragments, both in-place */
+                add_sized(type, dops, 2 * m_frag + 100, false, 0, false,
+                          true);
+                /* and around the threshold */
                 add_sized(type, dops, 70000, false, 0, false, false);
                 /* 1 MiB per member */
                 add_sized(type, is_red ? std::vector<dtype_op>{red[0], red[1]}
@@ -293,12 +298,21 @@ public:
         }
 
         if (all_pairs) {
+            /* every valid (dtype, op) pair: a few elements, and (full)
+             * about 1.5 fragments, so that transport-native reductions
+             * cross a fragment boundary */
             for (int dt = 0; dt < UCG_DT_BYTES; ++dt) {
                 for (int op = 0; op < UCG_OP_USER; ++op) {
-                    if (ucg_op_valid((ucg_op_t)op, (ucg_dtype_t)dt)) {
-                        dtype_op dop = {(ucg_dtype_t)dt, 0, (ucg_op_t)op,
-                                        USER_OP_NONE};
-                        add(UCG_COLL_ALLREDUCE, dop, 5, 0,
+                    if (!ucg_op_valid((ucg_op_t)op, (ucg_dtype_t)dt)) {
+                        continue;
+                    }
+                    dtype_op dop = {(ucg_dtype_t)dt, 0, (ucg_op_t)op,
+                                    USER_OP_NONE};
+                    add(UCG_COLL_ALLREDUCE, dop, 5, 0,
+                        (m_list.size() % 3) == 0);
+                    if (level >= LEVEL_FULL) {
+                        add(UCG_COLL_ALLREDUCE, dop,
+                            elems(dop, m_frag + (m_frag / 2)), 0,
                             (m_list.size() % 3) == 0);
                     }
                 }
@@ -478,10 +492,10 @@ void run_outstanding(member &m)
 }
 
 
-class ucg_coll_test : public ::testing::TestWithParam<coll_config> {
+class ucg_coll_matrix : public ::testing::TestWithParam<coll_config> {
 };
 
-TEST_P(ucg_coll_test, matrix)
+TEST_P(ucg_coll_matrix, matrix)
 {
     const coll_config &cfg = GetParam();
     std::string label      = config_label(cfg);
@@ -550,29 +564,386 @@ TEST_P(ucg_coll_test, matrix)
 
 const coll_config configs[] = {
     /* name               np hosts    o2m          level         pairs  own_ucp */
-    {"np1",               1, "auto",  O2M_ON,      LEVEL_MEDIUM, true,  false},
-    {"np2",               2, "auto",  O2M_ON,      LEVEL_FULL,   false, false},
-    {"np2_notls",         2, "auto",  O2M_OFF_TLS, LEVEL_MEDIUM, false, false},
+    {"np1",               1, "auto",  O2M_ON,      LEVEL_FULL,   true,  false},
+    {"np2",               2, "auto",  O2M_ON,      LEVEL_FULL,   true,  false},
+    {"np2_notls",         2, "auto",  O2M_OFF_TLS, LEVEL_MEDIUM, true,  false},
+    {"np3",               3, "auto",  O2M_ON,      LEVEL_FULL,   true,  true},
     {"np3_hosts1",        3, "1",     O2M_ON,      LEVEL_MEDIUM, false, false},
-    {"np3_hosts13",       3, "1,3",   O2M_ON,      LEVEL_MEDIUM, false, false},
+    {"np3_hosts13",       3, "1,3",   O2M_ON,      LEVEL_FULL,   true,  false},
     {"np4",               4, "auto",  O2M_ON,      LEVEL_FULL,   true,  false},
     {"np4_noo2m",         4, "auto",  O2M_OFF_ENV, LEVEL_FULL,   true,  false},
     {"np4_hosts2",        4, "2",     O2M_ON,      LEVEL_FULL,   true,  false},
-    {"np5_hosts2",        5, "2",     O2M_ON,      LEVEL_MEDIUM, false, false},
-    {"np5_hosts213",      5, "2,1,3", O2M_ON,      LEVEL_MEDIUM, false, true},
-    {"np6_hosts3",        6, "3",     O2M_ON,      LEVEL_MEDIUM, false, false},
-    {"np6_hosts3_notls",  6, "3",     O2M_OFF_TLS, LEVEL_SMALL,  false, false},
-    {"np7_hosts213",      7, "2,1,3", O2M_ON,      LEVEL_MEDIUM, false, false},
+    {"np5_hosts2",        5, "2",     O2M_ON,      LEVEL_FULL,   true,  false},
+    {"np5_hosts213",      5, "2,1,3", O2M_ON,      LEVEL_MEDIUM, true,  true},
+    {"np6_hosts3",        6, "3",     O2M_ON,      LEVEL_FULL,   true,  false},
+    {"np6_hosts3_notls",  6, "3",     O2M_OFF_TLS, LEVEL_MEDIUM, false, false},
+    {"np7_hosts213",      7, "2,1,3", O2M_ON,      LEVEL_FULL,   true,  false},
+    {"np7_hosts2",        7, "2",     O2M_ON,      LEVEL_SMALL,  false, false},
     {"np8",               8, "auto",  O2M_ON,      LEVEL_FULL,   true,  false},
-    {"np8_hosts3",        8, "3",     O2M_ON,      LEVEL_MEDIUM, false, false},
-    {"np8_noo2m",         8, "auto",  O2M_OFF_ENV, LEVEL_MEDIUM, false, false},
-    {"np8_hosts1",        8, "1",     O2M_ON,      LEVEL_SMALL,  false, false},
-    {"np8_hosts13",       8, "1,3",   O2M_ON,      LEVEL_SMALL,  false, false}
+    {"np8_hosts3",        8, "3",     O2M_ON,      LEVEL_FULL,   true,  false},
+    {"np8_noo2m",         8, "auto",  O2M_OFF_ENV, LEVEL_MEDIUM, true,  false},
+    {"np8_notls_hosts2",  8, "2",     O2M_OFF_TLS, LEVEL_SMALL,  false, false},
+    {"np8_hosts1",        8, "1",     O2M_ON,      LEVEL_MEDIUM, false, false},
+    {"np8_hosts13",       8, "1,3",   O2M_ON,      LEVEL_MEDIUM, true,  false}
 };
 
-INSTANTIATE_TEST_SUITE_P(cfg, ucg_coll_test, ::testing::ValuesIn(configs),
+INSTANTIATE_TEST_SUITE_P(cfg, ucg_coll_matrix, ::testing::ValuesIn(configs),
                          [](const ::testing::TestParamInfo<coll_config> &info) {
                              return std::string(info.param.name);
                          });
+
+
+
+/* ---- bad arguments ---- */
+
+TEST(ucg_coll_errors, bad_args)
+{
+    run_opts opts;
+
+    opts.timeout = 60;
+    run_ok(2, opts, [](member &m) {
+        std::vector<int32_t> sbuf(100 * m.size, 1), rbuf(100 * m.size);
+        ucs_log_level_t log_level = ucs_global_opts.log_component.log_level;
+        unsigned n = 0;
+
+        /* each refusal logs an error line: expected, not shown */
+        ucs_global_opts.log_component.log_level = UCS_LOG_LEVEL_FATAL;
+
+        /* init fails with UCS_ERR_INVALID_PARAM; when @a all, on every
+         * member, so ucg_coll_run() may be tried too */
+        auto invalid = [&](const ucg_coll_params_t &p, const char *what,
+                           bool all) {
+            ucg_coll_h coll = NULL;
+            ucs_status_t status = ucg_coll_init(m.group, &p, &coll);
+            CHILD_CHECK(status == UCS_ERR_INVALID_PARAM,
+                        "rank %u: ucg_coll_init(%s) returned %s", m.rank,
+                        what, ucs_status_string(status));
+            if (all) {
+                status = ucg_coll_run(m.group, &p);
+                CHILD_CHECK(status == UCS_ERR_INVALID_PARAM,
+                            "rank %u: ucg_coll_run(%s) returned %s", m.rank,
+                            what, ucs_status_string(status));
+            }
+            ++n;
+        };
+        auto base = [&](ucg_coll_type_t type) {
+            ucg_coll_params_t p;
+            memset(&p, 0, sizeof(p));
+            p.type  = type;
+            p.sbuf  = sbuf.data();
+            p.rbuf  = rbuf.data();
+            p.count = 10;
+            p.dtype = UCG_DT_INT32;
+            p.op    = UCG_OP_SUM;
+            return p;
+        };
+        ucg_coll_params_t p;
+
+        /* root out of range */
+        for (auto t : {UCG_COLL_BCAST, UCG_COLL_REDUCE, UCG_COLL_GATHER,
+                       UCG_COLL_SCATTER}) {
+            p = base(t);
+            p.root = m.size;
+            invalid(p, "root == size", true);
+            p.root = UINT_MAX;
+            invalid(p, "root == UINT_MAX", true);
+        }
+
+        /* op not defined on the type */
+        p = base(UCG_COLL_ALLREDUCE);
+        p.dtype = UCG_DT_DOUBLE;
+        p.op    = UCG_OP_BAND;
+        invalid(p, "double band", true);
+        p = base(UCG_COLL_ALLREDUCE);
+        p.op = UCG_OP_MINLOC;
+        invalid(p, "int32 minloc", true);
+        p = base(UCG_COLL_REDUCE);
+        p.dtype = UCG_DT_FLOAT_INT;
+        invalid(p, "float_int sum", true);
+        p = base(UCG_COLL_ALLREDUCE);
+        p.dtype   = UCG_DT_BYTES;
+        p.dt_size = 4;
+        invalid(p, "bytes sum", true);
+        p = base(UCG_COLL_ALLREDUCE);
+        p.dtype = UCG_DT_FLOAT_COMPLEX;
+        p.op    = UCG_OP_MAX;
+        invalid(p, "float_complex max", true);
+
+        /* out-of-range enums */
+        p = base(UCG_COLL_ALLREDUCE);
+        p.dtype = UCG_DT_LAST;
+        invalid(p, "dtype UCG_DT_LAST", true);
+        p = base(UCG_COLL_ALLREDUCE);
+        p.op = UCG_OP_LAST;
+        invalid(p, "op UCG_OP_LAST", true);
+        p = base(UCG_COLL_LAST);
+        invalid(p, "type UCG_COLL_LAST", true);
+        p = base(UCG_COLL_BCAST);
+        p.dtype = (ucg_dtype_t)1000;
+        invalid(p, "dtype 1000", true);
+
+        /* NULL buffers with count > 0 */
+        p = base(UCG_COLL_ALLREDUCE);
+        p.sbuf = NULL;
+        invalid(p, "allreduce sbuf NULL", true);
+        p = base(UCG_COLL_ALLREDUCE);
+        p.rbuf = NULL;
+        invalid(p, "allreduce rbuf NULL", true);
+        p = base(UCG_COLL_BCAST);
+        p.rbuf = NULL;
+        invalid(p, "bcast rbuf NULL", true);
+        p = base(UCG_COLL_ALLGATHER);
+        p.rbuf = NULL;
+        invalid(p, "allgather rbuf NULL", true);
+        p = base(UCG_COLL_ALLGATHER);
+        p.sbuf = NULL;
+        invalid(p, "allgather sbuf NULL", true);
+        p = base(UCG_COLL_REDUCE);
+        p.sbuf = NULL;
+        invalid(p, "reduce sbuf NULL", true);
+        /* rooted: only where the buffer matters */
+        p = base(UCG_COLL_GATHER);
+        p.root = 1;
+        if (m.rank == 1) {
+            p.rbuf = NULL;
+            invalid(p, "gather rbuf NULL at the root", false);
+        } else {
+            p.sbuf = NULL;
+            invalid(p, "gather sbuf NULL at a non-root", false);
+        }
+        p = base(UCG_COLL_SCATTER);
+        if (m.rank == 0) {
+            p.sbuf = NULL;
+            invalid(p, "scatter sbuf NULL at the root", false);
+        } else {
+            p.rbuf = NULL;
+            invalid(p, "scatter rbuf NULL at a non-root", false);
+        }
+        p = base(UCG_COLL_REDUCE);
+        p.root = 1;
+        if (m.rank == 1) {
+            p.rbuf = NULL;
+            invalid(p, "reduce rbuf NULL at the root", false);
+        }
+
+        /* user op without a function */
+        p = base(UCG_COLL_ALLREDUCE);
+        p.op = UCG_OP_USER;
+        memset(&p.user_op, 0, sizeof(p.user_op));
+        invalid(p, "user op without func", true);
+        p.dtype   = UCG_DT_BYTES;
+        p.dt_size = 16;
+        invalid(p, "user op without func on bytes", true);
+
+        /* opaque elements of 0 bytes */
+        p = base(UCG_COLL_BCAST);
+        p.dtype   = UCG_DT_BYTES;
+        p.dt_size = 0;
+        invalid(p, "bcast of bytes[0]", true);
+
+        /* the blocking wrappers */
+        ucs_status_t status;
+        status = ucg_bcast(m.group, rbuf.data(), 10, UCG_DT_INT32, m.size);
+        CHILD_CHECK(status == UCS_ERR_INVALID_PARAM, "ucg_bcast root: %s",
+                    ucs_status_string(status));
+        status = ucg_reduce(m.group, sbuf.data(), rbuf.data(), 10,
+                            UCG_DT_INT32, UCG_OP_SUM, m.size + 3);
+        CHILD_CHECK(status == UCS_ERR_INVALID_PARAM, "ucg_reduce root: %s",
+                    ucs_status_string(status));
+        status = ucg_allreduce(m.group, sbuf.data(), rbuf.data(), 10,
+                               UCG_DT_DOUBLE, UCG_OP_BXOR);
+        CHILD_CHECK(status == UCS_ERR_INVALID_PARAM,
+                    "ucg_allreduce double bxor: %s",
+                    ucs_status_string(status));
+        status = ucg_allreduce(m.group, NULL, rbuf.data(), 10, UCG_DT_INT32,
+                               UCG_OP_SUM);
+        CHILD_CHECK(status == UCS_ERR_INVALID_PARAM,
+                    "ucg_allreduce sbuf NULL: %s", ucs_status_string(status));
+
+        ucs_global_opts.log_component.log_level = log_level;
+
+        /* count 0 with NULL buffers is fine */
+        p = base(UCG_COLL_ALLREDUCE);
+        p.count = 0;
+        p.sbuf  = NULL;
+        p.rbuf  = NULL;
+        status = ucg_coll_run(m.group, &p);
+        CHILD_CHECK(status == UCS_OK, "allreduce of 0 elements: %s",
+                    ucs_status_string(status));
+
+        /* the group still works */
+        run_coll(m, coll_desc(UCG_COLL_ALLREDUCE, 100, UCG_DT_INT32,
+                              UCG_OP_SUM));
+        status = ucg_barrier(m.group);
+        CHILD_CHECK(status == UCS_OK, "barrier: %s",
+                    ucs_status_string(status));
+        if (m.rank == 0) {
+            printf("[ ucg      ] %u invalid parameter sets refused\n", n);
+        }
+    }, "[bad args]");
+}
+
+
+/* ---- a member killed in the middle of a collective ---- */
+
+struct kill_shared {
+    double kill_time;
+};
+
+void kill_test(unsigned np, const coll_config &cfg, unsigned victim,
+               const coll_desc &desc)
+{
+    const double check_interval = 0.1;
+    const double bound          = 5.0;  /* slack on a loaded machine */
+    std::string label           = config_label(cfg) + " kill rank " +
+                                  std::to_string(victim) + " in " +
+                                  desc.str();
+    run_opts opts;
+
+    opts.env = config_env(cfg);
+    opts.env["UCX_UCG_CHECK_INTERVAL"] = "100ms";
+    /* the teardown waits at most this long for the dead member */
+    opts.env["UCX_UCG_PEER_TIMEOUT"]   = "1s";
+    opts.final_barrier = false;
+    opts.timeout       = 60;
+    opts.shared_size   = sizeof(kill_shared);
+
+    double start = now();
+    std::vector<int> status = run(np, opts, [&](member &m) {
+        kill_shared *sh = static_cast<kill_shared*>(m.shared);
+        ucs_status_t st;
+        ucg_coll_h coll;
+
+        /* connections established, everyone alive */
+        run_coll(m, coll_desc(UCG_COLL_ALLREDUCE, 10, UCG_DT_INT32,
+                              UCG_OP_SUM));
+        m.procs->barrier(m.rank);
+
+        coll_bufs bufs(desc, m.rank, m.size);
+        ucg_coll_params_t params = bufs.params();
+        st = ucg_coll_init(m.group, &params, &coll);
+        CHILD_CHECK_OK(st);
+        st = ucg_coll_start(coll);
+        CHILD_CHECK_OK(st);
+
+        if (m.rank == victim) {
+            /* some progress, then die in the middle */
+            for (unsigned i = 0; i < 3; ++i) {
+                ucg_coll_test(coll);
+            }
+            double t = now();
+            __atomic_store(&sh->kill_time, &t, __ATOMIC_SEQ_CST);
+            kill(getpid(), SIGKILL);
+            _exit(2); /* not reached */
+        }
+
+        st = wait_coll(coll, label, check_interval + bound + 10);
+        double t = now();
+        CHILD_CHECK(st != UCS_OK, "%s: rank %u: completed although rank %u "
+                    "died", label.c_str(), m.rank, victim);
+        double kill_time;
+        __atomic_load(&sh->kill_time, &kill_time, __ATOMIC_SEQ_CST);
+        CHILD_CHECK(kill_time > 0, "no kill time");
+        CHILD_CHECK(t - kill_time <= check_interval + bound,
+                    "%s: rank %u: error %s came %.2f s after the kill",
+                    label.c_str(), m.rank, ucs_status_string(st),
+                    t - kill_time);
+        if (m.rank == ((victim + 1) % m.size)) {
+            printf("[ ucg      ] %s: rank %u got '%s' %.3f s after the "
+                   "kill\n", label.c_str(), m.rank, ucs_status_string(st),
+                   t - kill_time);
+            fflush(stdout);
+        }
+        ucg_coll_finalize(coll);
+
+        /* the group has failed: a new collective fails too, no hang */
+        coll_desc d2(UCG_COLL_BARRIER, 0, UCG_DT_UINT8);
+        coll_bufs b2(d2, m.rank, m.size);
+        ucg_coll_params_t p2 = b2.params();
+        st = ucg_coll_init(m.group, &p2, &coll);
+        if (st == UCS_OK) {
+            st = ucg_coll_start(coll);
+            if (st == UCS_OK) {
+                st = wait_coll(coll, label + ": barrier after the failure",
+                               check_interval + bound);
+            }
+            ucg_coll_finalize(coll);
+        }
+        CHILD_CHECK(st != UCS_OK, "%s: rank %u: a barrier after the failure "
+                    "completed", label.c_str(), m.rank);
+    }, label);
+
+    for (unsigned r = 0; r < np; ++r) {
+        EXPECT_EQ((r == victim) ? (128 + SIGKILL) : 0, status[r])
+            << label << ": child rank " << r;
+    }
+    printf("[ ucg      ] %s: %.2f s\n", label.c_str(), now() - start);
+}
+
+const coll_config kill_o2m   = {"kill_o2m", 4, "auto", O2M_ON, 0, false,
+                                false};
+const coll_config kill_hier  = {"kill_hier", 4, "2", O2M_ON, 0, false,
+                                false};
+const coll_config kill_noo2m = {"kill_noo2m", 3, "auto", O2M_OFF_TLS, 0,
+                                false, false};
+
+TEST(ucg_coll_errors, kill_allreduce_o2m)
+{
+    kill_test(4, kill_o2m, 2,
+              coll_desc(UCG_COLL_ALLREDUCE, 2 << 20, UCG_DT_INT32,
+                        UCG_OP_SUM));
+}
+
+TEST(ucg_coll_errors, kill_bcast_root_hier)
+{
+    kill_test(4, kill_hier, 0,
+              coll_desc(UCG_COLL_BCAST, 8 << 20, UCG_DT_UINT8, UCG_OP_LAST,
+                        0));
+}
+
+TEST(ucg_coll_errors, kill_allreduce_p2p)
+{
+    kill_test(3, kill_noo2m, 1,
+              coll_desc(UCG_COLL_ALLREDUCE, 2 << 20, UCG_DT_INT32,
+                        UCG_OP_SUM));
+}
+
+
+/* ---- 16 MiB, once, in small configurations ---- */
+
+void big_test(const coll_config &cfg)
+{
+    std::string label = config_label(cfg);
+    double start      = now();
+    run_opts opts;
+
+    opts.env     = config_env(cfg);
+    opts.timeout = 180;
+    run_ok(cfg.np, opts, [&](member &m) {
+        coll_desc bc(UCG_COLL_BCAST, 16 << 20, UCG_DT_UINT8, UCG_OP_LAST,
+                     m.size - 1);
+        coll_desc ar(UCG_COLL_ALLREDUCE, 4 << 20, UCG_DT_INT32, UCG_OP_SUM);
+        bc.seed = 1;
+        ar.seed = 2;
+        double t1 = run_coll(m, bc);
+        double t2 = run_coll(m, ar);
+        if (m.rank == 0) {
+            printf("[ ucg      ] %s: bcast 16 MiB %.3f s, allreduce 16 MiB "
+                   "%.3f s (with the checks)\n", label.c_str(), t1, t2);
+            fflush(stdout);
+        }
+    }, label);
+    printf("[ ucg      ] %s: %.2f s\n", label.c_str(), now() - start);
+}
+
+TEST(ucg_coll_big, size_16m_o2m)
+{
+    big_test({"big", 3, "auto", O2M_ON, 0, false, false});
+}
+
+TEST(ucg_coll_big, size_16m_p2p)
+{
+    big_test({"big_p2p", 2, "auto", O2M_OFF_ENV, 0, false, false});
+}
 
 } // namespace

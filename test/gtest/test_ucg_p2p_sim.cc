@@ -311,6 +311,13 @@ public:
             return UCS_ERR_INVALID_PARAM;
         }
 
+        /* An algorithm looping on posts must still end */
+        if (++m_call_posts > MAX_CALL_POSTS) {
+            violation("member " + std::to_string(me) + " posts more than " +
+                      std::to_string(MAX_CALL_POSTS) + " in one call");
+            return UCS_ERR_EXCEEDS_LIMIT;
+        }
+
         int post_no = m_posts++;
         if (post_no == m_fail_post) {
             return UCS_ERR_NO_RESOURCE;
@@ -366,6 +373,15 @@ public:
     ucs_status_t test(ucg_coll_t *coll)
     {
         sim_member &m = *m_members[member_of(coll)];
+
+        /* An algorithm spinning inside one call must still end */
+        if (++m_call_tests > MAX_CALL_TESTS) {
+            if (m_call_tests == MAX_CALL_TESTS + 1) {
+                violation("member " + std::to_string(member_of(coll)) +
+                          " spins in one call");
+            }
+            return UCS_ERR_TIMED_OUT;
+        }
 
         /* The worker may progress in between */
         if ((m_rng() % 4) == 0) {
@@ -541,7 +557,9 @@ private:
         sim_member &m = *m_members[r];
         ucs_status_t status;
 
-        m_in_call = (int)r;
+        m_in_call    = (int)r;
+        m_call_posts = 0;
+        m_call_tests = 0;
         if (!m.started) {
             m.started = true;
             ++m_events;
@@ -571,6 +589,7 @@ private:
              * that completed at once): nothing more may happen */
             size_t nreqs = m.reqs.size();
             m_in_call    = (int)r;
+            m_call_tests = 0;
             for (int i = 0; i < 2; ++i) {
                 status = m_ops->progress(&m.coll);
                 if ((status != UCS_OK) || (m.reqs.size() != nreqs)) {
@@ -589,6 +608,9 @@ private:
         ++m_events;
     }
 
+    static const int MAX_CALL_POSTS = 1000000;
+    static const int MAX_CALL_TESTS = 100000;
+
     unsigned                                 m_size;
     const ucg_phase_t                        *m_phase;
     sim_mode                                 m_mode;
@@ -604,6 +626,8 @@ private:
     uint64_t                                 m_events = 0;
     int                                      m_in_call = -1;
     int                                      m_posts   = 0;
+    int                                      m_call_posts = 0;
+    int                                      m_call_tests = 0;
     int                                      m_fail_post = -1;
     int                                      m_fail_req  = -1;
     result                                   m_result;
@@ -1002,12 +1026,23 @@ TEST(ucg_p2p_sim, reduce_fragments)
     for (unsigned n : {2u, 3u, 7u, 12u}) {
         for (size_t frag : {1ul, 4ul, 13ul}) {
             for (const red_type &t : red_types) {
-                check_reduction(UCG_PHASE_P2P_REDUCE, n, seed % n, 29, 2 + (seed % 3),
-                                frag, (sim_mode)(seed % SIM_LAST), seed, t);
+                check_reduction(UCG_PHASE_P2P_REDUCE, n, seed % n, 29,
+                                2 + (seed % 3), frag,
+                                (sim_mode)(seed % SIM_LAST), seed, t);
                 ++seed;
             }
         }
     }
+}
+
+/* Vectors larger than the largest reduce fragment (256 KiB): fragments
+ * without a frag_size, and a frag_size above the cap */
+TEST(ucg_p2p_sim, reduce_large)
+{
+    check_reduction(UCG_PHASE_P2P_REDUCE, 6, 4, 150001, 2, 0, SIM_UNIFORM,
+                    4500, red_types[0]);
+    check_reduction(UCG_PHASE_P2P_REDUCE, 5, 0, 70001, 3, 1 << 20, SIM_FAST,
+                    4501, red_types[3]);
 }
 
 TEST(ucg_p2p_sim, allreduce_rd)
@@ -1588,6 +1623,27 @@ ucs_status_t early_read_start(ucg_coll_t *coll)
     return ucg_p2p_test(coll);
 }
 
+/* Never finishes a call */
+ucs_status_t spin_start(ucg_coll_t *coll)
+{
+    ucs_status_t status;
+
+    while ((status = ucg_p2p_test(coll)) == UCS_OK) {
+    }
+    return status;
+}
+
+/* Posts without end */
+ucs_status_t post_loop_start(ucg_coll_t *coll)
+{
+    ucs_status_t status;
+    unsigned peer = coll->set->ranks[(coll->my_idx + 1) % coll->set->count];
+
+    while ((status = ucg_p2p_recv(coll, peer, 0, buf[1], 0)) == UCS_OK) {
+    }
+    return status;
+}
+
 ucs_status_t wait_progress(ucg_coll_t *coll)
 {
     return ucg_p2p_test(coll);
@@ -1630,6 +1686,15 @@ TEST(ucg_p2p_sim, self_test)
         p2p_sim sim(2, pd.get(), SIM_DELAYS, 1, &ops);
         p2p_sim::result res = sim.run();
         EXPECT_FALSE(res.violations.empty()) << "early OK not detected";
+    }
+    for (auto start : {bad::spin_start, bad::post_loop_start}) {
+        ucg_phase_ops_t ops = {start, bad::wait_progress};
+        phase_desc pd(UCG_PHASE_P2P_BCAST);
+        pd.add_set(iota(2), 0);
+        p2p_sim sim(2, pd.get(), SIM_UNIFORM, 1, &ops);
+        p2p_sim::result res = sim.run();
+        EXPECT_FALSE(res.violations.empty()) << "endless call not detected";
+        EXPECT_NE(UCS_OK, res.status[0]);
     }
     {
         ucg_phase_ops_t ops = {bad::early_read_start, bad::wait_progress};
