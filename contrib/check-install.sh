@@ -8,7 +8,8 @@
 # sm_bcast and sm_incast.  Then the same for UCG: ucg.h, libucg_o2m and
 # ucg-o2m.pc land, a program built with 'pkg-config ucg-o2m' reads the UCG
 # configuration and sees the transports without LD_PRELOAD (libucg_o2m
-# needs the plugin), and the installed ucg_info -c runs.
+# needs the plugin), and the installed ucg_info -c and a short ucg_perf
+# run work.
 #
 set -euo pipefail
 
@@ -149,4 +150,12 @@ out=$(env -u LD_PRELOAD LD_LIBRARY_PATH=$(dirname "$ucg_lib") "$ucg_info" -c) ||
 [ $rc -eq 0 ] || die "the installed ucg_info -c failed (rc=$rc)"
 grep -q 'UCG_HOSTS' <<<"$out" ||
     die "the installed ucg_info -c does not print UCX_UCG_HOSTS"
+
+# A public-API program on the installed library, collectives included
+ucg_perf=$(find "$dest" -path '*/bin/ucg_perf' | head -n1)
+[ -n "$ucg_perf" ] || die "bin/ucg_perf not installed"
+rc=0
+out=$(env -u LD_PRELOAD LD_LIBRARY_PATH=$(dirname "$ucg_lib") timeout 120 \
+      "$ucg_perf" -n 2 -c allreduce,bcast -s 8,16K -i 20 -r 1 -q 2>&1) || rc=$?
+[ $rc -eq 0 ] || { echo "$out" >&2; die "the installed ucg_perf failed (rc=$rc)"; }
 say "PASS"

@@ -606,7 +606,7 @@ static void ucg_coll_finish_buffers(ucg_coll_t *coll)
     unsigned me                     = coll->group->rank;
 
     if ((params->type == UCG_COLL_SCATTER) && (params->root != me) &&
-        (coll->gbuf == coll->scratch[1])) {
+        (coll->len > 0) && (coll->gbuf == coll->scratch[1])) {
         /* A leader received its host's blocks in its scratch */
         memcpy(params->rbuf, UCS_PTR_BYTE_OFFSET(coll->gbuf, me * coll->len),
                coll->len);

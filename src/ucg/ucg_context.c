@@ -576,6 +576,7 @@ ucs_status_t ucg_context_create(const ucg_context_params_t *params,
     }
 
     ucs_list_head_init(&context->groups);
+    ucs_list_head_init(&context->p2p_conns);
     ucs_queue_head_init(&context->sm_orphans);
     context->next_group_id = 0;
 
@@ -638,6 +639,7 @@ void ucg_context_destroy(ucg_context_h context)
         ucg_group_destroy(group);
     }
 
+    ucg_context_close_p2p_conns(context);
     /* No message arrives once the interfaces are closed */
     ucg_context_o2m_close(context);
     ucg_coll_context_cleanup(context);

@@ -45,10 +45,24 @@ struct ucg_context {
     uint64_t            host_id;      /* this host (hostname + boot id) */
     uint16_t            next_group_id;
     ucs_list_link_t     groups;       /* ucg_group_t::list */
+    ucs_list_link_t     p2p_conns;    /* ucg_p2p_conn_t, shared by groups */
     /* sm messages for a group this member has not created yet (its peers
      * did and started a collective): adopted by the group at creation */
     ucs_queue_head_t    sm_orphans;
 };
+
+/** A UCP endpoint to a peer worker.  Groups share them (communicators of
+ *  the same processes need no new connections), and they are closed with
+ *  the context: closing one needs the peer to progress, which a group
+ *  destroy (not collective) cannot count on. */
+typedef struct ucg_p2p_conn {
+    ucs_list_link_t     list;
+    ucg_context_t       *context;
+    ucp_ep_h            ep;
+    ucs_status_t        status;       /* UCS_OK, or the error UCP reported */
+    size_t              addr_len;
+    char                addr[0];      /* peer worker address */
+} ucg_p2p_conn_t;
 
 /** What a member told the others when the group was created */
 typedef struct ucg_member {
@@ -56,8 +70,10 @@ typedef struct ucg_member {
     uint64_t            real_host;    /* real host identity */
     pid_t               pid;
     int                 pidfd;        /* same real host: liveness; else -1 */
-    ucp_ep_h            ep;           /* created on first use */
+    ucp_ep_h            ep;           /* from context->p2p_conns, on first
+                                         use */
     const void          *worker_addr; /* in the group's address blob */
+    size_t              worker_addr_len;
     const void          *sm_iface_addr[UCG_SM_LAST];
     const void          *sm_dev_addr[UCG_SM_LAST];
 } ucg_member_t;
@@ -135,6 +151,9 @@ ucs_status_t ucg_group_plan(ucg_group_h group, const ucg_plan_key_t *key,
  * rank) when a member on this real host has exited.
  */
 ucs_status_t ucg_group_check(ucg_group_h group);
+
+/** Close the UCP endpoints of the context (ucg_context_destroy) */
+void ucg_context_close_p2p_conns(ucg_context_h context);
 
 /** The group of this context with @a id, NULL if none */
 ucg_group_h ucg_context_find_group(ucg_context_h context, uint16_t id);

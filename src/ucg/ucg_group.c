@@ -282,7 +282,8 @@ static void ucg_group_unpack(ucg_group_t *group, const ucg_group_rec_t *recs,
 
         p                   = UCS_PTR_BYTE_OFFSET(group->addr_blob,
                                                   i * stride);
-        member->worker_addr = p;
+        member->worker_addr     = p;
+        member->worker_addr_len = rec->worker_addr_len;
         p                   = UCS_PTR_BYTE_OFFSET(p, rec->worker_addr_len);
         for (tl = 0; tl < UCG_SM_LAST; ++tl) {
             member->sm_iface_addr[tl] = rec->sm_iface_addr_len[tl] ? p : NULL;
@@ -688,6 +689,10 @@ static void ucg_group_destroy_sm_eps(ucg_group_t *group)
                 break;
             }
 
+            if (ucg_group_check(group) != UCS_OK) {
+                break; /* a member is gone: nobody left to wait for */
+            }
+
             if (ucs_get_time() > deadline) {
                 ucs_diag("UCG group %u rank %u: flush of the %s endpoint "
                          "(root %u) timed out", group->id, group->rank,
@@ -711,84 +716,6 @@ static void ucg_group_destroy_sm_eps(ucg_group_t *group)
     }
 }
 
-/*
- * Close the UCP endpoints.  They have no error handling (UCP refuses the
- * FORCE mode then): a flush that cannot complete because a peer is gone is
- * bounded by PEER_TIMEOUT, and its request is then left to UCP.
- */
-static void ucg_group_close_p2p_eps(ucg_group_t *group)
-{
-    ucp_worker_h worker = group->context->ucp_worker;
-    ucp_request_param_t param;
-    unsigned i, num_reqs, pending;
-    ucs_status_ptr_t *reqs;
-    ucs_status_ptr_t req;
-    ucs_time_t deadline;
-
-    reqs = ucs_calloc(group->size, sizeof(*reqs), "ucg close requests");
-
-    memset(&param, 0, sizeof(param));
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags        = 0; /* flush mode */
-
-    num_reqs = 0;
-    for (i = 0; i < group->size; ++i) {
-        if (group->members[i].ep == NULL) {
-            continue;
-        }
-
-        req = ucp_ep_close_nbx(group->members[i].ep, &param);
-        group->members[i].ep = NULL;
-        if (UCS_PTR_IS_ERR(req)) {
-            ucs_diag("UCG group %u rank %u: closing the endpoint to rank %u "
-                     "failed: %s", group->id, group->rank, i,
-                     ucs_status_string(UCS_PTR_STATUS(req)));
-        } else if (req != NULL) {
-            if (reqs != NULL) {
-                reqs[num_reqs++] = req;
-            } else {
-                ucp_request_free(req);
-            }
-        }
-    }
-
-    deadline = ucs_get_time() + ucs_time_from_sec(ucg_group_wait_sec(group));
-    do {
-        pending = 0;
-        for (i = 0; i < num_reqs; ++i) {
-            if (reqs[i] == NULL) {
-                continue;
-            }
-            if (ucp_request_check_status(reqs[i]) == UCS_INPROGRESS) {
-                ++pending;
-            } else {
-                ucp_request_free(reqs[i]);
-                reqs[i] = NULL;
-            }
-        }
-
-        if (pending == 0) {
-            break;
-        }
-
-        if (ucs_get_time() > deadline) {
-            ucs_diag("UCG group %u rank %u: %u endpoints still closing after "
-                     "%.3g s", group->id, group->rank, pending,
-                     ucg_group_wait_sec(group));
-            for (i = 0; i < num_reqs; ++i) {
-                if (reqs[i] != NULL) {
-                    ucp_request_free(reqs[i]); /* released when complete */
-                }
-            }
-            break;
-        }
-
-        ucp_worker_progress(worker);
-    } while (1);
-
-    ucs_free(reqs);
-}
-
 static void ucg_group_destroy_plans(ucg_group_t *group)
 {
     ucg_plan_entry_t *entry, *tmp;
@@ -807,8 +734,10 @@ void ucg_group_destroy(ucg_group_h group)
     }
 
     ucg_coll_group_cleanup(group);
+    /* A member known dead makes the flushes below skip waiting for it */
+    group->next_check = 0;
+    ucg_group_check(group);
     ucg_group_destroy_sm_eps(group);
-    ucg_group_close_p2p_eps(group);
     /* Drop what arrived for the group while flushing */
     ucg_coll_group_cleanup(group);
     ucg_group_destroy_plans(group);
@@ -832,11 +761,134 @@ unsigned ucg_group_rank(ucg_group_h group)
     return group->rank;
 }
 
+static void ucg_p2p_conn_error(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    ucg_p2p_conn_t *conn = arg;
+    ucg_group_t *group;
+    unsigned i;
+
+    conn->status = status;
+    ucs_list_for_each(group, &conn->context->groups, list) {
+        for (i = 0; i < group->size; ++i) {
+            if (group->members[i].ep != ep) {
+                continue;
+            }
+            ucs_error("UCG group %u rank %u: connection to rank %u failed: "
+                      "%s", group->id, group->rank, i,
+                      ucs_status_string(status));
+            if (group->failed == UCS_OK) {
+                group->failed = status;
+            }
+        }
+    }
+}
+
+static ucs_status_t ucg_p2p_conn_get(ucg_context_t *context, const void *addr,
+                                     size_t addr_len, ucp_ep_h *ep_p)
+{
+    ucp_ep_params_t params;
+    ucg_p2p_conn_t *conn;
+    ucs_status_t status;
+
+    ucs_list_for_each(conn, &context->p2p_conns, list) {
+        if ((conn->addr_len == addr_len) &&
+            !memcmp(conn->addr, addr, addr_len)) {
+            if (conn->status != UCS_OK) {
+                return conn->status;
+            }
+            *ep_p = conn->ep;
+            return UCS_OK;
+        }
+    }
+
+    conn = ucs_malloc(sizeof(*conn) + addr_len, "ucg p2p conn");
+    if (conn == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    /* PEER error handling: a member that dies makes UCP report an error on
+     * the endpoint (instead of aborting on a failed single-copy read from
+     * the dead process) */
+    memset(&params, 0, sizeof(params));
+    params.field_mask      = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                             UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                             UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    params.address         = addr;
+    params.err_mode        = UCP_ERR_HANDLING_MODE_PEER;
+    params.err_handler.cb  = ucg_p2p_conn_error;
+    params.err_handler.arg = conn;
+
+    status = ucp_ep_create(context->ucp_worker, &params, &conn->ep);
+    if (status != UCS_OK) {
+        ucs_free(conn);
+        return status;
+    }
+
+    conn->context  = context;
+    conn->status   = UCS_OK;
+    conn->addr_len = addr_len;
+    memcpy(conn->addr, addr, addr_len);
+    ucs_list_add_tail(&context->p2p_conns, &conn->list);
+    *ep_p = conn->ep;
+    return UCS_OK;
+}
+
+/*
+ * Close the endpoints: flushed (every peer is closing its context too, or
+ * is gone), by force when UCP reported an error.  A flush that cannot
+ * complete is bounded by PEER_TIMEOUT, and its request is then left to UCP.
+ */
+void ucg_context_close_p2p_conns(ucg_context_h context)
+{
+    ucp_worker_h worker = context->ucp_worker;
+    double timeout      = ucs_min(context->config->peer_timeout,
+                                  UCG_GROUP_MAX_WAIT_SEC);
+    ucs_time_t deadline = ucs_get_time() + ucs_time_from_sec(timeout);
+    ucp_request_param_t param;
+    ucg_p2p_conn_t *conn, *tmp;
+    ucs_list_link_t closing;
+    ucs_status_ptr_t req;
+    void *close_req;
+
+    ucs_list_head_init(&closing);
+    ucs_list_for_each_safe(conn, tmp, &context->p2p_conns, list) {
+        ucs_list_del(&conn->list);
+        memset(&param, 0, sizeof(param));
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags        = (conn->status == UCS_OK) ? 0 :
+                             UCP_EP_CLOSE_FLAG_FORCE;
+        req = ucp_ep_close_nbx(conn->ep, &param);
+        if (UCS_PTR_IS_ERR(req)) {
+            ucs_diag("UCG: closing an endpoint failed: %s",
+                     ucs_status_string(UCS_PTR_STATUS(req)));
+            ucs_free(conn);
+        } else if (req == NULL) {
+            ucs_free(conn);
+        } else {
+            conn->ep = req; /* from now on, its close request */
+            ucs_list_add_tail(&closing, &conn->list);
+        }
+    }
+
+    while (!ucs_list_is_empty(&closing)) {
+        ucs_list_for_each_safe(conn, tmp, &closing, list) {
+            close_req = conn->ep;
+            if ((ucp_request_check_status(close_req) != UCS_INPROGRESS) ||
+                (ucs_get_time() > deadline)) {
+                /* after the deadline, UCP releases it when it completes */
+                ucp_request_free(close_req);
+                ucs_list_del(&conn->list);
+                ucs_free(conn);
+            }
+        }
+        ucp_worker_progress(worker);
+    }
+}
+
 ucs_status_t ucg_group_p2p_ep(ucg_group_h group, unsigned rank,
                               ucp_ep_h *ep_p)
 {
     ucg_member_t *member;
-    ucp_ep_params_t params;
     ucs_status_t status;
 
     if (rank >= group->size) {
@@ -846,23 +898,16 @@ ucs_status_t ucg_group_p2p_ep(ucg_group_h group, unsigned rank,
     }
 
     member = &group->members[rank];
-    if (member->ep != NULL) {
-        *ep_p = member->ep;
-        return UCS_OK;
-    }
-
-    memset(&params, 0, sizeof(params));
-    params.field_mask      = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
-                             UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
-    params.address         = member->worker_addr;
-    params.err_mode        = UCP_ERR_HANDLING_MODE_NONE;
-
-    status = ucp_ep_create(group->context->ucp_worker, &params, &member->ep);
-    if (status != UCS_OK) {
-        ucs_error("UCG group %u rank %u: failed to connect to rank %u: %s",
-                  group->id, group->rank, rank, ucs_status_string(status));
-        member->ep = NULL;
-        return status;
+    if (member->ep == NULL) {
+        status = ucg_p2p_conn_get(group->context, member->worker_addr,
+                                  member->worker_addr_len, &member->ep);
+        if (status != UCS_OK) {
+            ucs_error("UCG group %u rank %u: failed to connect to rank %u: "
+                      "%s", group->id, group->rank, rank,
+                      ucs_status_string(status));
+            member->ep = NULL;
+            return status;
+        }
     }
 
     *ep_p = member->ep;

@@ -200,7 +200,10 @@ static size_t ucg_sm_pack(void *dest, void *arg)
         memcpy(payload, UCS_PTR_BYTE_OFFSET(coll->acc, pack->offset),
                pack->length);
         break;
-    default: /* SM_GATHER: own block */
+    default: /* SM_GATHER: own block (none in a barrier) */
+        if (pack->length == 0) {
+            break;
+        }
         memcpy(payload,
                UCS_PTR_BYTE_OFFSET(coll->gbuf,
                                    coll->group->rank * coll->block +
@@ -262,7 +265,9 @@ static ucs_status_t ucg_sm_recv_bcast(ucg_coll_t *coll, const void *payload,
     size_t lo, hi, own_lo;
 
     if (!ucg_sm_is_scatter(coll)) {
-        memcpy(UCS_PTR_BYTE_OFFSET(coll->data, offset), payload, length);
+        if (length > 0) {
+            memcpy(UCS_PTR_BYTE_OFFSET(coll->data, offset), payload, length);
+        }
         return UCS_OK;
     }
 
@@ -310,7 +315,7 @@ static ucs_status_t ucg_sm_recv_fanin(ucg_coll_t *coll, const void *data,
         if (coll->phase->method == UCG_PHASE_SM_REDUCE) {
             ucg_op_reduce(&coll->op, contrib,
                           UCS_PTR_BYTE_OFFSET(coll->acc, offset), count);
-        } else {
+        } else if (frag_len > 0) {
             idx = (pos < coll->set->root) ? pos : (pos + 1);
             memcpy(UCS_PTR_BYTE_OFFSET(coll->gbuf,
                                        coll->set->ranks[idx] * coll->block +

@@ -12,7 +12,6 @@
 
 extern "C" {
 #include "ucg_context.h"
-#include "ucg_coll.h"
 #include <ucs/config/global_opts.h>
 }
 
@@ -47,6 +46,9 @@ struct coll_config {
     int        level;
     bool       all_pairs;  /* allreduce of every valid (dtype, op) */
     bool       own_ucp;    /* UCP context and worker given to UCG */
+    /* more UCX_UCG_ variables, "NAME=value;NAME=value" without the prefix:
+     * other algorithms and transport modes */
+    const char *extra;
 };
 
 std::ostream &operator<<(std::ostream &os, const coll_config &c)
@@ -64,6 +66,19 @@ env_t config_env(const coll_config &c)
     } else if (c.o2m == O2M_OFF_ENV) {
         env["UCX_UCG_O2M"] = "n";
     }
+
+    std::string extra = (c.extra != NULL) ? c.extra : "";
+    size_t pos = 0;
+    while (pos < extra.size()) {
+        size_t end = extra.find(';', pos);
+        std::string kv = extra.substr(pos, (end == std::string::npos) ?
+                                           std::string::npos : (end - pos));
+        size_t eq = kv.find('=');
+        if (eq != std::string::npos) {
+            env["UCX_UCG_" + kv.substr(0, eq)] = kv.substr(eq + 1);
+        }
+        pos = (end == std::string::npos) ? extra.size() : (end + 1);
+    }
     return env;
 }
 
@@ -73,8 +88,9 @@ std::string config_label(const coll_config &c)
                                       "UCX_UCG_O2M=n"};
     char buf[256];
 
-    snprintf(buf, sizeof(buf), "[np=%u hosts=%s %s]", c.np, c.hosts,
-             o2m_names[c.o2m]);
+    snprintf(buf, sizeof(buf), "[np=%u hosts=%s %s%s%s]", c.np, c.hosts,
+             o2m_names[c.o2m], (c.extra != NULL) ? " " : "",
+             (c.extra != NULL) ? c.extra : "");
     return buf;
 }
 
@@ -563,7 +579,7 @@ TEST_P(ucg_coll_matrix, matrix)
 }
 
 const coll_config configs[] = {
-    /* name               np hosts    o2m          level         pairs  own_ucp */
+    /* name               np hosts    o2m          level         pairs  own_ucp extra */
     {"np1",               1, "auto",  O2M_ON,      LEVEL_FULL,   true,  false},
     {"np2",               2, "auto",  O2M_ON,      LEVEL_FULL,   true,  false},
     {"np2_notls",         2, "auto",  O2M_OFF_TLS, LEVEL_MEDIUM, true,  false},
@@ -584,7 +600,24 @@ const coll_config configs[] = {
     {"np8_noo2m",         8, "auto",  O2M_OFF_ENV, LEVEL_MEDIUM, true,  false},
     {"np8_notls_hosts2",  8, "2",     O2M_OFF_TLS, LEVEL_SMALL,  false, false},
     {"np8_hosts1",        8, "1",     O2M_ON,      LEVEL_MEDIUM, false, false},
-    {"np8_hosts13",       8, "1,3",   O2M_ON,      LEVEL_MEDIUM, true,  false}
+    {"np8_hosts13",       8, "1,3",   O2M_ON,      LEVEL_MEDIUM, true,  false},
+    /* other algorithms and transport modes */
+    {"np3_hosts1_rd_linear", 3, "1",  O2M_ON,      LEVEL_FULL,   false, false,
+     "ALLREDUCE_P2P=recursive_doubling;ALLGATHER_P2P=linear"},
+    {"np5_hosts2_ring",   5, "2",     O2M_ON,      LEVEL_FULL,   false, false,
+     "ALLREDUCE_P2P=ring;ALLGATHER_P2P=ring;KNOMIAL_RADIX=2;P2P_FRAG_SIZE=4k"},
+    {"np4_centralized",   4, "auto",  O2M_ON,      LEVEL_MEDIUM, true,  false,
+     "SM_BCAST_MODE=centralized;SM_INCAST_MODE=centralized"},
+    {"np4_locked",        4, "auto",  O2M_ON,      LEVEL_MEDIUM, true,  false,
+     "SM_INCAST_MODE=locked"},
+    {"np4_atomic",        4, "auto",  O2M_ON,      LEVEL_MEDIUM, true,  false,
+     "SM_INCAST_MODE=atomic"},
+    {"np6_hosts3_hieroff", 6, "3",    O2M_ON,      LEVEL_SMALL,  false, false,
+     "HIER=off"},
+    {"np7_hosts213_knomial", 7, "2,1,3", O2M_ON,   LEVEL_MEDIUM, false, false,
+     "ALLREDUCE_P2P=knomial;SM_FRAG_SIZE=1000;KNOMIAL_RADIX=3"},
+    {"np8_ppn4_locked0",  8, "auto",  O2M_ON,      LEVEL_MEDIUM, true,  false,
+     "SM_BATCHED_MAX_PPN=4;SM_LOCKED_THRESH=0"}
 };
 
 INSTANTIATE_TEST_SUITE_P(cfg, ucg_coll_matrix, ::testing::ValuesIn(configs),
@@ -790,14 +823,20 @@ struct kill_shared {
     double kill_time;
 };
 
+/*
+ * @a late: the survivors start the collective only after the victim died,
+ * so they find what it sent before dying (e.g. rendezvous requests whose
+ * data is then read from a process that no longer exists).
+ */
 void kill_test(unsigned np, const coll_config &cfg, unsigned victim,
-               const coll_desc &desc)
+               const coll_desc &desc, bool late = false)
 {
     const double check_interval = 0.1;
     const double bound          = 5.0;  /* slack on a loaded machine */
     std::string label           = config_label(cfg) + " kill rank " +
                                   std::to_string(victim) + " in " +
-                                  desc.str();
+                                  desc.str() +
+                                  (late ? " (others start late)" : "");
     run_opts opts;
 
     opts.env = config_env(cfg);
@@ -823,6 +862,18 @@ void kill_test(unsigned np, const coll_config &cfg, unsigned victim,
         ucg_coll_params_t params = bufs.params();
         st = ucg_coll_init(m.group, &params, &coll);
         CHILD_CHECK_OK(st);
+
+        if (late && (m.rank != victim)) {
+            /* until the victim is dead (and reaped by the parent) */
+            double kill_time = 0, deadline = now() + 30;
+            do {
+                CHILD_CHECK(now() < deadline, "the victim did not die");
+                usleep(1000);
+                __atomic_load(&sh->kill_time, &kill_time, __ATOMIC_SEQ_CST);
+            } while (kill_time == 0);
+            usleep(100000);
+        }
+
         st = ucg_coll_start(coll);
         CHILD_CHECK_OK(st);
 
@@ -906,6 +957,20 @@ TEST(ucg_coll_errors, kill_allreduce_p2p)
     kill_test(3, kill_noo2m, 1,
               coll_desc(UCG_COLL_ALLREDUCE, 2 << 20, UCG_DT_INT32,
                         UCG_OP_SUM));
+}
+
+TEST(ucg_coll_errors, kill_allreduce_p2p_late)
+{
+    kill_test(3, kill_noo2m, 1,
+              coll_desc(UCG_COLL_ALLREDUCE, 2 << 20, UCG_DT_INT32,
+                        UCG_OP_SUM), true);
+}
+
+TEST(ucg_coll_errors, kill_bcast_root_o2m_late)
+{
+    kill_test(4, kill_o2m, 0,
+              coll_desc(UCG_COLL_BCAST, 8 << 20, UCG_DT_UINT8, UCG_OP_LAST,
+                        0), true);
 }
 
 

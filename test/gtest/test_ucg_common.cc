@@ -12,6 +12,10 @@
 #include <time.h>
 
 
+/* LeakSanitizer, when the tests are built with it: a child ends with
+ * _exit(), which skips LSan's check at exit, so children check by hand */
+extern "C" int __lsan_do_recoverable_leak_check(void) __attribute__((weak));
+
 namespace ucg_test {
 
 double coll_timeout = 30.0;
@@ -782,6 +786,14 @@ static void child_main(o2m_test::proc_group &pg, unsigned rank,
     if (opts.own_ucp) {
         ucp_worker_destroy(ucp_worker);
         ucp_cleanup(ucp_context);
+    }
+
+    if ((__lsan_do_recoverable_leak_check != NULL) &&
+        (getenv("ASAN_OPTIONS") == NULL ||
+         strstr(getenv("ASAN_OPTIONS"), "detect_leaks=0") == NULL)) {
+        CHILD_CHECK(__lsan_do_recoverable_leak_check() == 0,
+                    "%s rank %u: memory leaks (see above)", label.c_str(),
+                    rank);
     }
 }
 
