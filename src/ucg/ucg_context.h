@@ -57,9 +57,7 @@ struct ucg_context {
  *  destroy (not collective) cannot count on. */
 typedef struct ucg_p2p_conn {
     ucs_list_link_t     list;
-    ucg_context_t       *context;
     ucp_ep_h            ep;
-    ucs_status_t        status;       /* UCS_OK, or the error UCP reported */
     size_t              addr_len;
     char                addr[0];      /* peer worker address */
 } ucg_p2p_conn_t;

@@ -761,28 +761,6 @@ unsigned ucg_group_rank(ucg_group_h group)
     return group->rank;
 }
 
-static void ucg_p2p_conn_error(void *arg, ucp_ep_h ep, ucs_status_t status)
-{
-    ucg_p2p_conn_t *conn = arg;
-    ucg_group_t *group;
-    unsigned i;
-
-    conn->status = status;
-    ucs_list_for_each(group, &conn->context->groups, list) {
-        for (i = 0; i < group->size; ++i) {
-            if (group->members[i].ep != ep) {
-                continue;
-            }
-            ucs_error("UCG group %u rank %u: connection to rank %u failed: "
-                      "%s", group->id, group->rank, i,
-                      ucs_status_string(status));
-            if (group->failed == UCS_OK) {
-                group->failed = status;
-            }
-        }
-    }
-}
-
 static ucs_status_t ucg_p2p_conn_get(ucg_context_t *context, const void *addr,
                                      size_t addr_len, ucp_ep_h *ep_p)
 {
@@ -793,9 +771,6 @@ static ucs_status_t ucg_p2p_conn_get(ucg_context_t *context, const void *addr,
     ucs_list_for_each(conn, &context->p2p_conns, list) {
         if ((conn->addr_len == addr_len) &&
             !memcmp(conn->addr, addr, addr_len)) {
-            if (conn->status != UCS_OK) {
-                return conn->status;
-            }
             *ep_p = conn->ep;
             return UCS_OK;
         }
@@ -806,17 +781,14 @@ static ucs_status_t ucg_p2p_conn_get(ucg_context_t *context, const void *addr,
         return UCS_ERR_NO_MEMORY;
     }
 
-    /* PEER error handling: a member that dies makes UCP report an error on
-     * the endpoint (instead of aborting on a failed single-copy read from
-     * the dead process) */
+    /* No error handling mode: with UCP_ERR_HANDLING_MODE_PEER, UCX 1.13
+     * does not use its shared-memory transports (10x the latency).  Dead
+     * members on this host are found through their pidfds instead. */
     memset(&params, 0, sizeof(params));
-    params.field_mask      = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
-                             UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                             UCP_EP_PARAM_FIELD_ERR_HANDLER;
-    params.address         = addr;
-    params.err_mode        = UCP_ERR_HANDLING_MODE_PEER;
-    params.err_handler.cb  = ucg_p2p_conn_error;
-    params.err_handler.arg = conn;
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    params.address    = addr;
+    params.err_mode   = UCP_ERR_HANDLING_MODE_NONE;
 
     status = ucp_ep_create(context->ucp_worker, &params, &conn->ep);
     if (status != UCS_OK) {
@@ -824,8 +796,6 @@ static ucs_status_t ucg_p2p_conn_get(ucg_context_t *context, const void *addr,
         return status;
     }
 
-    conn->context  = context;
-    conn->status   = UCS_OK;
     conn->addr_len = addr_len;
     memcpy(conn->addr, addr, addr_len);
     ucs_list_add_tail(&context->p2p_conns, &conn->list);
@@ -834,9 +804,10 @@ static ucs_status_t ucg_p2p_conn_get(ucg_context_t *context, const void *addr,
 }
 
 /*
- * Close the endpoints: flushed (every peer is closing its context too, or
- * is gone), by force when UCP reported an error.  A flush that cannot
- * complete is bounded by PEER_TIMEOUT, and its request is then left to UCP.
+ * Close the endpoints, flushed (every peer is closing its context too, or
+ * is gone; UCP refuses the FORCE mode without error handling).  A flush
+ * that cannot complete is bounded by PEER_TIMEOUT, and its request is then
+ * left to UCP.
  */
 void ucg_context_close_p2p_conns(ucg_context_h context)
 {
@@ -855,8 +826,7 @@ void ucg_context_close_p2p_conns(ucg_context_h context)
         ucs_list_del(&conn->list);
         memset(&param, 0, sizeof(param));
         param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        param.flags        = (conn->status == UCS_OK) ? 0 :
-                             UCP_EP_CLOSE_FLAG_FORCE;
+        param.flags        = 0; /* flush */
         req = ucp_ep_close_nbx(conn->ep, &param);
         if (UCS_PTR_IS_ERR(req)) {
             ucs_diag("UCG: closing an endpoint failed: %s",
