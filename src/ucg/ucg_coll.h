@@ -30,7 +30,7 @@ typedef struct ucg_sm_hdr {
     uint8_t  phase;     /* phase index in the plan */
     uint8_t  reserved[3];
     uint32_t frag;      /* fragment index in the phase */
-    uint32_t reserved2;
+    uint32_t src;       /* SM_ALLREDUCE: sender's index in its set */
 } ucg_sm_hdr_t;         /* 16 bytes: data after it stays 16-byte aligned */
 
 /** An sm message that arrived before its collective was ready for it */

@@ -174,6 +174,19 @@ ucs_config_field_t ucg_config_table[] = {
      "transports (with SM_*_MODE=auto); larger ones use centralized.",
      ucs_offsetof(ucg_config_t, sm_batched_max_ppn), UCS_CONFIG_TYPE_UINT},
 
+    {"SM_ALLREDUCE_MAX", "2k",
+     "Allreduce of at most this many bytes per member on one host of at most\n"
+     "SM_ALLREDUCE_MAX_PPN members (commutative operations, ALLREDUCE_P2P=auto)\n"
+     "is one sm_allreduce phase: every member fans out its vector and every\n"
+     "member reduces all of them in rank order (one hop instead of a fan-in\n"
+     "and a fan-out).  0: never.",
+     ucs_offsetof(ucg_config_t, sm_allreduce_max), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"SM_ALLREDUCE_MAX_PPN", "4",
+     "Largest host for sm_allreduce (see SM_ALLREDUCE_MAX): every member\n"
+     "receives from every other one.",
+     ucs_offsetof(ucg_config_t, sm_allreduce_max_ppn), UCS_CONFIG_TYPE_UINT},
+
     {"SM_LOCKED_THRESH", "inf",
      "Host-local reductions of at least this many bytes per member use the\n"
      "locked mode of sm_incast on hosts of more than 2 members (with\n"
@@ -555,6 +568,11 @@ ucs_status_t ucg_config_check(const ucg_config_t *config)
     if (config->allgather_ring_thresh == UCS_MEMUNITS_AUTO) {
         UCG_CONFIG_ERROR(config, "ALLGATHER_RING_THRESH",
                          "must be a size or inf");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (config->sm_allreduce_max == UCS_MEMUNITS_AUTO) {
+        UCG_CONFIG_ERROR(config, "SM_ALLREDUCE_MAX", "must be a size or inf");
         return UCS_ERR_INVALID_PARAM;
     }
 

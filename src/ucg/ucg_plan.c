@@ -22,6 +22,7 @@ const char *ucg_phase_method_names[] = {
     [UCG_PHASE_SM_BCAST]              = "sm_bcast",
     [UCG_PHASE_SM_REDUCE]             = "sm_reduce",
     [UCG_PHASE_SM_GATHER]             = "sm_gather",
+    [UCG_PHASE_SM_ALLREDUCE]          = "sm_allreduce",
     [UCG_PHASE_P2P_BCAST]             = "p2p_bcast",
     [UCG_PHASE_P2P_REDUCE]            = "p2p_reduce",
     [UCG_PHASE_P2P_ALLREDUCE_RD]      = "p2p_allreduce_rd",
@@ -240,7 +241,8 @@ static unsigned ucg_plan_allgather_ring_ranks(const ucg_config_t *config,
 enum {
     UCG_PLAN_CLASS_P2P_FRAG  = UCS_BIT(0), /* msg_size > 2 * P2P_FRAG_SIZE */
     UCG_PLAN_CLASS_AR_RING   = UCS_BIT(1), /* >= ALLREDUCE_RING_THRESH */
-    UCG_PLAN_CLASS_SM_LOCKED = UCS_BIT(2)  /* >= SM_LOCKED_THRESH */
+    UCG_PLAN_CLASS_SM_LOCKED = UCS_BIT(2), /* >= SM_LOCKED_THRESH */
+    UCG_PLAN_CLASS_SM_AR     = UCS_BIT(3)  /* <= SM_ALLREDUCE_MAX */
 };
 
 unsigned ucg_plan_size_class(const ucg_config_t *config, ucg_coll_type_t type,
@@ -252,6 +254,9 @@ unsigned ucg_plan_size_class(const ucg_config_t *config, ucg_coll_type_t type,
     case UCG_COLL_ALLREDUCE:
         if (ucg_plan_reaches(msg_size, config->allreduce_ring_thresh)) {
             cls |= UCG_PLAN_CLASS_AR_RING;
+        }
+        if (msg_size <= config->sm_allreduce_max) {
+            cls |= UCG_PLAN_CLASS_SM_AR;
         }
         /* fall through: knomial and non-commutative plans bcast */
     case UCG_COLL_BCAST:
@@ -771,6 +776,14 @@ static ucs_status_t ucg_plan_build_allreduce(ucg_plan_builder_t *b, int hier)
     }
 
     ucg_plan_set_leaders(b, 0, 0);
+    if (hier && (topo->num_hosts == 1) && (method == UCG_P2P_AUTO) &&
+        (b->key->msg_size <= b->config->sm_allreduce_max) &&
+        (topo->max_ppn <= b->config->sm_allreduce_max_ppn)) {
+        /* One hop instead of a fan-in and a fan-out */
+        return ucg_plan_add_local(b, UCG_PHASE_SM_ALLREDUCE,
+                                  ucg_plan_bcast_mode(b), 0, NULL);
+    }
+
     if (hier) {
         ucg_plan_reduce_mode(b, &mode, &native);
         status = ucg_plan_add_local(b, UCG_PHASE_SM_REDUCE, mode, native,
@@ -1048,7 +1061,8 @@ ucs_status_t ucg_plan_create(const ucg_config_t *config,
         unsigned i;
         for (i = 0; i < plan->num_phases; ++i) {
             ucg_phase_t *phase = &plan->phases[i];
-            if (phase->method == UCG_PHASE_SM_REDUCE) {
+            if ((phase->method == UCG_PHASE_SM_REDUCE) ||
+                (phase->method == UCG_PHASE_SM_ALLREDUCE)) {
                 phase->frag_size -= phase->frag_size % b.elem_size;
                 if (phase->frag_size == 0) {
                     phase->frag_size = b.elem_size;
@@ -1171,6 +1185,7 @@ static const char *ucg_plan_phase_transport(ucg_phase_method_t method)
 {
     switch (method) {
     case UCG_PHASE_SM_BCAST:
+    case UCG_PHASE_SM_ALLREDUCE:
         return UCT_O2M_BCAST_TL_NAME;
     case UCG_PHASE_SM_REDUCE:
     case UCG_PHASE_SM_GATHER:
@@ -1185,7 +1200,8 @@ static const char *ucg_plan_phase_transport(ucg_phase_method_t method)
 static int ucg_plan_phase_is_sm(ucg_phase_method_t method)
 {
     return (method == UCG_PHASE_SM_BCAST) || (method == UCG_PHASE_SM_REDUCE) ||
-           (method == UCG_PHASE_SM_GATHER);
+           (method == UCG_PHASE_SM_GATHER) ||
+           (method == UCG_PHASE_SM_ALLREDUCE);
 }
 
 void ucg_plan_print(const ucg_plan_t *plan, const ucg_topo_t *topo,

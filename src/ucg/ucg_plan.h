@@ -19,6 +19,8 @@
  *    member holds the blocks of the ranks r with owner[r] == itself (hier:
  *    the ranks of its host; flat: only its own).  SM_GATHER makes the set
  *    root hold the blocks of all set members;
+ *  - SM_ALLREDUCE: every set member gets the reduction of all set
+ *    members' vectors, computed in rank order (identical everywhere);
  *  - FOLD: the root reduces all gathered blocks in rank order (any op,
  *    non-commutative included);
  *  - barrier phases (SM_GATHER / SM_BCAST with 0 bytes, P2P_BARRIER) only
@@ -46,6 +48,9 @@ typedef enum {
     UCG_PHASE_P2P_ALLGATHER_LINEAR, /* every member to every member */
     UCG_PHASE_P2P_BARRIER,        /* dissemination */
     UCG_PHASE_FOLD,               /* local rank-ordered reduction at root */
+    UCG_PHASE_SM_ALLREDUCE,       /* every member fans out its vector on its
+                                     own sm_bcast endpoint; every member
+                                     reduces all of them in rank order */
     UCG_PHASE_LAST
 } ucg_phase_method_t;
 

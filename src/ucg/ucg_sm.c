@@ -11,7 +11,11 @@
  *               or the contributions side by side, and combines them with
  *               its own vector;
  *  - SM_GATHER: every member but the root contributes its own block; the
- *               root gets the contributions side by side in member order.
+ *               root gets the contributions side by side in member order;
+ *  - SM_ALLREDUCE: every member sends its vector on its own sm_bcast
+ *               endpoint and receives the others' (the header says from
+ *               whom); once all are in, each member reduces them in rank
+ *               order, so every member computes the same bits.
  * A stream of 0 bytes is one message with only the header (barriers).
  *
  * Fan-in rounds are formed by the transport from the k-th contribution of
@@ -36,10 +40,19 @@
 #define UCG_SM_PS_STATUS(_coll)   ((_coll)->ps.posted)    /* delivery error */
 #define UCG_SM_PS_TOTAL(_coll)    ((_coll)->ps.sizes[0])
 #define UCG_SM_PS_FRAG(_coll)     ((_coll)->ps.sizes[1])
+/* SM_ALLREDUCE: fragments received and expected, vectors by set index */
+#define UCG_SM_PS_RECVD(_coll)    ((_coll)->ps.step)
+#define UCG_SM_PS_EXPECT(_coll)   ((_coll)->ps.vals[3])
+#define UCG_SM_PS_VECS(_coll)     ((_coll)->ps.sizes[2])
+#define UCG_SM_PS_DONE(_coll)     ((_coll)->ps.vals[4])
+
+/* Scratch buffer of SM_ALLREDUCE (ucg_coll_scratch: 2 and 3 are phases') */
+#define UCG_SM_SCRATCH_IDX        2
 
 enum {
     UCG_SM_ROLE_SEND,  /* root of SM_BCAST, contributor of SM_REDUCE/GATHER */
-    UCG_SM_ROLE_RECV
+    UCG_SM_ROLE_RECV,
+    UCG_SM_ROLE_BOTH   /* SM_ALLREDUCE */
 };
 
 /* Which fan-in endpoint a member contributes to in a phase */
@@ -134,6 +147,7 @@ static size_t ucg_sm_stream_length(const ucg_coll_t *coll)
         return ucg_sm_is_scatter(coll) ? (coll->set->count * coll->block) :
                coll->data_len;
     case UCG_PHASE_SM_REDUCE:
+    case UCG_PHASE_SM_ALLREDUCE:
         return coll->len;
     default: /* SM_GATHER */
         return coll->block;
@@ -148,7 +162,8 @@ static size_t ucg_sm_frag_size(const ucg_coll_t *coll)
         frag = coll->group->context->sm_max_bcopy - sizeof(ucg_sm_hdr_t);
     }
 
-    if (coll->phase->method == UCG_PHASE_SM_REDUCE) {
+    if ((coll->phase->method == UCG_PHASE_SM_REDUCE) ||
+        (coll->phase->method == UCG_PHASE_SM_ALLREDUCE)) {
         /* Whole elements per fragment */
         frag = ucs_max(frag - (frag % coll->dt_size), coll->dt_size);
     }
@@ -187,6 +202,7 @@ static size_t ucg_sm_pack(void *dest, void *arg)
     hdr->seq      = coll->seq;
     hdr->phase    = coll->phase_idx;
     hdr->frag     = UCG_SM_PS_NEXT(coll);
+    hdr->src      = coll->my_idx;
 
     switch (coll->phase->method) {
     case UCG_PHASE_SM_BCAST:
@@ -197,6 +213,7 @@ static size_t ucg_sm_pack(void *dest, void *arg)
         }
         break;
     case UCG_PHASE_SM_REDUCE:
+    case UCG_PHASE_SM_ALLREDUCE:
         memcpy(payload, UCS_PTR_BYTE_OFFSET(coll->acc, pack->offset),
                pack->length);
         break;
@@ -325,6 +342,33 @@ static ucs_status_t ucg_sm_recv_fanin(ucg_coll_t *coll, const void *data,
     return UCS_OK;
 }
 
+/* SM_ALLREDUCE: another member's fragment, into its vector's slot */
+static void ucg_sm_allreduce_deliver(ucg_coll_t *coll, const ucg_sm_hdr_t *hdr,
+                                     size_t length)
+{
+    size_t offset   = (size_t)hdr->frag * UCG_SM_PS_FRAG(coll);
+    size_t frag_len;
+
+    ++UCG_SM_PS_RECVD(coll);
+    if ((hdr->src >= coll->set->count) || (hdr->src == coll->my_idx) ||
+        (hdr->frag >= UCG_SM_PS_NFRAGS(coll))) {
+        UCG_SM_PS_STATUS(coll) = ucg_sm_recv_error(coll, "bad source or "
+                                                   "fragment", hdr->src);
+        return;
+    }
+
+    frag_len = ucs_min(UCG_SM_PS_FRAG(coll), UCG_SM_PS_TOTAL(coll) - offset);
+    if (length != sizeof(*hdr) + frag_len) {
+        UCG_SM_PS_STATUS(coll) = ucg_sm_recv_error(coll, "unexpected length",
+                                                   length);
+        return;
+    }
+
+    memcpy(UCS_PTR_BYTE_OFFSET(UCG_SM_PS_VECS(coll),
+                               hdr->src * coll->len + offset),
+           hdr + 1, frag_len);
+}
+
 void ucg_sm_deliver(ucg_coll_t *coll, const void *data, size_t length)
 {
     const ucg_sm_hdr_t *hdr = data;
@@ -332,6 +376,11 @@ void ucg_sm_deliver(ucg_coll_t *coll, const void *data, size_t length)
     ucs_status_t status;
 
     if (UCG_SM_PS_STATUS(coll) != UCS_OK) {
+        return;
+    }
+
+    if (coll->phase->method == UCG_PHASE_SM_ALLREDUCE) {
+        ucg_sm_allreduce_deliver(coll, hdr, length);
         return;
     }
 
@@ -367,6 +416,8 @@ int ucg_sm_expects(const ucg_coll_t *coll)
     case UCG_PHASE_SM_GATHER:
         return (UCG_SM_PS_ROLE(coll) == UCG_SM_ROLE_RECV) &&
                (UCG_SM_PS_NEXT(coll) < UCG_SM_PS_NFRAGS(coll));
+    case UCG_PHASE_SM_ALLREDUCE:
+        return UCG_SM_PS_RECVD(coll) < UCG_SM_PS_EXPECT(coll);
     default:
         return 0;
     }
@@ -426,6 +477,85 @@ static ucs_status_t ucg_sm_start(ucg_coll_t *coll)
     return UCS_OK;
 }
 
+/*
+ * SM_ALLREDUCE: every member is the root of one sm_bcast endpoint of the
+ * set, and a receiver on the others'.  All of them are created here (the
+ * endpoint cache makes that once per group).
+ */
+static ucs_status_t ucg_sm_allreduce_start(ucg_coll_t *coll)
+{
+    ucg_phase_set_t set = *coll->set;
+    ucs_status_t status;
+    uct_ep_h ep;
+
+    for (set.root = 0; set.root < set.count; ++set.root) {
+        status = ucg_group_sm_ep(coll->group, UCG_SM_BCAST, &set,
+                                 coll->phase->sm_mode, UCT_O2M_OP_GATHER,
+                                 UCT_O2M_DT_UINT8, &ep);
+        if (status != UCS_OK) {
+            return status;
+        }
+        if (set.root == coll->my_idx) {
+            UCG_SM_PS_EP(coll) = ep;
+        }
+    }
+
+    UCG_SM_PS_VECS(coll) = (size_t)ucg_coll_scratch(coll, UCG_SM_SCRATCH_IDX,
+                                                    set.count * coll->len);
+    if (UCG_SM_PS_VECS(coll) == 0) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    UCG_SM_PS_TOTAL(coll)  = coll->len;
+    UCG_SM_PS_FRAG(coll)   = ucg_sm_frag_size(coll);
+    UCG_SM_PS_NFRAGS(coll) = ucs_max(1, ucs_div_round_up(coll->len,
+                                                         UCG_SM_PS_FRAG(coll)));
+    UCG_SM_PS_EXPECT(coll) = (set.count - 1) * UCG_SM_PS_NFRAGS(coll);
+    UCG_SM_PS_STATUS(coll) = UCS_OK;
+    UCG_SM_PS_ROLE(coll)   = UCG_SM_ROLE_BOTH;
+    UCG_SM_PS_TURN(coll)   = 1;
+    ucg_sm_take_early(coll);
+    return UCS_OK;
+}
+
+static ucs_status_t ucg_sm_allreduce_progress(ucg_coll_t *coll)
+{
+    void *vecs = (void*)UCG_SM_PS_VECS(coll);
+    ucs_status_t status;
+    unsigned i;
+
+    if (UCG_SM_PS_DONE(coll)) {
+        return UCS_OK;
+    }
+
+    if (UCG_SM_PS_NEXT(coll) < UCG_SM_PS_NFRAGS(coll)) {
+        status = ucg_sm_send(coll);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+
+    if (UCG_SM_PS_STATUS(coll) != UCS_OK) {
+        return UCG_SM_PS_STATUS(coll);
+    }
+
+    if (UCG_SM_PS_RECVD(coll) < UCG_SM_PS_EXPECT(coll)) {
+        return UCS_INPROGRESS;
+    }
+
+    /* All vectors are in and ours is sent: r = v0, then r = v[i] op r */
+    memcpy(UCS_PTR_BYTE_OFFSET(vecs, coll->my_idx * coll->len), coll->acc,
+           coll->len);
+    memcpy(coll->acc, vecs, coll->len);
+    for (i = 1; i < coll->set->count; ++i) {
+        ucg_op_reduce(&coll->op, UCS_PTR_BYTE_OFFSET(vecs, i * coll->len),
+                      coll->acc, coll->params.count);
+    }
+
+    UCG_SM_PS_DONE(coll) = 1;
+    return UCS_OK;
+}
+
 static ucs_status_t ucg_sm_progress(ucg_coll_t *coll)
 {
     if (UCG_SM_PS_ROLE(coll) == UCG_SM_ROLE_SEND) {
@@ -470,5 +600,7 @@ const ucg_phase_ops_t ucg_sm_phase_ops[UCG_PHASE_LAST] = {
     [UCG_PHASE_SM_BCAST]  = {ucg_sm_start, ucg_sm_progress},
     [UCG_PHASE_SM_REDUCE] = {ucg_sm_start, ucg_sm_progress},
     [UCG_PHASE_SM_GATHER] = {ucg_sm_start, ucg_sm_progress},
-    [UCG_PHASE_FOLD]      = {ucg_fold_start, ucg_fold_progress}
+    [UCG_PHASE_FOLD]      = {ucg_fold_start, ucg_fold_progress},
+    [UCG_PHASE_SM_ALLREDUCE] = {ucg_sm_allreduce_start,
+                                ucg_sm_allreduce_progress}
 };

@@ -617,7 +617,12 @@ const coll_config configs[] = {
     {"np7_hosts213_knomial", 7, "2,1,3", O2M_ON,   LEVEL_MEDIUM, false, false,
      "ALLREDUCE_P2P=knomial;SM_FRAG_SIZE=1000;KNOMIAL_RADIX=3"},
     {"np8_ppn4_locked0",  8, "auto",  O2M_ON,      LEVEL_MEDIUM, true,  false,
-     "SM_BATCHED_MAX_PPN=4;SM_LOCKED_THRESH=0"}
+     "SM_BATCHED_MAX_PPN=4;SM_LOCKED_THRESH=0"},
+    /* sm_allreduce over several fragments, and on 8 members */
+    {"np3_smallreduce_frags", 3, "auto", O2M_ON,   LEVEL_MEDIUM, true,  false,
+     "SM_ALLREDUCE_MAX=inf;SM_FRAG_SIZE=1000"},
+    {"np8_smallreduce",   8, "auto",  O2M_ON,      LEVEL_SMALL,  true,  false,
+     "SM_ALLREDUCE_MAX=64k;SM_ALLREDUCE_MAX_PPN=8;SM_BCAST_MODE=centralized"}
 };
 
 INSTANTIATE_TEST_SUITE_P(cfg, ucg_coll_matrix, ::testing::ValuesIn(configs),

@@ -156,7 +156,7 @@ ucg_plan_key_t make_key(ucg_coll_type_t type, size_t msg_size,
 bool is_sm(ucg_phase_method_t m)
 {
     return (m == UCG_PHASE_SM_BCAST) || (m == UCG_PHASE_SM_REDUCE) ||
-           (m == UCG_PHASE_SM_GATHER);
+           (m == UCG_PHASE_SM_GATHER) || (m == UCG_PHASE_SM_ALLREDUCE);
 }
 
 bool is_block(ucg_phase_method_t m)
@@ -696,6 +696,8 @@ TEST_F(test_ucg_plan, one_host)
     EXPECT_EQ("sm_reduce:batched:native:f1024 {0*,1,2,3} | "
               "sm_bcast:batched:f1024 {0*,1,2,3}",
               plan(topo, make_key(UCG_COLL_ALLREDUCE, 1 << 20, 0)));
+    EXPECT_EQ("sm_allreduce:batched:f1024 {0*,1,2,3}",
+              plan(topo, make_key(UCG_COLL_ALLREDUCE, 8, 0)));
     EXPECT_EQ("sm_gather:batched:f1024 {0*,1,2,3}" ID4 " | "
               "sm_bcast:batched:f1024 {0*,1,2,3}",
               plan(topo, make_key(UCG_COLL_BARRIER, 0)));
@@ -1087,6 +1089,51 @@ TEST_F(test_ucg_plan, forced_sm_modes)
     EXPECT_EQ("sm_gather:batched:f1024 {0*,1,2}{3*,4,5}" ID6 " | "
               "p2p_gather {0*,3} o=0,0,0,3,3,3",
               plan(topo, make_key(UCG_COLL_GATHER, 8)));
+}
+
+TEST_F(test_ucg_plan, sm_allreduce)
+{
+    topo_holder topo4("4", 4);
+    topo_holder topo5("5", 5);
+    topo_holder topo2("2", 4);
+
+    /* one host, small: one hop; the default limit is 2k */
+    EXPECT_EQ("sm_allreduce:batched:f1024 {0*,1,2,3}",
+              plan(topo4, make_key(UCG_COLL_ALLREDUCE, 8)));
+    EXPECT_EQ("sm_allreduce:batched:f1024 {0*,1,2,3}",
+              plan(topo4, make_key(UCG_COLL_ALLREDUCE, 2048)));
+    EXPECT_EQ("sm_reduce:batched:native:f1024 {0*,1,2,3} | "
+              "sm_bcast:batched:f1024 {0*,1,2,3}",
+              plan(topo4, make_key(UCG_COLL_ALLREDUCE, 2056)));
+    /* fragments of whole elements, as sm_reduce */
+    EXPECT_EQ("sm_allreduce:batched:f1020 {0*,1,2,3}",
+              plan(topo4, make_key(UCG_COLL_ALLREDUCE, 1020, 0,
+                                   UCG_DT_BYTES, UCG_OP_USER, 1, 12)));
+    /* more members than SM_ALLREDUCE_MAX_PPN, several hosts, a forced
+     * method, non-commutative: not used */
+    EXPECT_EQ("sm_reduce:batched:native:f1024 {0*,1,2,3,4} | "
+              "sm_bcast:batched:f1024 {0*,1,2,3,4}",
+              plan(topo5, make_key(UCG_COLL_ALLREDUCE, 8)));
+    EXPECT_EQ("sm_reduce:batched:native:f1024 {0*,1}{2*,3} | "
+              "p2p_allreduce_rd {0*,2} | "
+              "sm_bcast:batched:f1024 {0*,1}{2*,3}",
+              plan(topo2, make_key(UCG_COLL_ALLREDUCE, 8)));
+    set("SM_ALLREDUCE_MAX_PPN", "5");
+    EXPECT_EQ("sm_allreduce:batched:f1024 {0*,1,2,3,4}",
+              plan(topo5, make_key(UCG_COLL_ALLREDUCE, 8)));
+    set("SM_ALLREDUCE_MAX", "0");
+    EXPECT_EQ("sm_reduce:batched:native:f1024 {0*,1,2,3} | "
+              "sm_bcast:batched:f1024 {0*,1,2,3}",
+              plan(topo4, make_key(UCG_COLL_ALLREDUCE, 8)));
+    set("SM_ALLREDUCE_MAX", "2k");
+    set("ALLREDUCE_P2P", "recursive_doubling");
+    EXPECT_EQ("sm_reduce:batched:native:f1024 {0*,1,2,3} | "
+              "sm_bcast:batched:f1024 {0*,1,2,3}",
+              plan(topo4, make_key(UCG_COLL_ALLREDUCE, 8)));
+    set("ALLREDUCE_P2P", "auto");
+    /* the size class tells the two sides of the limit apart */
+    EXPECT_NE(ucg_plan_size_class(m_config, UCG_COLL_ALLREDUCE, 2048),
+              ucg_plan_size_class(m_config, UCG_COLL_ALLREDUCE, 2049));
 }
 
 TEST_F(test_ucg_plan, locked_threshold)
