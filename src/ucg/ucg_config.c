@@ -183,8 +183,9 @@ ucs_config_field_t ucg_config_table[] = {
      ucs_offsetof(ucg_config_t, sm_allreduce_max), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"SM_ALLREDUCE_MAX_PPN", "4",
-     "Largest host for sm_allreduce (see SM_ALLREDUCE_MAX): every member\n"
-     "receives from every other one.",
+     "Largest host for sm_allreduce (see SM_ALLREDUCE_MAX), also used by\n"
+     "barriers on one host (BARRIER_P2P=auto): every member receives from\n"
+     "every other one.",
      ucs_offsetof(ucg_config_t, sm_allreduce_max_ppn), UCS_CONFIG_TYPE_UINT},
 
     {"SM_LOCKED_THRESH", "inf",

@@ -850,6 +850,13 @@ static ucs_status_t ucg_plan_build_barrier(ucg_plan_builder_t *b, int hier)
     }
 
     ucg_plan_set_leaders(b, 0, 0);
+    if (hier && (b->topo->num_hosts == 1) && (method == UCG_P2P_AUTO) &&
+        (b->topo->max_ppn <= b->config->sm_allreduce_max_ppn)) {
+        /* Everyone tells everyone: one hop, and all leave together */
+        return ucg_plan_add_local(b, UCG_PHASE_SM_ALLREDUCE,
+                                  ucg_plan_bcast_mode(b), 0, NULL);
+    }
+
     if (hier) {
         status = ucg_plan_add_local(b, UCG_PHASE_SM_GATHER,
                                     ucg_plan_gather_mode(b), 0, &phase);

@@ -214,8 +214,10 @@ static size_t ucg_sm_pack(void *dest, void *arg)
         break;
     case UCG_PHASE_SM_REDUCE:
     case UCG_PHASE_SM_ALLREDUCE:
-        memcpy(payload, UCS_PTR_BYTE_OFFSET(coll->acc, pack->offset),
-               pack->length);
+        if (pack->length > 0) { /* none in a barrier */
+            memcpy(payload, UCS_PTR_BYTE_OFFSET(coll->acc, pack->offset),
+                   pack->length);
+        }
         break;
     default: /* SM_GATHER: own block (none in a barrier) */
         if (pack->length == 0) {
@@ -364,9 +366,11 @@ static void ucg_sm_allreduce_deliver(ucg_coll_t *coll, const ucg_sm_hdr_t *hdr,
         return;
     }
 
-    memcpy(UCS_PTR_BYTE_OFFSET(UCG_SM_PS_VECS(coll),
-                               hdr->src * coll->len + offset),
-           hdr + 1, frag_len);
+    if (frag_len > 0) {
+        memcpy(UCS_PTR_BYTE_OFFSET((void*)UCG_SM_PS_VECS(coll),
+                                   hdr->src * coll->len + offset),
+               hdr + 1, frag_len);
+    }
 }
 
 void ucg_sm_deliver(ucg_coll_t *coll, const void *data, size_t length)
@@ -500,10 +504,13 @@ static ucs_status_t ucg_sm_allreduce_start(ucg_coll_t *coll)
         }
     }
 
-    UCG_SM_PS_VECS(coll) = (size_t)ucg_coll_scratch(coll, UCG_SM_SCRATCH_IDX,
-                                                    set.count * coll->len);
-    if (UCG_SM_PS_VECS(coll) == 0) {
-        return UCS_ERR_NO_MEMORY;
+    if (coll->len > 0) {
+        UCG_SM_PS_VECS(coll) = (size_t)ucg_coll_scratch(coll,
+                                                        UCG_SM_SCRATCH_IDX,
+                                                        set.count * coll->len);
+        if (UCG_SM_PS_VECS(coll) == 0) {
+            return UCS_ERR_NO_MEMORY;
+        }
     }
 
     UCG_SM_PS_TOTAL(coll)  = coll->len;
@@ -543,6 +550,11 @@ static ucs_status_t ucg_sm_allreduce_progress(ucg_coll_t *coll)
         return UCS_INPROGRESS;
     }
 
+    UCG_SM_PS_DONE(coll) = 1;
+    if (coll->len == 0) {
+        return UCS_OK; /* a barrier */
+    }
+
     /* All vectors are in and ours is sent: r = v0, then r = v[i] op r */
     memcpy(UCS_PTR_BYTE_OFFSET(vecs, coll->my_idx * coll->len), coll->acc,
            coll->len);
@@ -552,7 +564,6 @@ static ucs_status_t ucg_sm_allreduce_progress(ucg_coll_t *coll)
                       coll->acc, coll->params.count);
     }
 
-    UCG_SM_PS_DONE(coll) = 1;
     return UCS_OK;
 }
 

@@ -698,8 +698,7 @@ TEST_F(test_ucg_plan, one_host)
               plan(topo, make_key(UCG_COLL_ALLREDUCE, 1 << 20, 0)));
     EXPECT_EQ("sm_allreduce:batched:f1024 {0*,1,2,3}",
               plan(topo, make_key(UCG_COLL_ALLREDUCE, 8, 0)));
-    EXPECT_EQ("sm_gather:batched:f1024 {0*,1,2,3}" ID4 " | "
-              "sm_bcast:batched:f1024 {0*,1,2,3}",
+    EXPECT_EQ("sm_allreduce:batched:f1024 {0*,1,2,3}",
               plan(topo, make_key(UCG_COLL_BARRIER, 0)));
     EXPECT_EQ("sm_gather:batched:f1024 {0,1*,2,3}" ID4,
               plan(topo, make_key(UCG_COLL_GATHER, 8, 1)));
@@ -1118,9 +1117,14 @@ TEST_F(test_ucg_plan, sm_allreduce)
               "p2p_allreduce_rd {0*,2} | "
               "sm_bcast:batched:f1024 {0*,1}{2*,3}",
               plan(topo2, make_key(UCG_COLL_ALLREDUCE, 8)));
+    EXPECT_EQ("sm_gather:batched:f1024 {0*,1,2,3,4} o=0,1,2,3,4 | "
+              "sm_bcast:batched:f1024 {0*,1,2,3,4}",
+              plan(topo5, make_key(UCG_COLL_BARRIER, 0)));
     set("SM_ALLREDUCE_MAX_PPN", "5");
     EXPECT_EQ("sm_allreduce:batched:f1024 {0*,1,2,3,4}",
               plan(topo5, make_key(UCG_COLL_ALLREDUCE, 8)));
+    EXPECT_EQ("sm_allreduce:batched:f1024 {0*,1,2,3,4}",
+              plan(topo5, make_key(UCG_COLL_BARRIER, 0)));
     set("SM_ALLREDUCE_MAX", "0");
     EXPECT_EQ("sm_reduce:batched:native:f1024 {0*,1,2,3} | "
               "sm_bcast:batched:f1024 {0*,1,2,3}",
