@@ -182,6 +182,18 @@ ucs_config_field_t ucg_config_table[] = {
      "and a fan-out).  0: never.",
      ucs_offsetof(ucg_config_t, sm_allreduce_max), UCS_CONFIG_TYPE_MEMUNITS},
 
+    {"SM_SCATTER_MAX", "4k",
+     "Scatter of more bytes per member than this is flat point-to-point:\n"
+     "the host-local phase (sm_bcast) gives every member all the blocks of\n"
+     "its host.  inf: no limit.",
+     ucs_offsetof(ucg_config_t, sm_scatter_max), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"SM_ALLGATHER_MAX", "64k",
+     "Allgather of more bytes per member than this is flat point-to-point:\n"
+     "the host-local phases (sm_gather, sm_bcast) copy the whole result twice.\n"
+     "inf: no limit.",
+     ucs_offsetof(ucg_config_t, sm_allgather_max), UCS_CONFIG_TYPE_MEMUNITS},
+
     {"SM_ALLREDUCE_MAX_PPN", "4",
      "Largest host for sm_allreduce (see SM_ALLREDUCE_MAX), also used by\n"
      "barriers on one host (BARRIER_P2P=auto): every member receives from\n"
@@ -568,6 +580,14 @@ ucs_status_t ucg_config_check(const ucg_config_t *config)
 
     if (config->allgather_ring_thresh == UCS_MEMUNITS_AUTO) {
         UCG_CONFIG_ERROR(config, "ALLGATHER_RING_THRESH",
+                         "must be a size or inf");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if ((config->sm_scatter_max == UCS_MEMUNITS_AUTO) ||
+        (config->sm_allgather_max == UCS_MEMUNITS_AUTO)) {
+        UCG_CONFIG_ERROR(config, (config->sm_scatter_max == UCS_MEMUNITS_AUTO) ?
+                         "SM_SCATTER_MAX" : "SM_ALLGATHER_MAX",
                          "must be a size or inf");
         return UCS_ERR_INVALID_PARAM;
     }

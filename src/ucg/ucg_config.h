@@ -65,6 +65,8 @@ struct ucg_config {
     unsigned         sm_batched_max_ppn;    /* SM_BATCHED_MAX_PPN: larger
                                                hosts use centralized mode */
     size_t           sm_allreduce_max;      /* SM_ALLREDUCE_MAX */
+    size_t           sm_scatter_max;        /* SM_SCATTER_MAX */
+    size_t           sm_allgather_max;      /* SM_ALLGATHER_MAX */
     unsigned         sm_allreduce_max_ppn;  /* SM_ALLREDUCE_MAX_PPN */
     size_t           sm_locked_thresh;      /* SM_LOCKED_THRESH: fan-in of at
                                                least this many bytes uses the

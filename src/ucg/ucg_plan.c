@@ -238,6 +238,23 @@ static unsigned ucg_plan_allgather_ring_ranks(const ucg_config_t *config,
     return ucs_min(n, (size_t)UCG_PLAN_NEVER_RANKS);
 }
 
+/*
+ * Scatter through sm_bcast gives every member its whole host's blocks, and
+ * allgather's fan-in + fan-out copy the whole result twice: above these
+ * sizes point-to-point moves less.
+ */
+static int ucg_plan_sm_too_large(const ucg_config_t *config,
+                                 ucg_coll_type_t type, size_t msg_size)
+{
+    return ((type == UCG_COLL_SCATTER) &&
+            (msg_size > config->sm_scatter_max)) ||
+           ((type == UCG_COLL_ALLGATHER) &&
+            (msg_size > config->sm_allgather_max));
+}
+
+/* Allgather's class is a number of ranks (below 2^21): this bit is free */
+#define UCG_PLAN_CLASS_SM_TOO_LARGE UCS_BIT(31)
+
 enum {
     UCG_PLAN_CLASS_P2P_FRAG  = UCS_BIT(0), /* msg_size > 2 * P2P_FRAG_SIZE */
     UCG_PLAN_CLASS_AR_RING   = UCS_BIT(1), /* >= ALLREDUCE_RING_THRESH */
@@ -276,6 +293,14 @@ unsigned ucg_plan_size_class(const ucg_config_t *config, ucg_coll_type_t type,
         /* Depends on the group size too: the class is the smallest group
          * that takes the ring, so one class decides alike for every size */
         cls = ucg_plan_allgather_ring_ranks(config, msg_size);
+        if (ucg_plan_sm_too_large(config, type, msg_size)) {
+            cls |= UCG_PLAN_CLASS_SM_TOO_LARGE;
+        }
+        break;
+    case UCG_COLL_SCATTER:
+        if (ucg_plan_sm_too_large(config, type, msg_size)) {
+            cls |= UCG_PLAN_CLASS_SM_TOO_LARGE;
+        }
         break;
     default:
         /* Barrier, gather, scatter: no size threshold */
@@ -990,6 +1015,9 @@ ucs_status_t ucg_plan_create(const ucg_config_t *config,
     hier = topo->o2m && (config->hier != UCG_HIER_OFF) &&
            ((config->hier == UCG_HIER_ON) || (topo->max_ppn > 1)) &&
            (topo->num_hosts < topo->size);
+    if (ucg_plan_sm_too_large(config, key->type, key->msg_size)) {
+        hier = 0;
+    }
 
     memset(&b, 0, sizeof(b));
     b.config    = config;

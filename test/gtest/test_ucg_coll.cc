@@ -622,7 +622,10 @@ const coll_config configs[] = {
     {"np3_smallreduce_frags", 3, "auto", O2M_ON,   LEVEL_MEDIUM, true,  false,
      "SM_ALLREDUCE_MAX=inf;SM_FRAG_SIZE=1000"},
     {"np8_smallreduce",   8, "auto",  O2M_ON,      LEVEL_SMALL,  true,  false,
-     "SM_ALLREDUCE_MAX=64k;SM_ALLREDUCE_MAX_PPN=8;SM_BCAST_MODE=centralized"}
+     "SM_ALLREDUCE_MAX=64k;SM_ALLREDUCE_MAX_PPN=8;SM_BCAST_MODE=centralized"},
+    /* host-local scatter and allgather at every size */
+    {"np5_hosts3_sm_nolimit", 5, "3", O2M_ON,      LEVEL_MEDIUM, false, false,
+     "SM_SCATTER_MAX=inf;SM_ALLGATHER_MAX=inf"}
 };
 
 INSTANTIATE_TEST_SUITE_P(cfg, ucg_coll_matrix, ::testing::ValuesIn(configs),

@@ -706,6 +706,32 @@ TEST_F(test_ucg_plan, one_host)
               plan(topo, make_key(UCG_COLL_SCATTER, 8, 2)));
     EXPECT_EQ("sm_gather:batched:f1024 {0*,1,2,3}" ID4 " | "
               "sm_bcast:batched:f1024 {0*,1,2,3}",
+              plan(topo, make_key(UCG_COLL_ALLGATHER, 64 << 10)));
+}
+
+TEST_F(test_ucg_plan, sm_scatter_allgather_max)
+{
+    topo_holder topo("4", 4);
+
+    /* above the limits, flat point-to-point */
+    EXPECT_EQ("sm_bcast:batched:f1024 {0,1,2*,3}",
+              plan(topo, make_key(UCG_COLL_SCATTER, 4096, 2)));
+    EXPECT_EQ("p2p_scatter {0,1,2*,3} o=0,1,2,3",
+              plan(topo, make_key(UCG_COLL_SCATTER, 4097, 2)));
+    EXPECT_EQ("p2p_allgather_ring {0*,1,2,3} o=0,1,2,3",
+              plan(topo, make_key(UCG_COLL_ALLGATHER, (64 << 10) + 1)));
+    EXPECT_NE(ucg_plan_size_class(m_config, UCG_COLL_SCATTER, 4096),
+              ucg_plan_size_class(m_config, UCG_COLL_SCATTER, 4097));
+    EXPECT_NE(ucg_plan_size_class(m_config, UCG_COLL_ALLGATHER, 64 << 10),
+              ucg_plan_size_class(m_config, UCG_COLL_ALLGATHER,
+                                  (64 << 10) + 1));
+
+    set("SM_SCATTER_MAX", "inf");
+    set("SM_ALLGATHER_MAX", "inf");
+    EXPECT_EQ("sm_bcast:batched:f1024 {0,1,2*,3}",
+              plan(topo, make_key(UCG_COLL_SCATTER, 1 << 20, 2)));
+    EXPECT_EQ("sm_gather:batched:f1024 {0*,1,2,3}" ID4 " | "
+              "sm_bcast:batched:f1024 {0*,1,2,3}",
               plan(topo, make_key(UCG_COLL_ALLGATHER, 1 << 20)));
 }
 
@@ -1404,7 +1430,9 @@ TEST_F(test_ucg_plan, size_class_boundaries)
 
     EXPECT_EQ(cls(UCG_COLL_BARRIER, 0), cls(UCG_COLL_BARRIER, 1 << 30));
     EXPECT_EQ(cls(UCG_COLL_GATHER, 0), cls(UCG_COLL_GATHER, 1 << 30));
-    EXPECT_EQ(cls(UCG_COLL_SCATTER, 0), cls(UCG_COLL_SCATTER, 1 << 30));
+    EXPECT_EQ(cls(UCG_COLL_SCATTER, 0), cls(UCG_COLL_SCATTER, 4096));
+    EXPECT_NE(cls(UCG_COLL_SCATTER, 4096), cls(UCG_COLL_SCATTER, 4097));
+    EXPECT_EQ(cls(UCG_COLL_SCATTER, 4097), cls(UCG_COLL_SCATTER, 1 << 30));
 
     /* allgather: the smallest group that takes the ring */
     EXPECT_NE(cls(UCG_COLL_ALLGATHER, 1249), cls(UCG_COLL_ALLGATHER, 1250));
