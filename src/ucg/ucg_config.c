@@ -207,9 +207,11 @@ ucs_config_field_t ucg_config_table[] = {
      ucs_offsetof(ucg_config_t, sm_locked_thresh), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"PEER_TIMEOUT", "10s",
-     "How long a collective waits for a member that does not answer before\n"
-     "it fails; a member that died on this host is detected within\n"
-     "CHECK_INTERVAL instead.",
+     "How long UCG waits for a member that does not answer where waiting is\n"
+     "not the application's choice: a member that never joins a host-local\n"
+     "group (sm transports), and flushes and closes when a group or context\n"
+     "is destroyed.  A collective itself waits as long as its members take to\n"
+     "arrive; a member that died on this host fails it within CHECK_INTERVAL.",
      ucs_offsetof(ucg_config_t, peer_timeout), UCS_CONFIG_TYPE_TIME},
 
     {"CHECK_INTERVAL", "100ms",

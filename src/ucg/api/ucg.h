@@ -271,8 +271,9 @@ UCG_API ucs_status_t ucg_coll_start(ucg_coll_h coll);
  *  or the error that ended this instance. */
 UCG_API ucs_status_t ucg_coll_test(ucg_coll_h coll);
 
-/** Progress until completion; bounded by the failure detection of
- *  UCX_UCG_PEER_TIMEOUT / CHECK_INTERVAL when a member dies. */
+/** Progress until completion.  A member on this host that dies makes it
+ *  return an error within UCX_UCG_CHECK_INTERVAL; members on other hosts
+ *  are not monitored yet (docs/ucg.md, Failures). */
 UCG_API ucs_status_t ucg_coll_wait(ucg_coll_h coll);
 
 /** Release a collective that is not in progress. */
