@@ -26,16 +26,6 @@
 /* sm_bcast / sm_incast largest bcopy message with their default SEG_SIZE */
 #define UCG_INFO_DEFAULT_SM_MAX_BCOPY 8240
 
-static const char *ucg_info_coll_names[] = {
-    [UCG_COLL_BCAST]     = "bcast",
-    [UCG_COLL_REDUCE]    = "reduce",
-    [UCG_COLL_ALLREDUCE] = "allreduce",
-    [UCG_COLL_BARRIER]   = "barrier",
-    [UCG_COLL_GATHER]    = "gather",
-    [UCG_COLL_SCATTER]   = "scatter",
-    [UCG_COLL_ALLGATHER] = "allgather"
-};
-
 enum {
     OPT_HOSTS = 256,
     OPT_NO_O2M,
@@ -109,7 +99,7 @@ static void ucg_info_usage(FILE *stream)
 "                      UCX_UCG_HOSTS, or one host when that is auto\n"
 "  -C <collective>     collective, or all of them (default: all):\n");
     for (i = 0; i < UCG_COLL_LAST; ++i) {
-        names[i] = ucg_info_coll_names[i];
+        names[i] = ucg_coll_name((ucg_coll_type_t)i);
     }
     names[UCG_COLL_LAST] = "all";
     ucg_info_print_names(stream, names, UCG_COLL_LAST + 1);
@@ -223,7 +213,7 @@ static int ucg_info_parse_args(int argc, char **argv, ucg_info_opts_t *opts)
                 break;
             }
             for (i = 0; i < UCG_COLL_LAST; ++i) {
-                if (!strcasecmp(optarg, ucg_info_coll_names[i])) {
+                if (!strcasecmp(optarg, ucg_coll_name((ucg_coll_type_t)i))) {
                     break;
                 }
             }
@@ -362,7 +352,7 @@ static int ucg_info_print_plan(const ucg_info_opts_t *opts,
 
     if (ucg_plan_create(config, topo, &key, &plan) != UCS_OK) {
         fprintf(stderr, "ucg_info: no plan for %s\n",
-                ucg_info_coll_names[type]);
+                ucg_coll_name((ucg_coll_type_t)type));
         return -1;
     }
 

@@ -18,21 +18,6 @@
 #define UCG_COLL_CANCEL_TIMEOUT 0.5
 
 
-static const char *ucg_coll_names[] = {
-    [UCG_COLL_BCAST]     = "bcast",
-    [UCG_COLL_REDUCE]    = "reduce",
-    [UCG_COLL_ALLREDUCE] = "allreduce",
-    [UCG_COLL_BARRIER]   = "barrier",
-    [UCG_COLL_GATHER]    = "gather",
-    [UCG_COLL_SCATTER]   = "scatter",
-    [UCG_COLL_ALLGATHER] = "allgather"
-};
-
-const char *ucg_coll_name(ucg_coll_type_t type)
-{
-    return (type < UCG_COLL_LAST) ? ucg_coll_names[type] : "invalid";
-}
-
 static int ucg_coll_is_rooted(ucg_coll_type_t type)
 {
     return (type == UCG_COLL_BCAST) || (type == UCG_COLL_REDUCE) ||

@@ -36,8 +36,7 @@ const char *ucg_phase_method_names[] = {
     [UCG_PHASE_LAST]                  = NULL
 };
 
-/* Local copy: ucg_coll_name() belongs to the executor, and the planner is
- * also linked without it (ucg_info) */
+/* Names of the collectives (ucg_coll_name) */
 static const char *ucg_plan_coll_names[] = {
     [UCG_COLL_BCAST]     = "bcast",
     [UCG_COLL_REDUCE]    = "reduce",
@@ -47,6 +46,12 @@ static const char *ucg_plan_coll_names[] = {
     [UCG_COLL_SCATTER]   = "scatter",
     [UCG_COLL_ALLGATHER] = "allgather"
 };
+
+const char *ucg_coll_name(ucg_coll_type_t type)
+{
+    return ((unsigned)type < UCG_COLL_LAST) ? ucg_plan_coll_names[type] :
+           "invalid";
+}
 
 /* Prefix of the <COLL>_P2P variables */
 static const char *ucg_plan_coll_vars[] = {
