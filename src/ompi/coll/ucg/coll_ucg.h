@@ -1,0 +1,84 @@
+/**
+ * coll/ucg: Open MPI 4.1 coll component that runs MPI collectives on UCG
+ * (src/ucg).  Collectives it cannot run, or is told not to, go to the
+ * module that was selected before it on the communicator.
+ */
+#ifndef MCA_COLL_UCG_H_
+#define MCA_COLL_UCG_H_
+
+#include "ompi_config.h"
+#include "mpi.h"
+#include "ompi/mca/coll/coll.h"
+#include "ompi/communicator/communicator.h"
+
+#include <ucg.h>
+
+BEGIN_C_DECLS
+
+/* The collectives this component runs; order of the MCA parameters */
+enum {
+    COLL_UCG_BCAST,
+    COLL_UCG_ALLREDUCE,
+    COLL_UCG_REDUCE,
+    COLL_UCG_BARRIER,
+    COLL_UCG_GATHER,
+    COLL_UCG_SCATTER,
+    COLL_UCG_ALLGATHER,
+    COLL_UCG_NUM
+};
+
+typedef struct mca_coll_ucg_component {
+    mca_coll_base_component_2_0_0_t super;
+    int                             priority;
+    bool                            enable;
+    int                             verbose;
+    bool                            coll_enable[COLL_UCG_NUM];
+    /* Bytes per member (per block for gather/scatter/allgather); 0: no limit */
+    size_t                          coll_max_bytes[COLL_UCG_NUM];
+    ucg_context_h                   ucg_context;   /* created lazily */
+    bool                            context_failed;
+    int                             num_groups;    /* live UCG groups */
+} mca_coll_ucg_component_t;
+
+OMPI_MODULE_DECLSPEC extern mca_coll_ucg_component_t mca_coll_ucg_component;
+
+typedef struct mca_coll_ucg_module {
+    mca_coll_base_module_t super;
+    ucg_group_h            group;   /* NULL: delegate everything */
+    int                    comm_size;
+    int                    comm_rank;
+    unsigned long          n_ucg[COLL_UCG_NUM];
+    unsigned long          n_delegated[COLL_UCG_NUM];
+    char                   comm_name[MPI_MAX_OBJECT_NAME];
+    uint32_t               comm_cid;
+
+    /* The previous module of each collective, to delegate to */
+    mca_coll_base_module_bcast_fn_t     prev_bcast;
+    mca_coll_base_module_t              *prev_bcast_module;
+    mca_coll_base_module_allreduce_fn_t prev_allreduce;
+    mca_coll_base_module_t              *prev_allreduce_module;
+    mca_coll_base_module_reduce_fn_t    prev_reduce;
+    mca_coll_base_module_t              *prev_reduce_module;
+    mca_coll_base_module_barrier_fn_t   prev_barrier;
+    mca_coll_base_module_t              *prev_barrier_module;
+    mca_coll_base_module_gather_fn_t    prev_gather;
+    mca_coll_base_module_t              *prev_gather_module;
+    mca_coll_base_module_scatter_fn_t   prev_scatter;
+    mca_coll_base_module_t              *prev_scatter_module;
+    mca_coll_base_module_allgather_fn_t prev_allgather;
+    mca_coll_base_module_t              *prev_allgather_module;
+} mca_coll_ucg_module_t;
+
+OBJ_CLASS_DECLARATION(mca_coll_ucg_module_t);
+
+extern const char *mca_coll_ucg_coll_names[COLL_UCG_NUM];
+
+mca_coll_base_module_t *
+mca_coll_ucg_comm_query(struct ompi_communicator_t *comm, int *priority);
+
+/* The process-wide UCG context, created on first use; NULL on failure */
+ucg_context_h mca_coll_ucg_get_context(void);
+
+END_C_DECLS
+
+#endif

@@ -1,0 +1,149 @@
+/**
+ * coll/ucg component: MCA parameters and the process-wide UCG context.
+ */
+#include "coll_ucg.h"
+
+#include "opal/util/output.h"
+#include "opal/mca/base/mca_base_var.h"
+
+#include <stdio.h>
+
+const char *mca_coll_ucg_coll_names[COLL_UCG_NUM] = {
+    [COLL_UCG_BCAST]     = "bcast",
+    [COLL_UCG_ALLREDUCE] = "allreduce",
+    [COLL_UCG_REDUCE]    = "reduce",
+    [COLL_UCG_BARRIER]   = "barrier",
+    [COLL_UCG_GATHER]    = "gather",
+    [COLL_UCG_SCATTER]   = "scatter",
+    [COLL_UCG_ALLGATHER] = "allgather"
+};
+
+static int coll_ucg_register(void);
+static int coll_ucg_open(void);
+static int coll_ucg_close(void);
+static int coll_ucg_init_query(bool enable_progress_threads,
+                               bool enable_mpi_threads);
+
+mca_coll_ucg_component_t mca_coll_ucg_component = {
+    .super = {
+        .collm_version = {
+            MCA_COLL_BASE_VERSION_2_0_0,
+            .mca_component_name            = "ucg",
+            MCA_BASE_MAKE_VERSION(component, 1, 0, 0),
+            .mca_open_component            = coll_ucg_open,
+            .mca_close_component           = coll_ucg_close,
+            .mca_register_component_params = coll_ucg_register,
+        },
+        .collm_data = {
+            MCA_BASE_METADATA_PARAM_CHECKPOINT
+        },
+        .collm_init_query = coll_ucg_init_query,
+        .collm_comm_query = mca_coll_ucg_comm_query,
+    },
+    .priority = 90,
+    .enable   = true,
+    .verbose  = 0,
+};
+
+static int coll_ucg_register(void)
+{
+    mca_coll_ucg_component_t *c = &mca_coll_ucg_component;
+    const mca_base_component_t *v = &c->super.collm_version;
+    char name[64], desc[256];
+    int i;
+
+    c->priority = 90;
+    mca_base_component_var_register(v, "priority",
+            "Priority of the ucg coll component (higher than tuned's, so it "
+            "is enabled last and delegates to the module before it)",
+            MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6,
+            MCA_BASE_VAR_SCOPE_READONLY, &c->priority);
+
+    c->enable = true;
+    mca_base_component_var_register(v, "enable",
+            "Use UCG for collectives (0: the component gives no module)",
+            MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4,
+            MCA_BASE_VAR_SCOPE_READONLY, &c->enable);
+
+    c->verbose = 0;
+    mca_base_component_var_register(v, "verbose",
+            "Verbosity: 1 prints per-communicator counts of collectives run "
+            "by UCG and delegated when the communicator is freed; 2 also "
+            "logs module selection",
+            MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6,
+            MCA_BASE_VAR_SCOPE_LOCAL, &c->verbose);
+
+    for (i = 0; i < COLL_UCG_NUM; ++i) {
+        c->coll_enable[i] = true;
+        snprintf(name, sizeof(name), "%s_enable", mca_coll_ucg_coll_names[i]);
+        snprintf(desc, sizeof(desc), "Run MPI_%s on UCG (0: always "
+                 "delegate to the previous module)", mca_coll_ucg_coll_names[i]);
+        mca_base_component_var_register(v, name, desc, MCA_BASE_VAR_TYPE_BOOL,
+                NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+                &c->coll_enable[i]);
+
+        if (i == COLL_UCG_BARRIER) {
+            continue; /* no data */
+        }
+        c->coll_max_bytes[i] = 0;
+        snprintf(name, sizeof(name), "%s_max_bytes", mca_coll_ucg_coll_names[i]);
+        snprintf(desc, sizeof(desc), "Largest MPI_%s message (bytes per "
+                 "member) run on UCG; larger ones are delegated (0: no limit)",
+                 mca_coll_ucg_coll_names[i]);
+        mca_base_component_var_register(v, name, desc,
+                MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
+                MCA_BASE_VAR_SCOPE_READONLY, &c->coll_max_bytes[i]);
+    }
+    return OMPI_SUCCESS;
+}
+
+static int coll_ucg_open(void)
+{
+    mca_coll_ucg_component.ucg_context    = NULL;
+    mca_coll_ucg_component.context_failed = false;
+    mca_coll_ucg_component.num_groups     = 0;
+    return OMPI_SUCCESS;
+}
+
+static int coll_ucg_close(void)
+{
+    mca_coll_ucg_component_t *c = &mca_coll_ucg_component;
+
+    if (c->ucg_context == NULL) {
+        return OMPI_SUCCESS;
+    }
+    if (c->num_groups != 0) {
+        /* a communicator was never freed: its group still uses the context */
+        opal_output(0, "coll:ucg: %d UCG groups still exist at close, "
+                    "not destroying the UCG context", c->num_groups);
+        return OMPI_SUCCESS;
+    }
+    ucg_context_destroy(c->ucg_context);
+    c->ucg_context = NULL;
+    return OMPI_SUCCESS;
+}
+
+static int coll_ucg_init_query(bool enable_progress_threads,
+                               bool enable_mpi_threads)
+{
+    /* a UCG context is used by one thread at a time (api/ucg.h) */
+    return enable_mpi_threads ? OMPI_ERR_NOT_SUPPORTED : OMPI_SUCCESS;
+}
+
+ucg_context_h mca_coll_ucg_get_context(void)
+{
+    mca_coll_ucg_component_t *c = &mca_coll_ucg_component;
+    ucs_status_t status;
+
+    if ((c->ucg_context == NULL) && !c->context_failed) {
+        status = ucg_context_create(NULL, NULL, &c->ucg_context);
+        if (status != UCS_OK) {
+            opal_output(0, "coll:ucg: ucg_context_create failed: %s; "
+                        "delegating all collectives",
+                        ucs_status_string(status));
+            c->ucg_context    = NULL;
+            c->context_failed = true;
+        }
+    }
+    return c->ucg_context;
+}

@@ -1,0 +1,726 @@
+/**
+ * coll/ucg module: one per intra-communicator, with a UCG group of the same
+ * members.  Every call decides between UCG and the previous module from the
+ * arguments MPI requires to be equal on all ranks (counts in bytes, the
+ * reduction datatype and op, root) and the MCA parameters, so all ranks
+ * take the same path.
+ */
+#include "coll_ucg.h"
+
+#include "opal/util/output.h"
+#include "opal/runtime/opal_progress.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/group/group.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define UCG_MOD(_m) ((mca_coll_ucg_module_t*)(_m))
+
+
+/* ---- datatypes and ops ------------------------------------------------- */
+
+static ucg_dtype_t coll_ucg_int_dtype(int is_signed, size_t size)
+{
+    switch (size) {
+    case 1:  return is_signed ? UCG_DT_INT8  : UCG_DT_UINT8;
+    case 2:  return is_signed ? UCG_DT_INT16 : UCG_DT_UINT16;
+    case 4:  return is_signed ? UCG_DT_INT32 : UCG_DT_UINT32;
+    case 8:  return is_signed ? UCG_DT_INT64 : UCG_DT_UINT64;
+    default: return UCG_DT_LAST;
+    }
+}
+
+/* UCG element type of a predefined MPI datatype, UCG_DT_LAST if none */
+static ucg_dtype_t coll_ucg_dtype(MPI_Datatype dt)
+{
+#define COLL_UCG_INT(_mpi, _ctype) \
+    if (dt == (_mpi)) { \
+        return coll_ucg_int_dtype((_ctype)-1 < (_ctype)0, sizeof(_ctype)); \
+    }
+#define COLL_UCG_DT(_mpi, _ucg) \
+    if (dt == (_mpi)) { \
+        return (_ucg); \
+    }
+    COLL_UCG_INT(MPI_CHAR,               char)
+    COLL_UCG_INT(MPI_SIGNED_CHAR,        signed char)
+    COLL_UCG_INT(MPI_UNSIGNED_CHAR,      unsigned char)
+    COLL_UCG_INT(MPI_BYTE,               unsigned char)
+    COLL_UCG_INT(MPI_SHORT,              short)
+    COLL_UCG_INT(MPI_UNSIGNED_SHORT,     unsigned short)
+    COLL_UCG_INT(MPI_INT,                int)
+    COLL_UCG_INT(MPI_UNSIGNED,           unsigned)
+    COLL_UCG_INT(MPI_LONG,               long)
+    COLL_UCG_INT(MPI_UNSIGNED_LONG,      unsigned long)
+    COLL_UCG_INT(MPI_LONG_LONG,          long long)
+    COLL_UCG_INT(MPI_LONG_LONG_INT,      long long)
+    COLL_UCG_INT(MPI_UNSIGNED_LONG_LONG, unsigned long long)
+    COLL_UCG_INT(MPI_INT8_T,             int8_t)
+    COLL_UCG_INT(MPI_UINT8_T,            uint8_t)
+    COLL_UCG_INT(MPI_INT16_T,            int16_t)
+    COLL_UCG_INT(MPI_UINT16_T,           uint16_t)
+    COLL_UCG_INT(MPI_INT32_T,            int32_t)
+    COLL_UCG_INT(MPI_UINT32_T,           uint32_t)
+    COLL_UCG_INT(MPI_INT64_T,            int64_t)
+    COLL_UCG_INT(MPI_UINT64_T,           uint64_t)
+    COLL_UCG_INT(MPI_AINT,               MPI_Aint)
+    COLL_UCG_INT(MPI_OFFSET,             MPI_Offset)
+    COLL_UCG_INT(MPI_COUNT,              MPI_Count)
+    COLL_UCG_DT(MPI_FLOAT,                  UCG_DT_FLOAT)
+    COLL_UCG_DT(MPI_DOUBLE,                 UCG_DT_DOUBLE)
+    COLL_UCG_DT(MPI_LONG_DOUBLE,            UCG_DT_LONG_DOUBLE)
+    COLL_UCG_DT(MPI_C_COMPLEX,              UCG_DT_FLOAT_COMPLEX)
+    COLL_UCG_DT(MPI_C_FLOAT_COMPLEX,        UCG_DT_FLOAT_COMPLEX)
+    COLL_UCG_DT(MPI_C_DOUBLE_COMPLEX,       UCG_DT_DOUBLE_COMPLEX)
+    COLL_UCG_DT(MPI_C_LONG_DOUBLE_COMPLEX,  UCG_DT_LONG_DOUBLE_COMPLEX)
+    COLL_UCG_DT(MPI_FLOAT_INT,              UCG_DT_FLOAT_INT)
+    COLL_UCG_DT(MPI_DOUBLE_INT,             UCG_DT_DOUBLE_INT)
+    COLL_UCG_DT(MPI_LONG_INT,               UCG_DT_LONG_INT)
+    COLL_UCG_DT(MPI_2INT,                   UCG_DT_2INT)
+    COLL_UCG_DT(MPI_SHORT_INT,              UCG_DT_SHORT_INT)
+    COLL_UCG_DT(MPI_LONG_DOUBLE_INT,        UCG_DT_LONG_DOUBLE_INT)
+#undef COLL_UCG_INT
+#undef COLL_UCG_DT
+    return UCG_DT_LAST;
+}
+
+/* UCG op of a predefined MPI op, UCG_OP_LAST if none */
+static ucg_op_t coll_ucg_op(MPI_Op op)
+{
+    if (op == MPI_SUM)    return UCG_OP_SUM;
+    if (op == MPI_PROD)   return UCG_OP_PROD;
+    if (op == MPI_MIN)    return UCG_OP_MIN;
+    if (op == MPI_MAX)    return UCG_OP_MAX;
+    if (op == MPI_LAND)   return UCG_OP_LAND;
+    if (op == MPI_LOR)    return UCG_OP_LOR;
+    if (op == MPI_LXOR)   return UCG_OP_LXOR;
+    if (op == MPI_BAND)   return UCG_OP_BAND;
+    if (op == MPI_BOR)    return UCG_OP_BOR;
+    if (op == MPI_BXOR)   return UCG_OP_BXOR;
+    if (op == MPI_MINLOC) return UCG_OP_MINLOC;
+    if (op == MPI_MAXLOC) return UCG_OP_MAXLOC;
+    return UCG_OP_LAST;
+}
+
+typedef struct {
+    MPI_Op       op;
+    MPI_Datatype dtype;
+} coll_ucg_user_op_arg_t;
+
+static void coll_ucg_user_op_cb(void *arg, const void *in, void *inout,
+                                size_t count)
+{
+    coll_ucg_user_op_arg_t *a = arg;
+
+    /* Open MPI's op.h is not installed (it includes a Fortran header);
+     * MPI_Reduce_local runs the user's function: inout = in (op) inout */
+    PMPI_Reduce_local(in, inout, (int)count, a->dtype, a->op);
+}
+
+/*
+ * Fill the type/op fields of @a params for a reduction, or return false to
+ * delegate.  Depends only on @a dtype, @a op (equal on all ranks in MPI).
+ */
+static bool coll_ucg_reduce_params(struct ompi_datatype_t *dtype,
+                                   struct ompi_op_t *op,
+                                   coll_ucg_user_op_arg_t *user_arg,
+                                   ucg_coll_params_t *params)
+{
+    ptrdiff_t lb, extent;
+    size_t size;
+
+    int commute;
+
+    params->dtype   = coll_ucg_dtype(dtype);
+    params->dt_size = 0;
+    params->op      = coll_ucg_op(op);
+    if ((op == MPI_REPLACE) || (op == MPI_NO_OP)) {
+        return false;
+    }
+    if (params->op != UCG_OP_LAST) {
+        return (params->dtype != UCG_DT_LAST) && (params->op != UCG_OP_LAST) &&
+               ucg_op_valid(params->op, params->dtype);
+    }
+
+    /* a user function: UCG combines opaque elements through it */
+    if (params->dtype == UCG_DT_LAST) {
+        ompi_datatype_type_size(dtype, &size);
+        ompi_datatype_get_extent(dtype, &lb, &extent);
+        if (!ompi_datatype_is_contiguous_memory_layout(dtype, 2) ||
+            (lb != 0) || ((ptrdiff_t)size != extent) || (size == 0)) {
+            return false;
+        }
+        params->dtype   = UCG_DT_BYTES;
+        params->dt_size = size;
+    }
+    if (PMPI_Op_commutative(op, &commute) != MPI_SUCCESS) {
+        return false;
+    }
+    user_arg->op                = op;
+    user_arg->dtype             = dtype;
+    params->op                  = UCG_OP_USER;
+    params->user_op.func        = coll_ucg_user_op_cb;
+    params->user_op.arg         = user_arg;
+    params->user_op.commutative = commute;
+    return ucg_op_valid(params->op, params->dtype);
+}
+
+/* Whether UCG runs this collective of @a bytes per member */
+static bool coll_ucg_use(mca_coll_ucg_module_t *m, int coll, size_t bytes)
+{
+    mca_coll_ucg_component_t *c = &mca_coll_ucg_component;
+
+    return (m->group != NULL) && c->coll_enable[coll] &&
+           ((coll == COLL_UCG_BARRIER) || (bytes > 0)) &&
+           ((c->coll_max_bytes[coll] == 0) ||
+            (bytes <= c->coll_max_bytes[coll]));
+}
+
+static size_t coll_ucg_bytes(struct ompi_datatype_t *dtype, int count)
+{
+    size_t size;
+
+    ompi_datatype_type_size(dtype, &size);
+    return (count > 0) ? size * (size_t)count : 0;
+}
+
+/* Run a collective on UCG, progressing Open MPI while it waits (a peer may
+ * need our PML progress before it joins the collective) */
+static int coll_ucg_run(mca_coll_ucg_module_t *m, int coll,
+                        const ucg_coll_params_t *params)
+{
+    ucs_status_t status;
+    ucg_coll_h req;
+
+    status = ucg_coll_init(m->group, params, &req);
+    if (status == UCS_OK) {
+        status = ucg_coll_start(req);
+        if (status == UCS_OK) {
+            do {
+                status = ucg_coll_test(req);
+                if (status == UCS_INPROGRESS) {
+                    opal_progress();
+                }
+            } while (status == UCS_INPROGRESS);
+        }
+        ucg_coll_finalize(req);
+    }
+    if (status != UCS_OK) {
+        opal_output(0, "coll:ucg: %s on comm %s failed: %s",
+                    mca_coll_ucg_coll_names[coll], m->comm_name,
+                    ucs_status_string(status));
+        return OMPI_ERROR;
+    }
+    ++m->n_ucg[coll];
+    return OMPI_SUCCESS;
+}
+
+/* ---- local buffers: used in place when contiguous, else packed --------- */
+
+typedef struct {
+    void *tmp;   /* packed copy, NULL when the user buffer is used */
+} coll_ucg_buf_t;
+
+/* Address of @a count elements of @a dtype at @a buf as bytes (packing
+ * them when they are not contiguous); NULL on failure */
+static void *coll_ucg_buf_in(const void *buf, int count,
+                             struct ompi_datatype_t *dtype, size_t bytes,
+                             bool copy, coll_ucg_buf_t *b)
+{
+    ptrdiff_t true_lb, true_extent;
+    int pos = 0;
+
+    b->tmp = NULL;
+    if (ompi_datatype_is_contiguous_memory_layout(dtype, count)) {
+        ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
+        return (char*)buf + true_lb;
+    }
+    if (bytes > INT_MAX) {
+        opal_output(0, "coll:ucg: cannot pack %zu bytes", bytes);
+        return NULL;
+    }
+    b->tmp = malloc(bytes);
+    if (b->tmp == NULL) {
+        opal_output(0, "coll:ucg: cannot allocate %zu bytes", bytes);
+        return NULL;
+    }
+    if (copy &&
+        (PMPI_Pack(buf, count, dtype, b->tmp, (int)bytes, &pos,
+                   MPI_COMM_SELF) != MPI_SUCCESS)) {
+        free(b->tmp);
+        b->tmp = NULL;
+        return NULL;
+    }
+    return b->tmp;
+}
+
+/* Unpack into the user buffer (if a packed copy was used) and release */
+static int coll_ucg_buf_out(void *buf, int count,
+                            struct ompi_datatype_t *dtype, size_t bytes,
+                            bool copy, coll_ucg_buf_t *b)
+{
+    int pos = 0, ret = MPI_SUCCESS;
+
+    if (b->tmp == NULL) {
+        return OMPI_SUCCESS;
+    }
+    if (copy) {
+        ret = PMPI_Unpack(b->tmp, (int)bytes, &pos, buf, count, dtype,
+                          MPI_COMM_SELF);
+    }
+    free(b->tmp);
+    b->tmp = NULL;
+    return (ret == MPI_SUCCESS) ? OMPI_SUCCESS : OMPI_ERROR;
+}
+
+static void coll_ucg_bytes_params(ucg_coll_params_t *params, int type,
+                                  size_t bytes)
+{
+    params->type  = type;
+    params->count = bytes;
+    params->dtype = UCG_DT_UINT8;
+}
+
+
+/* ---- collectives ------------------------------------------------------- */
+
+static int coll_ucg_bcast(void *buff, int count, struct ompi_datatype_t *dtype,
+                          int root, struct ompi_communicator_t *comm,
+                          mca_coll_base_module_t *module)
+{
+    mca_coll_ucg_module_t *m = UCG_MOD(module);
+    size_t bytes             = coll_ucg_bytes(dtype, count);
+    ucg_coll_params_t params = {0};
+    coll_ucg_buf_t b;
+    int ret;
+
+    if (!coll_ucg_use(m, COLL_UCG_BCAST, bytes)) {
+        ++m->n_delegated[COLL_UCG_BCAST];
+        return m->prev_bcast(buff, count, dtype, root, comm,
+                             m->prev_bcast_module);
+    }
+
+    coll_ucg_bytes_params(&params, UCG_COLL_BCAST, bytes);
+    params.root = root;
+    params.rbuf = coll_ucg_buf_in(buff, count, dtype, bytes,
+                                  m->comm_rank == root, &b);
+    if (params.rbuf == NULL) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    ret = coll_ucg_run(m, COLL_UCG_BCAST, &params);
+    if (coll_ucg_buf_out(buff, count, dtype, bytes,
+                         (ret == OMPI_SUCCESS) && (m->comm_rank != root),
+                         &b) != OMPI_SUCCESS) {
+        ret = OMPI_ERROR;
+    }
+    return ret;
+}
+
+static int coll_ucg_allreduce(const void *sbuf, void *rbuf, int count,
+                              struct ompi_datatype_t *dtype,
+                              struct ompi_op_t *op,
+                              struct ompi_communicator_t *comm,
+                              mca_coll_base_module_t *module)
+{
+    mca_coll_ucg_module_t *m = UCG_MOD(module);
+    ucg_coll_params_t params = {0};
+    coll_ucg_user_op_arg_t user_arg;
+
+    if (!coll_ucg_use(m, COLL_UCG_ALLREDUCE, coll_ucg_bytes(dtype, count)) ||
+        !coll_ucg_reduce_params(dtype, op, &user_arg, &params)) {
+        ++m->n_delegated[COLL_UCG_ALLREDUCE];
+        return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm,
+                                 m->prev_allreduce_module);
+    }
+
+    params.type  = UCG_COLL_ALLREDUCE;
+    params.sbuf  = (sbuf == MPI_IN_PLACE) ? UCG_IN_PLACE : sbuf;
+    params.rbuf  = rbuf;
+    params.count = count;
+    return coll_ucg_run(m, COLL_UCG_ALLREDUCE, &params);
+}
+
+static int coll_ucg_reduce(const void *sbuf, void *rbuf, int count,
+                           struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                           int root, struct ompi_communicator_t *comm,
+                           mca_coll_base_module_t *module)
+{
+    mca_coll_ucg_module_t *m = UCG_MOD(module);
+    ucg_coll_params_t params = {0};
+    coll_ucg_user_op_arg_t user_arg;
+
+    if (!coll_ucg_use(m, COLL_UCG_REDUCE, coll_ucg_bytes(dtype, count)) ||
+        !coll_ucg_reduce_params(dtype, op, &user_arg, &params)) {
+        ++m->n_delegated[COLL_UCG_REDUCE];
+        return m->prev_reduce(sbuf, rbuf, count, dtype, op, root, comm,
+                              m->prev_reduce_module);
+    }
+
+    params.type  = UCG_COLL_REDUCE;
+    params.root  = root;
+    params.sbuf  = (sbuf == MPI_IN_PLACE) ? UCG_IN_PLACE : sbuf;
+    params.rbuf  = rbuf;
+    params.count = count;
+    return coll_ucg_run(m, COLL_UCG_REDUCE, &params);
+}
+
+static int coll_ucg_barrier(struct ompi_communicator_t *comm,
+                            mca_coll_base_module_t *module)
+{
+    mca_coll_ucg_module_t *m = UCG_MOD(module);
+    ucg_coll_params_t params = {0};
+
+    if (!coll_ucg_use(m, COLL_UCG_BARRIER, 0)) {
+        ++m->n_delegated[COLL_UCG_BARRIER];
+        return m->prev_barrier(comm, m->prev_barrier_module);
+    }
+    params.type  = UCG_COLL_BARRIER;
+    params.dtype = UCG_DT_UINT8;
+    return coll_ucg_run(m, COLL_UCG_BARRIER, &params);
+}
+
+static int coll_ucg_gather(const void *sbuf, int scount,
+                           struct ompi_datatype_t *sdtype, void *rbuf,
+                           int rcount, struct ompi_datatype_t *rdtype,
+                           int root, struct ompi_communicator_t *comm,
+                           mca_coll_base_module_t *module)
+{
+    mca_coll_ucg_module_t *m = UCG_MOD(module);
+    int is_root              = (m->comm_rank == root);
+    ucg_coll_params_t params = {0};
+    coll_ucg_buf_t sb = {0}, rb = {0};
+    ptrdiff_t lb, extent;
+    size_t bytes;
+    int ret;
+
+    /* the block size in bytes is the same everywhere; the layouts are not */
+    bytes = (is_root) ? coll_ucg_bytes(rdtype, rcount) :
+                        coll_ucg_bytes(sdtype, scount);
+    if (!coll_ucg_use(m, COLL_UCG_GATHER, bytes)) {
+        ++m->n_delegated[COLL_UCG_GATHER];
+        return m->prev_gather(sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                              root, comm, m->prev_gather_module);
+    }
+
+    coll_ucg_bytes_params(&params, UCG_COLL_GATHER, bytes);
+    params.root = root;
+    if (is_root) {
+        params.rbuf = coll_ucg_buf_in(rbuf, rcount * m->comm_size, rdtype,
+                                      bytes * m->comm_size, false, &rb);
+        if (params.rbuf == NULL) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        if ((sbuf == MPI_IN_PLACE) && (rb.tmp != NULL)) {
+            /* UCG finds the root's block in rbuf */
+            int pos = 0;
+            ompi_datatype_get_extent(rdtype, &lb, &extent);
+            PMPI_Pack((char*)rbuf + (ptrdiff_t)root * rcount * extent, rcount,
+                      rdtype, (char*)rb.tmp + bytes * root, (int)bytes, &pos,
+                      MPI_COMM_SELF);
+        }
+    }
+    if (sbuf == MPI_IN_PLACE) {
+        params.sbuf = UCG_IN_PLACE;
+    } else {
+        params.sbuf = coll_ucg_buf_in(sbuf, scount, sdtype, bytes, true, &sb);
+        if (params.sbuf == NULL) {
+            coll_ucg_buf_out(rbuf, 0, rdtype, 0, false, &rb);
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+    }
+    ret = coll_ucg_run(m, COLL_UCG_GATHER, &params);
+    coll_ucg_buf_out((void*)sbuf, scount, sdtype, bytes, false, &sb);
+    if (is_root &&
+        (coll_ucg_buf_out(rbuf, rcount * m->comm_size, rdtype,
+                          bytes * m->comm_size, ret == OMPI_SUCCESS,
+                          &rb) != OMPI_SUCCESS)) {
+        ret = OMPI_ERROR;
+    }
+    return ret;
+}
+
+static int coll_ucg_scatter(const void *sbuf, int scount,
+                            struct ompi_datatype_t *sdtype, void *rbuf,
+                            int rcount, struct ompi_datatype_t *rdtype,
+                            int root, struct ompi_communicator_t *comm,
+                            mca_coll_base_module_t *module)
+{
+    mca_coll_ucg_module_t *m = UCG_MOD(module);
+    int is_root              = (m->comm_rank == root);
+    ucg_coll_params_t params = {0};
+    coll_ucg_buf_t sb = {0}, rb = {0};
+    size_t bytes;
+    int ret;
+
+    bytes = (is_root) ? coll_ucg_bytes(sdtype, scount) :
+                        coll_ucg_bytes(rdtype, rcount);
+    if (!coll_ucg_use(m, COLL_UCG_SCATTER, bytes)) {
+        ++m->n_delegated[COLL_UCG_SCATTER];
+        return m->prev_scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                               root, comm, m->prev_scatter_module);
+    }
+
+    coll_ucg_bytes_params(&params, UCG_COLL_SCATTER, bytes);
+    params.root = root;
+    if (is_root) {
+        params.sbuf = coll_ucg_buf_in(sbuf, scount * m->comm_size, sdtype,
+                                      bytes * m->comm_size, true, &sb);
+        if (params.sbuf == NULL) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+    }
+    if (rbuf == MPI_IN_PLACE) {
+        params.rbuf = UCG_IN_PLACE;
+    } else {
+        params.rbuf = coll_ucg_buf_in(rbuf, rcount, rdtype, bytes, false, &rb);
+        if (params.rbuf == NULL) {
+            coll_ucg_buf_out((void*)sbuf, 0, sdtype, 0, false, &sb);
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+    }
+    ret = coll_ucg_run(m, COLL_UCG_SCATTER, &params);
+    coll_ucg_buf_out((void*)sbuf, 0, sdtype, 0, false, &sb);
+    if (coll_ucg_buf_out(rbuf, rcount, rdtype, bytes, ret == OMPI_SUCCESS,
+                         &rb) != OMPI_SUCCESS) {
+        ret = OMPI_ERROR;
+    }
+    return ret;
+}
+
+static int coll_ucg_allgather(const void *sbuf, int scount,
+                              struct ompi_datatype_t *sdtype, void *rbuf,
+                              int rcount, struct ompi_datatype_t *rdtype,
+                              struct ompi_communicator_t *comm,
+                              mca_coll_base_module_t *module)
+{
+    mca_coll_ucg_module_t *m = UCG_MOD(module);
+    ucg_coll_params_t params = {0};
+    coll_ucg_buf_t sb = {0}, rb = {0};
+    ptrdiff_t lb, extent;
+    size_t bytes;
+    int ret;
+
+    bytes = coll_ucg_bytes(rdtype, rcount);
+    if (!coll_ucg_use(m, COLL_UCG_ALLGATHER, bytes)) {
+        ++m->n_delegated[COLL_UCG_ALLGATHER];
+        return m->prev_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                 comm, m->prev_allgather_module);
+    }
+
+    coll_ucg_bytes_params(&params, UCG_COLL_ALLGATHER, bytes);
+    params.rbuf = coll_ucg_buf_in(rbuf, rcount * m->comm_size, rdtype,
+                                  bytes * m->comm_size, false, &rb);
+    if (params.rbuf == NULL) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    if (sbuf == MPI_IN_PLACE) {
+        params.sbuf = UCG_IN_PLACE;
+        if (rb.tmp != NULL) {
+            int pos = 0;
+            ompi_datatype_get_extent(rdtype, &lb, &extent);
+            PMPI_Pack((char*)rbuf + (ptrdiff_t)m->comm_rank * rcount * extent,
+                      rcount, rdtype, (char*)rb.tmp + bytes * m->comm_rank,
+                      (int)bytes, &pos, MPI_COMM_SELF);
+        }
+    } else {
+        params.sbuf = coll_ucg_buf_in(sbuf, scount, sdtype, bytes, true, &sb);
+        if (params.sbuf == NULL) {
+            coll_ucg_buf_out(rbuf, 0, rdtype, 0, false, &rb);
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+    }
+    ret = coll_ucg_run(m, COLL_UCG_ALLGATHER, &params);
+    coll_ucg_buf_out((void*)sbuf, 0, sdtype, 0, false, &sb);
+    if (coll_ucg_buf_out(rbuf, rcount * m->comm_size, rdtype,
+                         bytes * m->comm_size, ret == OMPI_SUCCESS,
+                         &rb) != OMPI_SUCCESS) {
+        ret = OMPI_ERROR;
+    }
+    return ret;
+}
+
+
+/* ---- module ------------------------------------------------------------ */
+
+typedef struct {
+    mca_coll_ucg_module_t     *module;
+    struct ompi_communicator_t *comm;
+} coll_ucg_oob_arg_t;
+
+/* UCG's out-of-band allgather: the previous module's allgather */
+static ucs_status_t coll_ucg_oob_allgather(void *arg, const void *sbuf,
+                                           void *rbuf, size_t len)
+{
+    coll_ucg_oob_arg_t *oob = arg;
+    int ret;
+
+    if (len > INT_MAX) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    ret = oob->module->prev_allgather(sbuf, (int)len, MPI_BYTE, rbuf,
+                                      (int)len, MPI_BYTE, oob->comm,
+                                      oob->module->prev_allgather_module);
+    return (ret == OMPI_SUCCESS) ? UCS_OK : UCS_ERR_IO_ERROR;
+}
+
+/* Whether every rank has @a ok; collective over @a comm */
+static int coll_ucg_all_ok(mca_coll_ucg_module_t *m,
+                           struct ompi_communicator_t *comm, int ok,
+                           int *all_ok)
+{
+    int ret;
+
+    ret = m->prev_allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm,
+                            m->prev_allreduce_module);
+    *all_ok = ok;
+    return ret;
+}
+
+#define COLL_UCG_SAVE(_m, _comm, _coll) \
+    do { \
+        (_m)->prev_##_coll          = (_comm)->c_coll->coll_##_coll; \
+        (_m)->prev_##_coll##_module = (_comm)->c_coll->coll_##_coll##_module; \
+        if ((_m)->prev_##_coll##_module == NULL) { \
+            return OMPI_ERROR; \
+        } \
+        OBJ_RETAIN((_m)->prev_##_coll##_module); \
+    } while (0)
+
+static int coll_ucg_module_enable(mca_coll_base_module_t *module,
+                                  struct ompi_communicator_t *comm)
+{
+    mca_coll_ucg_module_t *m = UCG_MOD(module);
+    ucg_group_params_t gparams;
+    coll_ucg_oob_arg_t oob;
+    ucg_context_h ctx;
+    ucs_status_t status;
+    int world_rank, ok, ret;
+
+    COLL_UCG_SAVE(m, comm, bcast);
+    COLL_UCG_SAVE(m, comm, allreduce);
+    COLL_UCG_SAVE(m, comm, reduce);
+    COLL_UCG_SAVE(m, comm, barrier);
+    COLL_UCG_SAVE(m, comm, gather);
+    COLL_UCG_SAVE(m, comm, scatter);
+    COLL_UCG_SAVE(m, comm, allgather);
+
+    m->comm_size = ompi_comm_size(comm);
+    m->comm_rank = ompi_comm_rank(comm);
+    m->comm_cid  = ompi_comm_get_cid(comm);
+    snprintf(m->comm_name, sizeof(m->comm_name), "%s", comm->c_name);
+
+    /* all ranks create the group, or none does (then all delegate) */
+    ctx = mca_coll_ucg_get_context();
+    ret = coll_ucg_all_ok(m, comm, ctx != NULL, &ok);
+    if ((ret != OMPI_SUCCESS) || !ok) {
+        return ret;
+    }
+
+    memset(&gparams, 0, sizeof(gparams));
+    gparams.size          = m->comm_size;
+    gparams.rank          = m->comm_rank;
+    gparams.oob_allgather = coll_ucg_oob_allgather;
+    gparams.oob_arg       = &oob;
+    oob.module            = m;
+    oob.comm              = comm;
+    /* UCX_UCG_HOSTS lists MPI_COMM_WORLD ranks */
+    if (ompi_group_translate_ranks(comm->c_local_group, 1, &m->comm_rank,
+                                   ompi_mpi_comm_world.comm.c_local_group,
+                                   &world_rank) == OMPI_SUCCESS &&
+        (world_rank != MPI_UNDEFINED)) {
+        gparams.field_mask |= UCG_GROUP_PARAM_FIELD_GLOBAL_RANK;
+        gparams.global_rank = world_rank;
+    }
+
+    status = ucg_group_create(ctx, &gparams, &m->group);
+    if (status != UCS_OK) {
+        opal_output(0, "coll:ucg: ucg_group_create on comm %s failed: %s",
+                    m->comm_name, ucs_status_string(status));
+        m->group = NULL;
+    } else {
+        ++mca_coll_ucg_component.num_groups;
+    }
+
+    ret = coll_ucg_all_ok(m, comm, m->group != NULL, &ok);
+    if (((ret != OMPI_SUCCESS) || !ok) && (m->group != NULL)) {
+        ucg_group_destroy(m->group);
+        --mca_coll_ucg_component.num_groups;
+        m->group = NULL;
+    }
+    if (mca_coll_ucg_component.verbose >= 2) {
+        opal_output(0, "coll:ucg: comm %s (cid %u) rank %d/%d: %s",
+                    m->comm_name, m->comm_cid, m->comm_rank, m->comm_size,
+                    (m->group != NULL) ? "UCG group created" :
+                                         "no UCG group, delegating");
+    }
+    return ret;
+}
+
+static void coll_ucg_module_construct(mca_coll_ucg_module_t *m)
+{
+    memset((char*)m + sizeof(m->super), 0, sizeof(*m) - sizeof(m->super));
+}
+
+static void coll_ucg_module_destruct(mca_coll_ucg_module_t *m)
+{
+    int i;
+
+    if ((mca_coll_ucg_component.verbose >= 1) &&
+        (m->prev_bcast_module != NULL)) {
+        for (i = 0; i < COLL_UCG_NUM; ++i) {
+            if (m->n_ucg[i] + m->n_delegated[i] == 0) {
+                continue;
+            }
+            opal_output(0, "coll:ucg: comm %s (cid %u) rank %d: %s ucg=%lu "
+                        "delegated=%lu", m->comm_name, m->comm_cid,
+                        m->comm_rank, mca_coll_ucg_coll_names[i], m->n_ucg[i],
+                        m->n_delegated[i]);
+        }
+    }
+    if (m->group != NULL) {
+        ucg_group_destroy(m->group);
+        --mca_coll_ucg_component.num_groups;
+    }
+#define COLL_UCG_RELEASE(_coll) \
+    if (m->prev_##_coll##_module != NULL) { \
+        OBJ_RELEASE(m->prev_##_coll##_module); \
+    }
+    COLL_UCG_RELEASE(bcast)
+    COLL_UCG_RELEASE(allreduce)
+    COLL_UCG_RELEASE(reduce)
+    COLL_UCG_RELEASE(barrier)
+    COLL_UCG_RELEASE(gather)
+    COLL_UCG_RELEASE(scatter)
+    COLL_UCG_RELEASE(allgather)
+#undef COLL_UCG_RELEASE
+}
+
+OBJ_CLASS_INSTANCE(mca_coll_ucg_module_t, mca_coll_base_module_t,
+                   coll_ucg_module_construct, coll_ucg_module_destruct);
+
+mca_coll_base_module_t *
+mca_coll_ucg_comm_query(struct ompi_communicator_t *comm, int *priority)
+{
+    mca_coll_ucg_module_t *m;
+
+    if (!mca_coll_ucg_component.enable || OMPI_COMM_IS_INTER(comm) ||
+        (ompi_comm_size(comm) < 2)) {
+        return NULL;
+    }
+
+    m = OBJ_NEW(mca_coll_ucg_module_t);
+    if (m == NULL) {
+        return NULL;
+    }
+    m->super.coll_module_enable = coll_ucg_module_enable;
+    m->super.coll_bcast         = coll_ucg_bcast;
+    m->super.coll_allreduce     = coll_ucg_allreduce;
+    m->super.coll_reduce        = coll_ucg_reduce;
+    m->super.coll_barrier       = coll_ucg_barrier;
+    m->super.coll_gather        = coll_ucg_gather;
+    m->super.coll_scatter       = coll_ucg_scatter;
+    m->super.coll_allgather     = coll_ucg_allgather;
+    *priority = mca_coll_ucg_component.priority;
+    return &m->super;
+}
