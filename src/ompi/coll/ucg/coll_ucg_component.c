@@ -76,7 +76,7 @@ static int coll_ucg_register(void)
     for (i = 0; i < COLL_UCG_NUM; ++i) {
         c->coll_enable[i] = true;
         snprintf(name, sizeof(name), "%s_enable", mca_coll_ucg_coll_names[i]);
-        snprintf(desc, sizeof(desc), "Run MPI_%s on UCG (0: always "
+        snprintf(desc, sizeof(desc), "Run %s on UCG (0: always "
                  "delegate to the previous module)", mca_coll_ucg_coll_names[i]);
         mca_base_component_var_register(v, name, desc, MCA_BASE_VAR_TYPE_BOOL,
                 NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
@@ -87,7 +87,7 @@ static int coll_ucg_register(void)
         }
         c->coll_max_bytes[i] = 0;
         snprintf(name, sizeof(name), "%s_max_bytes", mca_coll_ucg_coll_names[i]);
-        snprintf(desc, sizeof(desc), "Largest MPI_%s message (bytes per "
+        snprintf(desc, sizeof(desc), "Largest %s message (bytes per "
                  "member) run on UCG; larger ones are delegated (0: no limit)",
                  mca_coll_ucg_coll_names[i]);
         mca_base_component_var_register(v, name, desc,

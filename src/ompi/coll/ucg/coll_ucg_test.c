@@ -74,6 +74,48 @@ int main(int argc, char **argv)
             CHECK(big[i] == (i / n) * 10000 + i % n, "allgather [%d]=%d", i, big[i]);
     }
 
+    /* in place */
+    if (size <= 8) {
+        for (i = 0; i < n * size; ++i) big[i] = (i / n == rank) ? i : -1;
+        MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, big, n, MPI_INT, MPI_COMM_WORLD);
+        for (i = 0; i < n * size; ++i) CHECK(big[i] == i, "allgather in place [%d]=%d", i, big[i]);
+
+        for (i = 0; i < n * size; ++i) big[i] = (rank == 0) ? i : -1;
+        for (i = 0; i < n; ++i) out[i] = (rank + 1) * n + i;
+        if (rank == 0) {
+            MPI_Gather(MPI_IN_PLACE, n, MPI_INT, big, n, MPI_INT, 0, MPI_COMM_WORLD);
+            for (i = 0; i < n * size; ++i)
+                CHECK(big[i] == (i < n ? i : (i / n + 1) * n + i % n), "gather in place [%d]=%d", i, big[i]);
+            MPI_Scatter(big, n, MPI_INT, MPI_IN_PLACE, n, MPI_INT, 0, MPI_COMM_WORLD);
+        } else {
+            MPI_Gather(out, n, MPI_INT, NULL, n, MPI_INT, 0, MPI_COMM_WORLD);
+            MPI_Scatter(NULL, n, MPI_INT, out, n, MPI_INT, 0, MPI_COMM_WORLD);
+            for (i = 0; i < n; ++i) CHECK(out[i] == (rank + 1) * n + i, "scatter in place [%d]=%d", i, out[i]);
+        }
+    }
+
+    /* a user op on a contiguous derived type (3 ints) */
+    {
+        MPI_Datatype t3;
+        int a[3 * 10], r[3 * 10];
+        MPI_Type_contiguous(3, MPI_INT, &t3);
+        MPI_Type_commit(&t3);
+        MPI_Op_create(my_sum, 1, &op);
+        for (i = 0; i < 30; ++i) a[i] = rank + i;
+        MPI_Reduce(a, r, 30, MPI_INT, op, 0, MPI_COMM_WORLD);
+        if (rank == 0) for (i = 0; i < 30; ++i)
+            CHECK(r[i] == size * i + size * (size - 1) / 2, "user reduce [%d]=%d", i, r[i]);
+        MPI_Op_free(&op);
+        MPI_Type_free(&t3);
+    }
+
+    /* MINLOC on a pair type */
+    {
+        struct { double v; int i; } p = { (double)(rank % 2), rank }, q;
+        MPI_Allreduce(&p, &q, 1, MPI_DOUBLE_INT, MPI_MINLOC, MPI_COMM_WORLD);
+        CHECK(q.v == 0.0 && q.i == 0, "minloc %f %d", q.v, q.i);
+    }
+
     /* a non-contiguous type: packed by the component */
     {
         MPI_Datatype vec;
