@@ -1,5 +1,5 @@
 /* Small check of coll/ucg: results of the collectives it runs.  Not built
- * by default: make coll_ucg_test; see docs/ucg.md for the mpirun line. */
+ * by default: make coll_ucg_test; see README.md for the mpirun line. */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
