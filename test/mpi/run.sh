@@ -1,0 +1,80 @@
+#!/bin/bash
+#
+# Run the MPI collective correctness suite (coll_test) for several process
+# counts.  Every mpirun is bounded by `timeout`.
+#
+# Usage: test/mpi/run.sh [-n "2 3 4"] [-t SECONDS] [-q] [-v] [-- MPIRUN_ARGS...]
+#   -n LIST   process counts (default: "2 3 4 5 6 7 8")
+#   -t SEC    time limit per mpirun (default 180)
+#   -q        quick matrix (no 8 KiB..4 MiB sizes)
+#   -v        print every mismatch, not only the first per collective
+#   after --   extra mpirun arguments, e.g.
+#              -- --mca coll ucg,basic,libnbc,tuned,self
+#   MPIRUN_ARGS (environment) is also appended to mpirun's arguments.
+#
+# Proof of use: with MPI_TEST_EXPECT_UCG=1 the runner adds
+# `--mca coll_ucg_verbose 1` and requires the output of every run to contain
+# the coll/ucg component's counter lines.  Assumption about that component:
+# at verbose level 1 it prints, at communicator destruction / finalize, lines
+# starting with "coll:ucg:" that name the collective and carry "ucg=N", the
+# number of calls it served itself (vs. delegated to the previous module).
+# The check requires such a line with N > 0 for bcast and for allreduce, e.g.
+#   coll:ucg: comm 0 rank 0 bcast ucg=123 fallback=4
+#
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+nps="2 3 4 5 6 7 8"
+limit=180
+targs=()
+extra=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+    -n) nps="$2"; shift 2 ;;
+    -t) limit="$2"; shift 2 ;;
+    -q) targs+=(-q); shift ;;
+    -v) targs+=(-v); shift ;;
+    --) shift; extra=("$@"); break ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) echo "unknown option: $1" >&2; exit 2 ;;
+    esac
+done
+# shellcheck disable=SC2206
+extra+=(${MPIRUN_ARGS:-})
+if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ]; then
+    extra+=(--mca coll_ucg_verbose 1)
+fi
+
+make -s -C "$here" coll_test || exit 1
+
+fail=0
+start=$(date +%s)
+for np in $nps; do
+    log=$(mktemp)
+    timeout -k 10 "$limit" mpirun --allow-run-as-root --oversubscribe \
+        -np "$np" "${extra[@]}" "$here/coll_test" "${targs[@]}" >"$log" 2>&1
+    rc=$?
+    grep -v '^coll:ucg:' "$log" | grep -E '^(np=|MISMATCH)' | head -40
+    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+        echo "np=$np: TIMEOUT after ${limit}s"
+        fail=1
+    elif [ $rc -ne 0 ]; then
+        echo "np=$np: mpirun exited with $rc; other output:"
+        grep -Ev '^(np=|MISMATCH|coll:ucg:)' "$log" | tail -15
+        fail=1
+    fi
+    if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ]; then
+        for coll in bcast allreduce; do
+            if ! grep '^coll:ucg:' "$log" | grep -w "$coll" |
+                 grep -Eq 'ucg=[1-9][0-9]*'; then
+                echo "np=$np: no 'coll:ucg: ... $coll ... ucg=N>0' line:" \
+                     "coll/ucg was not used for $coll"
+                fail=1
+            fi
+        done
+        grep '^coll:ucg:' "$log" | head -4
+    fi
+    rm -f "$log"
+done
+echo "run.sh: np {$nps} $([ $fail = 0 ] && echo PASSED || echo FAILED)" \
+     "in $(( $(date +%s) - start )) s"
+exit $fail
