@@ -1,0 +1,203 @@
+/*
+ * Collective latency benchmark, OSU micro-benchmarks methodology:
+ * per message size, warm-up iterations, then timed iterations of the
+ * collective alone with an MPI_Barrier between iterations outside the timed
+ * region; each rank's latency is its own average; the average, minimum and
+ * maximum over ranks are reported (gathered with MPI_Reduce).  After the
+ * timed loop one untimed call validates the data.
+ *
+ * Usage: coll_bench [-c bcast,allreduce,reduce] [-s MIN:MAX] [-i ITERS]
+ *                   [-I LARGE_ITERS] [-w WARMUP]
+ * Output (rank 0): one line per collective and size:
+ *   <coll> <bytes> <avg_us> <min_us> <max_us> <iterations>
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LARGE_SIZE 8192   /* above it, use the large iteration count */
+
+enum { B_BCAST, B_ALLREDUCE, B_REDUCE, B_LAST };
+static const char *names[] = { "bcast", "allreduce", "reduce" };
+
+static int rank, size;
+
+static size_t parse_size(const char *s)
+{
+    char *end;
+    size_t v = strtoull(s, &end, 10);
+    switch (*end) {
+    case 'k': case 'K': v <<= 10; break;
+    case 'm': case 'M': v <<= 20; break;
+    default: break;
+    }
+    return v;
+}
+
+/* One call of the collective on 'bytes' bytes (floats for reductions) */
+static void run_once(int coll, void *sbuf, void *rbuf, size_t bytes)
+{
+    int count = (coll == B_BCAST) ? (int)bytes : (int)(bytes / sizeof(float));
+
+    switch (coll) {
+    case B_BCAST:
+        MPI_Bcast(sbuf, count, MPI_CHAR, 0, MPI_COMM_WORLD);
+        break;
+    case B_ALLREDUCE:
+        MPI_Allreduce(sbuf, rbuf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        break;
+    case B_REDUCE:
+        MPI_Reduce(sbuf, rbuf, count, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
+        break;
+    }
+}
+
+/* Untimed validation call; returns the number of wrong elements here */
+static long validate(int coll, char *sbuf, char *rbuf, size_t bytes)
+{
+    size_t n = bytes / sizeof(float);
+    float *s = (float*)sbuf, *r = (float*)rbuf;
+    float expect = (float)size * (size + 1) / 2;
+    long bad = 0;
+
+    if (coll == B_BCAST) {
+        for (size_t i = 0; i < bytes; ++i) {
+            sbuf[i] = (rank == 0) ? (char)(i * 7 + 1) : 0;
+        }
+        run_once(coll, sbuf, rbuf, bytes);
+        for (size_t i = 0; i < bytes; ++i) {
+            bad += sbuf[i] != (char)(i * 7 + 1);
+        }
+        return bad;
+    }
+    for (size_t i = 0; i < n; ++i) {
+        s[i] = (float)(rank + 1);
+        r[i] = -1;
+    }
+    run_once(coll, sbuf, rbuf, bytes);
+    if ((coll == B_ALLREDUCE) || (rank == 0)) {
+        for (size_t i = 0; i < n; ++i) {
+            bad += r[i] != expect;
+        }
+    }
+    return bad;
+}
+
+int main(int argc, char **argv)
+{
+    size_t min_size = 8, max_size = 1u << 20;
+    int iters = 1000, large_iters = 100, warmup = 100, opt;
+    int colls[B_LAST], ncolls = 0;
+    char list[256] = "bcast,allreduce";
+    long bad_total = 0;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+    while ((opt = getopt(argc, argv, "c:s:i:I:w:h")) != -1) {
+        switch (opt) {
+        case 'c':
+            snprintf(list, sizeof(list), "%s", optarg);
+            break;
+        case 's': {
+            char *colon = strchr(optarg, ':');
+            min_size = parse_size(optarg);
+            max_size = colon ? parse_size(colon + 1) : min_size;
+            break;
+        }
+        case 'i': iters = atoi(optarg); break;
+        case 'I': large_iters = atoi(optarg); break;
+        case 'w': warmup = atoi(optarg); break;
+        default:
+            if (rank == 0) {
+                fprintf(stderr, "usage: %s [-c bcast,allreduce,reduce] "
+                        "[-s MIN:MAX bytes, k/m suffix] [-i ITERS] "
+                        "[-I ITERS above %d B] [-w WARMUP]\n", argv[0],
+                        LARGE_SIZE);
+            }
+            MPI_Finalize();
+            return opt == 'h' ? 0 : 2;
+        }
+    }
+    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+        int k;
+        for (k = 0; k < B_LAST && strcmp(tok, names[k]); ++k);
+        if ((k == B_LAST) || (ncolls == B_LAST)) {
+            if (rank == 0) {
+                fprintf(stderr, "unknown or repeated collective '%s'\n", tok);
+            }
+            MPI_Finalize();
+            return 2;
+        }
+        colls[ncolls++] = k;
+    }
+    if ((min_size == 0) || (min_size > max_size) || (iters < 1) ||
+        (large_iters < 1) || (warmup < 0)) {
+        if (rank == 0) {
+            fprintf(stderr, "bad sizes or iteration counts\n");
+        }
+        MPI_Finalize();
+        return 2;
+    }
+
+    char *sbuf = malloc(max_size), *rbuf = malloc(max_size);
+    if (!sbuf || !rbuf) {
+        fprintf(stderr, "out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    memset(sbuf, 1, max_size);
+    memset(rbuf, 0, max_size);
+
+    if (rank == 0) {
+        printf("# np=%d; latency in us: per-rank average, then avg/min/max "
+               "over ranks\n# coll bytes avg_us min_us max_us iterations\n",
+               size);
+        fflush(stdout);
+    }
+    for (int c = 0; c < ncolls; ++c) {
+        int coll = colls[c];
+        /* reductions need whole floats */
+        size_t first = (coll == B_BCAST) ? min_size :
+                       (min_size < sizeof(float) ? sizeof(float) : min_size);
+        for (size_t bytes = first; bytes <= max_size; bytes *= 2) {
+            int n = (bytes > LARGE_SIZE) ? large_iters : iters;
+            int w = (bytes > LARGE_SIZE) ? (warmup + 9) / 10 : warmup;
+            double total = 0, lat, sum, mn, mx;
+
+            for (int i = 0; i < w; ++i) {
+                run_once(coll, sbuf, rbuf, bytes);
+            }
+            for (int i = 0; i < n; ++i) {
+                MPI_Barrier(MPI_COMM_WORLD);
+                double t0 = MPI_Wtime();
+                run_once(coll, sbuf, rbuf, bytes);
+                total += MPI_Wtime() - t0;
+            }
+            lat = total / n * 1e6;
+            MPI_Reduce(&lat, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+            MPI_Reduce(&lat, &mn, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
+            MPI_Reduce(&lat, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+            bad_total += validate(coll, sbuf, rbuf, bytes);
+            if (rank == 0) {
+                printf("%s %zu %.3f %.3f %.3f %d\n", names[coll], bytes,
+                       sum / size, mn, mx, n);
+                fflush(stdout);
+            }
+        }
+    }
+
+    long bad = 0;
+    MPI_Reduce(&bad_total, &bad, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if ((rank == 0) && bad) {
+        fprintf(stderr, "coll_bench: validation FAILED: %ld wrong elements\n",
+                bad);
+    }
+    MPI_Bcast(&bad, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    free(sbuf);
+    free(rbuf);
+    MPI_Finalize();
+    return bad ? 1 : 0;
+}
