@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+#
+# MPI collective latency (test/mpi/coll_bench, OSU methodology) for several
+# Open MPI configurations, measured side by side IN ONE RUN: each repetition
+# runs every configuration once (interleaved), and each point is the median
+# over repetitions.  Prints a table with ratios vs. the first configuration,
+# saves the raw and summary CSV and draws a PNG (contrib/plot-mpi.py).
+#
+#   contrib/bench-mpi.sh [-n NP] [-c COLLS] [-s MIN:MAX] [-i ITERS]
+#                        [-I LARGE_ITERS] [-r REPS] [-o OUTDIR]
+#                        [-C 'name=mpirun args'] [--ucg-path DIR] [-t SEC]
+#
+# Defaults: np = number of cores, bcast,allreduce, 8:1m bytes, 1000/100
+# iterations, 3 repetitions, output in ./bench-mpi-out.  Configurations:
+#   default  --mca pml ob1                       (Open MPI default: tuned)
+#   ucx      --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any
+#   han      --mca coll_han_priority 100
+#   ucg      --mca coll ucg,basic,libnbc,tuned,self
+#            (only if ompi_info lists "MCA coll: ucg"; skipped otherwise)
+# -C (repeatable) replaces this list with your own; the first one is the
+# baseline of the ratios.  --ucg-path DIR adds DIR (plus the system component
+# dir) to mca_base_component_path, for a coll/ucg that is not installed.
+# BENCH_MPI_ARGS (environment) is added to every mpirun.
+#
+set -euo pipefail
+
+top=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
+np=$(nproc)
+colls=bcast,allreduce
+sizes=8:1m
+iters=1000
+large_iters=100
+reps=3
+outdir=$PWD/bench-mpi-out
+limit=300
+ucg_path=
+configs=()
+sysdir=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
+
+usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+    -n) np=$2; shift 2 ;;
+    -c) colls=$2; shift 2 ;;
+    -s) sizes=$2; shift 2 ;;
+    -i) iters=$2; shift 2 ;;
+    -I) large_iters=$2; shift 2 ;;
+    -r) reps=$2; shift 2 ;;
+    -o) outdir=$2; shift 2 ;;
+    -t) limit=$2; shift 2 ;;
+    -C) configs+=("$2"); shift 2 ;;
+    --ucg-path) ucg_path=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "unknown option: $1 (see -h)" >&2; exit 2 ;;
+    esac
+done
+
+common=(--allow-run-as-root --oversubscribe)
+# shellcheck disable=SC2206
+common+=(${BENCH_MPI_ARGS:-})
+pathargs=()
+if [ -n "$ucg_path" ]; then
+    pathargs=(--mca mca_base_component_path "$ucg_path:$sysdir")
+fi
+
+if [ ${#configs[@]} -eq 0 ]; then
+    configs=(
+        "default=--mca pml ob1"
+        "ucx=--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any"
+        "han=--mca coll_han_priority 100"
+    )
+    if ompi_info "${pathargs[@]}" 2>/dev/null | grep -q 'MCA coll: ucg'; then
+        configs+=("ucg=${pathargs[*]} --mca coll ucg,basic,libnbc,tuned,self")
+    else
+        echo "bench-mpi: coll/ucg not found by ompi_info${ucg_path:+ (path $ucg_path)}:" \
+             "skipping the ucg configuration"
+    fi
+fi
+
+make -s -C "$top/test/mpi" coll_bench
+mkdir -p "$outdir"
+raw=$outdir/bench-mpi-raw.csv
+summary=$outdir/bench-mpi.csv
+png=$outdir/bench-mpi.png
+echo "config,rep,coll,bytes,avg_us,min_us,max_us,iterations" >"$raw"
+
+echo "bench-mpi: np=$np colls=$colls sizes=$sizes iterations=$iters/$large_iters" \
+     "repetitions=$reps"
+for c in "${configs[@]}"; do
+    echo "  ${c%%=*}: mpirun ${c#*=}"
+done
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+failed=0
+for rep in $(seq 1 "$reps"); do
+    for c in "${configs[@]}"; do
+        name=${c%%=*}
+        # shellcheck disable=SC2206
+        args=(${c#*=})
+        if ! timeout -k 10 "$limit" mpirun "${common[@]}" -np "$np" "${args[@]}" \
+                "$top/test/mpi/coll_bench" -c "$colls" -s "$sizes" \
+                -i "$iters" -I "$large_iters" >"$log" 2>&1; then
+            echo "bench-mpi: $name (repetition $rep) failed:"
+            tail -15 "$log"
+            failed=1
+            continue
+        fi
+        grep -v '^#' "$log" | grep -E '^[a-z]+ [0-9]+ ' |
+            awk -v c="$name" -v r="$rep" 'NF == 6 {
+                printf "%s,%s,%s,%s,%s,%s,%s,%s\n", c, r, $1, $2, $3, $4, $5, $6 }' \
+            >>"$raw"
+        echo "  repetition $rep: $name done"
+    done
+done
+
+baseline=${configs[0]%%=*}
+python3 "$top/contrib/plot-mpi.py" "$raw" --table --baseline "$baseline" \
+    --summary "$summary"
+if python3 "$top/contrib/plot-mpi.py" "$raw" --png "$png" \
+        --title "MPI collectives, np=$np, median of $reps repetitions ($(hostname))"; then
+    :
+else
+    echo "bench-mpi: plotting failed (python3-matplotlib missing?)"
+    failed=1
+fi
+echo "bench-mpi: raw CSV $raw, summary $summary, plot $png"
+exit $failed
