@@ -20,7 +20,8 @@
 # -C (repeatable) replaces this list with your own; the first one is the
 # baseline of the ratios.  --ucg-path DIR adds DIR (plus the system component
 # dir) to mca_base_component_path, for a coll/ucg that is not installed.
-# BENCH_MPI_ARGS (environment) is added to every mpirun.
+# BENCH_MPI_ARGS (environment) is added to every mpirun; PYTHON picks the
+# python3 used for the table and the plot.
 #
 set -euo pipefail
 
@@ -37,7 +38,7 @@ ucg_path=
 configs=()
 sysdir=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
 
-usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -115,10 +116,25 @@ for rep in $(seq 1 "$reps"); do
     done
 done
 
+# a python3 that has matplotlib (a pyenv/venv python3 first in PATH may not;
+# Debian's python3-matplotlib is for /usr/bin/python3); PYTHON overrides
+py=${PYTHON:-}
+if [ -z "$py" ]; then
+    for cand in python3 /usr/bin/python3; do
+        if "$cand" -c 'import matplotlib' 2>/dev/null; then
+            py=$cand
+            break
+        fi
+    done
+fi
 baseline=${configs[0]%%=*}
-python3 "$top/contrib/plot-mpi.py" "$raw" --table --baseline "$baseline" \
+"${py:-python3}" "$top/contrib/plot-mpi.py" "$raw" --table --baseline "$baseline" \
     --summary "$summary"
-if python3 "$top/contrib/plot-mpi.py" "$raw" --png "$png" \
+if [ -z "$py" ]; then
+    echo "bench-mpi: no python3 with matplotlib (install python3-matplotlib):" \
+         "no plot"
+    failed=1
+elif "$py" "$top/contrib/plot-mpi.py" "$raw" --png "$png" \
         --title "MPI collectives, np=$np, median of $reps repetitions ($(hostname))"; then
     :
 else
