@@ -34,7 +34,7 @@ while [ $# -gt 0 ]; do
     -q) targs+=(-q); shift ;;
     -v) targs+=(-v); shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
 done
