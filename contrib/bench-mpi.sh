@@ -17,9 +17,15 @@
 #   han      --mca coll_han_priority 100
 #   ucg      --mca coll ucg,basic,libnbc,tuned,self
 #            (only if ompi_info lists "MCA coll: ucg"; skipped otherwise)
+# The first three also get `--mca coll ^ucg`, so that an installed coll/ucg
+# (priority 90) does not take part in them.
 # -C (repeatable) replaces this list with your own; the first one is the
-# baseline of the ratios.  --ucg-path DIR adds DIR (plus the system component
-# dir) to mca_base_component_path, for a coll/ucg that is not installed.
+# baseline of the ratios.  Leading VAR=value words in a configuration are set
+# in mpirun's environment.  --ucg-path DIR: coll/ucg from DIR (a directory
+# holding mca_coll_ucg.so; not a build tree's .libs), passed to the ucg
+# configuration as OMPI_MCA_mca_base_component_path=DIR:<system dir> (the
+# environment variable, because ompi_info, used to detect coll/ucg, does not
+# take that parameter from --mca).
 # BENCH_MPI_ARGS (environment) is added to every mpirun; PYTHON picks the
 # python3 used for the table and the plot.
 #
@@ -38,7 +44,7 @@ ucg_path=
 configs=()
 sysdir=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
 
-usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -60,19 +66,19 @@ done
 common=(--allow-run-as-root --oversubscribe)
 # shellcheck disable=SC2206
 common+=(${BENCH_MPI_ARGS:-})
-pathargs=()
+pathenv=()
 if [ -n "$ucg_path" ]; then
-    pathargs=(--mca mca_base_component_path "$ucg_path:$sysdir")
+    pathenv=("OMPI_MCA_mca_base_component_path=$ucg_path:$sysdir")
 fi
 
 if [ ${#configs[@]} -eq 0 ]; then
     configs=(
-        "default=--mca pml ob1"
-        "ucx=--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any"
-        "han=--mca coll_han_priority 100"
+        "default=--mca pml ob1 --mca coll ^ucg"
+        "ucx=--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca coll ^ucg"
+        "han=--mca coll_han_priority 100 --mca coll ^ucg"
     )
-    if ompi_info "${pathargs[@]}" 2>/dev/null | grep -q 'MCA coll: ucg'; then
-        configs+=("ucg=${pathargs[*]} --mca coll ucg,basic,libnbc,tuned,self")
+    if env "${pathenv[@]}" ompi_info 2>/dev/null | grep -q 'MCA coll: ucg'; then
+        configs+=("ucg=${pathenv[*]} --mca coll ucg,basic,libnbc,tuned,self")
     else
         echo "bench-mpi: coll/ucg not found by ompi_info${ucg_path:+ (path $ucg_path)}:" \
              "skipping the ucg configuration"
@@ -100,7 +106,12 @@ for rep in $(seq 1 "$reps"); do
         name=${c%%=*}
         # shellcheck disable=SC2206
         args=(${c#*=})
-        if ! timeout -k 10 "$limit" mpirun "${common[@]}" -np "$np" "${args[@]}" \
+        envs=()
+        while [ ${#args[@]} -gt 0 ] && [[ ${args[0]} =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; do
+            envs+=("${args[0]}")
+            args=("${args[@]:1}")
+        done
+        if ! timeout -k 10 "$limit" env "${envs[@]}" mpirun "${common[@]}" -np "$np" "${args[@]}" \
                 "$top/test/mpi/coll_bench" -c "$colls" -s "$sizes" \
                 -i "$iters" -I "$large_iters" >"$log" 2>&1; then
             echo "bench-mpi: $name (repetition $rep) failed:"
