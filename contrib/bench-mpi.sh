@@ -95,7 +95,7 @@ echo "config,rep,coll,bytes,avg_us,min_us,max_us,iterations" >"$raw"
 echo "bench-mpi: np=$np colls=$colls sizes=$sizes iterations=$iters/$large_iters" \
      "repetitions=$reps"
 for c in "${configs[@]}"; do
-    echo "  ${c%%=*}: mpirun ${c#*=}"
+    echo "  ${c%%=*}: ${c#*=}"
 done
 
 log=$(mktemp)
