@@ -9,7 +9,9 @@
 #      point-to-point algorithms against a simulated network)
 #   3. contrib/check-install.sh: 'make install DESTDIR=...' lands the headers,
 #      the libraries, ucx-o2m.pc and ucg-o2m.pc, and they are usable
-#   4. configure build-asan/ with --enable-sanitizers (ASan + UBSan), build,
+#   4. the MPI suite (test/mpi/run.sh, np 2..8) with the coll/ucg component of
+#      build/ forced, checking it served bcast and allreduce
+#   5. configure build-asan/ with --enable-sanitizers (ASan + UBSan), build,
 #      run the same gtest suite and ucg_p2p_sim there
 #
 # Exits non-zero when any step fails; prints a summary at the end.
@@ -114,6 +116,25 @@ run_sim_asan() {
         UBSAN_OPTIONS=$UBSAN_RUN_OPTIONS run_sim "$1"
 }
 
+# The MPI suite (test/mpi) with coll/ucg forced, and proof that it served
+# the collectives (its counter lines).  build/ only: a component built with
+# sanitizers cannot load into the uninstrumented MPI processes.
+run_mpi() {
+    local dir=$1 so comp rc
+    make -C "$dir" -j"$JOBS" >/dev/null || return 1
+    so="$dir/src/ompi/coll/ucg/.libs/mca_coll_ucg.so"
+    [ -f "$so" ] || { echo "test.sh: $so was not built (Open MPI devel headers?)" >&2; return 1; }
+    make -C test/mpi >/dev/null || return 1
+    # Open MPI does not load a component from a libtool .libs directory
+    comp=$(mktemp -d /tmp/ucx-o2m-comp.XXXXXX)
+    ln -s "$(readlink -f "$so")" "$comp/"
+    MPI_TEST_EXPECT_UCG=1 bash test/mpi/run.sh --ucg-path "$comp" -- \
+        --mca coll ucg,basic,libnbc,tuned,self
+    rc=$?
+    rm -rf "$comp"
+    return $rc
+}
+
 trap 'summary $?' EXIT
 
 # name and "stop the rest on failure" for every step, in order
@@ -135,6 +156,7 @@ else
 fi
 
 run_step "check-install" bash contrib/check-install.sh "$BUILD" || true
+run_step "MPI suite, coll/ucg (build/)" run_mpi "$BUILD" || true
 
 if run_step "bootstrap (build-asan/)" bash contrib/bootstrap.sh \
         --build-dir "$BUILD_ASAN" -- --enable-sanitizers; then
