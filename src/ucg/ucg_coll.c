@@ -17,6 +17,12 @@
 /* Time given to cancelled requests to complete before they are left to UCP */
 #define UCG_COLL_CANCEL_TIMEOUT 0.5
 
+/* Scratch bytes (per buffer) a group's spare collective keeps */
+#define UCG_COLL_SPARE_SCRATCH_MAX (64 * 1024)
+
+/* Progress calls between two reads of the clock for members' liveness */
+#define UCG_COLL_CHECK_SKIP 64
+
 
 static int ucg_coll_is_rooted(ucg_coll_type_t type)
 {
@@ -362,6 +368,70 @@ err_null:
     return UCS_ERR_INVALID_PARAM;
 }
 
+/*
+ * A zeroed collective: the group's spare one (kept by the last
+ * ucg_coll_finalize, with its request array and small scratch buffers) or a
+ * new one.  Blocking collectives called in a loop then allocate nothing.
+ */
+static ucg_coll_t *ucg_coll_alloc(ucg_group_h group)
+{
+    ucg_coll_t *coll = group->spare_coll;
+    void *scratch[UCG_COLL_MAX_SCRATCH];
+    size_t scratch_len[UCG_COLL_MAX_SCRATCH];
+    unsigned max_reqs;
+    void **reqs;
+
+    if (coll == NULL) {
+        return ucs_calloc(1, sizeof(*coll), "ucg coll");
+    }
+
+    group->spare_coll = NULL;
+    memcpy(scratch, coll->scratch, sizeof(scratch));
+    memcpy(scratch_len, coll->scratch_len, sizeof(scratch_len));
+    reqs     = coll->reqs;
+    max_reqs = coll->max_reqs;
+
+    memset(coll, 0, sizeof(*coll));
+    memcpy(coll->scratch, scratch, sizeof(scratch));
+    memcpy(coll->scratch_len, scratch_len, sizeof(scratch_len));
+    coll->reqs     = reqs;
+    coll->max_reqs = max_reqs;
+    return coll;
+}
+
+static void ucg_coll_free(ucg_coll_t *coll)
+{
+    unsigned i;
+
+    for (i = 0; i < UCG_COLL_MAX_SCRATCH; ++i) {
+        ucs_free(coll->scratch[i]);
+    }
+    ucs_free(coll->reqs);
+    ucs_free(coll);
+}
+
+/* Keep @a coll (not in progress) as its group's spare, or free it */
+static void ucg_coll_release(ucg_coll_t *coll)
+{
+    ucg_group_h group = coll->group;
+    unsigned i;
+
+    if (group->spare_coll != NULL) {
+        ucg_coll_free(coll);
+        return;
+    }
+
+    /* The spare holds on to little memory: large scratch buffers go */
+    for (i = 0; i < UCG_COLL_MAX_SCRATCH; ++i) {
+        if (coll->scratch_len[i] > UCG_COLL_SPARE_SCRATCH_MAX) {
+            ucs_free(coll->scratch[i]);
+            coll->scratch[i]     = NULL;
+            coll->scratch_len[i] = 0;
+        }
+    }
+    group->spare_coll = coll;
+}
+
 static void ucg_coll_plan_key(const ucg_coll_t *coll, ucg_plan_key_t *key)
 {
     const ucg_coll_params_t *params = &coll->params;
@@ -396,7 +466,7 @@ ucs_status_t ucg_coll_init(ucg_group_h group, const ucg_coll_params_t *params,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    coll = ucs_calloc(1, sizeof(*coll), "ucg coll");
+    coll = ucg_coll_alloc(group);
     if (coll == NULL) {
         ucs_error("ucg: out of memory for a collective");
         return UCS_ERR_NO_MEMORY;
@@ -420,7 +490,7 @@ ucs_status_t ucg_coll_init(ucg_group_h group, const ucg_coll_params_t *params,
     return UCS_OK;
 
 err:
-    ucs_free(coll);
+    ucg_coll_release(coll);
     return status;
 }
 
@@ -686,6 +756,7 @@ ucs_status_t ucg_coll_start(ucg_coll_h coll)
         return group->failed;
     }
 
+    group->context->need_ucp = 1; /* until ucg_coll_progress_all knows */
     coll->seq       = group->next_seq++;
     coll->status    = UCS_INPROGRESS;
     coll->active    = 1;
@@ -711,9 +782,19 @@ ucs_status_t ucg_coll_start(ucg_coll_h coll)
     return UCS_OK;
 }
 
+/* Whether @a coll (started) waits for UCP: it is in a UCP phase or has UCP
+ * requests outstanding */
+static int ucg_coll_uses_ucp(const ucg_coll_t *coll)
+{
+    return (coll->num_reqs > 0) || (coll->phase == NULL) ||
+           (ucg_sm_phase_ops[coll->phase->method].start == NULL);
+}
+
 unsigned ucg_coll_progress_all(ucg_context_h context)
 {
     unsigned count = 0;
+    int started    = 0;
+    int need_ucp   = 0;
     ucg_coll_t *coll, *tmp;
     ucg_group_t *group;
 
@@ -722,7 +803,15 @@ unsigned ucg_coll_progress_all(ucg_context_h context)
             continue;
         }
 
-        if (ucg_group_check(group) != UCS_OK) {
+        /* Reading the clock on every call costs more than the check */
+        if (group->check_skip > 0) {
+            --group->check_skip;
+        } else {
+            group->check_skip = UCG_COLL_CHECK_SKIP;
+            ucg_group_check(group);
+        }
+
+        if (group->failed != UCS_OK) {
             ucs_list_for_each_safe(coll, tmp, &group->colls, list) {
                 ucg_coll_complete(coll, group->failed);
                 ++count;
@@ -732,10 +821,17 @@ unsigned ucg_coll_progress_all(ucg_context_h context)
 
         ucs_list_for_each_safe(coll, tmp, &group->colls, list) {
             ucg_coll_progress_one(coll);
-            count += !coll->active;
+            if (coll->active) {
+                started   = 1;
+                need_ucp |= ucg_coll_uses_ucp(coll);
+            } else {
+                ++count;
+            }
         }
     }
 
+    /* Read by the next ucg_progress (ucg_coll_start sets it too) */
+    context->need_ucp = need_ucp || !started;
     return count;
 }
 
@@ -760,8 +856,6 @@ ucs_status_t ucg_coll_wait(ucg_coll_h coll)
 
 void ucg_coll_finalize(ucg_coll_h coll)
 {
-    unsigned i;
-
     if (coll == NULL) {
         return;
     }
@@ -772,11 +866,7 @@ void ucg_coll_finalize(ucg_coll_h coll)
         ucg_coll_complete(coll, UCS_ERR_CANCELED);
     }
 
-    for (i = 0; i < UCG_COLL_MAX_SCRATCH; ++i) {
-        ucs_free(coll->scratch[i]);
-    }
-    ucs_free(coll->reqs);
-    ucs_free(coll);
+    ucg_coll_release(coll);
 }
 
 ucs_status_t ucg_coll_run(ucg_group_h group, const ucg_coll_params_t *params)
@@ -907,6 +997,11 @@ void ucg_coll_group_cleanup(ucg_group_h group)
         ucs_debug("ucg group %u: dropping an unmatched message of seq %u",
                   group->id, msg->hdr.seq);
         ucs_free(msg);
+    }
+
+    if (group->spare_coll != NULL) {
+        ucg_coll_free(group->spare_coll);
+        group->spare_coll = NULL;
     }
 }
 

@@ -126,7 +126,7 @@ ucs_status_t ucg_sm_am_cb(void *arg, void *data, size_t length,
                           unsigned flags);
 
 /** Progress every started collective of the context (called by
- *  ucg_progress after the transports) */
+ *  ucg_progress after the transports), and set context->need_ucp */
 unsigned ucg_coll_progress_all(ucg_context_h context);
 
 /** Executor state of a new group (called by ucg_group_create once the

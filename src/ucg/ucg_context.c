@@ -23,6 +23,10 @@
 #define UCG_O2M_MD_NAME        "o2m"
 #define UCG_O2M_DEV_NAME       "memory"
 
+/* ucg_progress calls between two UCP progress calls while every started
+ * collective is in a host-local phase */
+#define UCG_UCP_IDLE_POLLS     16
+
 static const char *ucg_sm_tl_names[UCG_SM_LAST] = {
     [UCG_SM_BCAST]  = UCT_O2M_BCAST_TL_NAME,
     [UCG_SM_INCAST] = UCT_O2M_INCAST_TL_NAME
@@ -579,6 +583,7 @@ ucs_status_t ucg_context_create(const ucg_context_params_t *params,
     ucs_list_head_init(&context->p2p_conns);
     ucs_queue_head_init(&context->sm_orphans);
     context->next_group_id = 0;
+    context->need_ucp      = 1;
 
     if (config == NULL) {
         status = ucg_config_read(NULL, &context->config);
@@ -650,9 +655,16 @@ void ucg_context_destroy(ucg_context_h context)
 
 unsigned ucg_progress(ucg_context_h context)
 {
-    unsigned count;
+    unsigned count = 0;
 
-    count = ucp_worker_progress(context->ucp_worker);
+    /* While the started collectives are all in host-local phases, UCP has
+     * nothing of theirs to do: it is progressed every UCG_UCP_IDLE_POLLS
+     * calls only (its connections, early messages of later phases) */
+    if (context->need_ucp ||
+        (++context->ucp_idle_polls >= UCG_UCP_IDLE_POLLS)) {
+        context->ucp_idle_polls = 0;
+        count = ucp_worker_progress(context->ucp_worker);
+    }
     if (context->uct_worker != NULL) {
         count += uct_worker_progress(context->uct_worker);
     }

@@ -49,6 +49,11 @@ struct ucg_context {
     /* sm messages for a group this member has not created yet (its peers
      * did and started a collective): adopted by the group at creation */
     ucs_queue_head_t    sm_orphans;
+    /* Whether a started collective waits for UCP, or none is started (set
+     * by the executor); else ucg_progress progresses UCP only every few
+     * calls, counted by ucp_idle_polls */
+    int                 need_ucp;
+    unsigned            ucp_idle_polls;
 };
 
 /** A UCP endpoint to a peer worker.  Groups share them (communicators of
@@ -122,6 +127,10 @@ struct ucg_group {
     ucs_queue_head_t    sm_unexp;     /* sm messages not yet expected */
     ucs_status_t        failed;       /* first fatal error, or UCS_OK */
     ucs_time_t          next_check;   /* of members' liveness */
+    unsigned            check_skip;   /* progress calls before reading the
+                                         clock for the next check */
+    struct ucg_coll     *spare_coll;  /* a finalized collective, reused by
+                                         the next ucg_coll_init */
 };
 
 /** The UCP endpoint to @a rank (created on first use) */

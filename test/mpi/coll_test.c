@@ -872,8 +872,72 @@ static void test_gathers(const ctx_t *c, int coll)
     }
 }
 
+/*
+ * The same call several times on the same buffers with new data each time,
+ * as loops do (coll/ucg keeps the last collective of each type initialized
+ * for exactly this); a stale result or buffer would show here.
+ */
+static void test_repeat(const ctx_t *c)
+{
+    static const size_t counts[] = {1, 1000, 100000};
+    const tdesc_t *t = NULL;
+    int root         = c->size - 1;
+
+    for (int k = 0; (k < g_ntypes) && (t == NULL); ++k) {
+        if (!strcmp(g_types[k].name, "MPI_INT")) {
+            t = &g_types[k];
+        }
+    }
+    for (int ci = 0; ci < 3; ++ci) {
+        size_t count = counts[ci], bytes = count * t->ext;
+        void *sbuf = xmalloc(bytes), *rbuf = xmalloc(bytes);
+        void *exp = xmalloc(bytes), *tmp = xmalloc(bytes);
+
+        for (int it = 0; it < 3; ++it) {
+            int seed = ++g_seed;
+
+            t->gen(exp, count, root, seed, OP_NONE);
+            if (c->rank == root) {
+                memcpy(rbuf, exp, bytes);
+            } else {
+                memset(rbuf, 0xa5, bytes);
+            }
+            MPI_Bcast(rbuf, (int)count, t->dt, root, c->comm);
+            g_ncases[C_BCAST]++;
+            check(C_BCAST, c, t, OP_NONE, count, root, 0, rbuf, exp, count,
+                  "repeated buf");
+
+            seed = ++g_seed;
+            t->gen(sbuf, count, c->rank, seed, OP_SUM);
+            memset(rbuf, 0x5a, bytes);
+            MPI_Allreduce(sbuf, rbuf, (int)count, t->dt, MPI_SUM, c->comm);
+            g_ncases[C_ALLREDUCE]++;
+            reference(c, t, OP_SUM, count, seed, exp, tmp);
+            check(C_ALLREDUCE, c, t, OP_SUM, count, -1, 0, rbuf, exp, count,
+                  "repeated recvbuf");
+
+            seed = ++g_seed;
+            t->gen(sbuf, count, c->rank, seed, OP_MAX);
+            memset(rbuf, 0x5a, bytes);
+            MPI_Reduce(sbuf, rbuf, (int)count, t->dt, MPI_MAX, root,
+                       c->comm);
+            g_ncases[C_REDUCE]++;
+            if (c->rank == root) {
+                reference(c, t, OP_MAX, count, seed, exp, tmp);
+                check(C_REDUCE, c, t, OP_MAX, count, root, 0, rbuf, exp,
+                      count, "repeated recvbuf");
+            }
+        }
+        free(sbuf);
+        free(rbuf);
+        free(exp);
+        free(tmp);
+    }
+}
+
 static void run_all(const ctx_t *c)
 {
+    test_repeat(c);
     test_bcast(c);
     test_reductions(c, C_ALLREDUCE);
     test_reductions(c, C_REDUCE);

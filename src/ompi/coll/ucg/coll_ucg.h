@@ -49,8 +49,14 @@ typedef struct mca_coll_ucg_module {
     int                    comm_rank;
     unsigned long          n_ucg[COLL_UCG_NUM];
     unsigned long          n_delegated[COLL_UCG_NUM];
+    unsigned long          n_reused[COLL_UCG_NUM];  /* of n_ucg: cached */
     char                   comm_name[MPI_MAX_OBJECT_NAME];
     uint32_t               comm_cid;
+
+    /* The last collective of each type, kept initialized: a call with the
+     * same parameters (buffers included, as in loops) only starts it */
+    ucg_coll_h             cached[COLL_UCG_NUM];
+    ucg_coll_params_t      cached_params[COLL_UCG_NUM];
 
     /* The previous module of each collective, to delegate to */
     mca_coll_base_module_bcast_fn_t     prev_bcast;

@@ -18,6 +18,9 @@
 
 #define UCG_MOD(_m) ((mca_coll_ucg_module_t*)(_m))
 
+/* UCG polls between two opal_progress() calls while a collective waits */
+#define COLL_UCG_OPAL_PROGRESS_POLLS 32
+
 
 /* ---- datatypes and ops ------------------------------------------------- */
 
@@ -185,27 +188,69 @@ static size_t coll_ucg_bytes(struct ompi_datatype_t *dtype, int count)
     return (count > 0) ? size * (size_t)count : 0;
 }
 
-/* Run a collective on UCG, progressing Open MPI while it waits (a peer may
- * need our PML progress before it joins the collective) */
+static bool coll_ucg_params_equal(const ucg_coll_params_t *a,
+                                  const ucg_coll_params_t *b)
+{
+    return (a->type == b->type) && (a->root == b->root) &&
+           (a->sbuf == b->sbuf) && (a->rbuf == b->rbuf) &&
+           (a->count == b->count) && (a->dtype == b->dtype) &&
+           (a->dt_size == b->dt_size) && (a->op == b->op) &&
+           (a->op != UCG_OP_USER);
+}
+
+static void coll_ucg_uncache(mca_coll_ucg_module_t *m, int coll)
+{
+    if (m->cached[coll] != NULL) {
+        ucg_coll_finalize(m->cached[coll]);
+        m->cached[coll] = NULL;
+    }
+}
+
+/* Run a collective on UCG, progressing Open MPI every
+ * COLL_UCG_OPAL_PROGRESS_POLLS polls while it waits (a peer may need our
+ * PML progress before it joins the collective; on every poll it would cost
+ * more than the collective) */
 static int coll_ucg_run(mca_coll_ucg_module_t *m, int coll,
                         const ucg_coll_params_t *params)
 {
+    unsigned polls = 0;
     ucs_status_t status;
     ucg_coll_h req;
 
-    status = ucg_coll_init(m->group, params, &req);
+    /* A user op's argument lives on the caller's stack: not kept */
+    req = m->cached[coll];
+    if ((req == NULL) ||
+        !coll_ucg_params_equal(&m->cached_params[coll], params)) {
+        coll_ucg_uncache(m, coll);
+        status = ucg_coll_init(m->group, params, &req);
+        if (status != UCS_OK) {
+            goto out;
+        }
+        if (params->op != UCG_OP_USER) {
+            m->cached[coll]        = req;
+            m->cached_params[coll] = *params;
+        }
+    } else {
+        ++m->n_reused[coll];
+    }
+
+    status = ucg_coll_start(req);
     if (status == UCS_OK) {
-        status = ucg_coll_start(req);
-        if (status == UCS_OK) {
-            do {
-                status = ucg_coll_test(req);
-                if (status == UCS_INPROGRESS) {
-                    opal_progress();
-                }
-            } while (status == UCS_INPROGRESS);
+        while ((status = ucg_coll_test(req)) == UCS_INPROGRESS) {
+            if (++polls == COLL_UCG_OPAL_PROGRESS_POLLS) {
+                polls = 0;
+                opal_progress();
+            }
+        }
+    }
+    if ((req != m->cached[coll]) || (status != UCS_OK)) {
+        if (req == m->cached[coll]) {
+            m->cached[coll] = NULL;
         }
         ucg_coll_finalize(req);
     }
+
+out:
     if (status != UCS_OK) {
         opal_output(0, "coll:ucg: %s on comm %s failed: %s",
                     mca_coll_ucg_coll_names[coll], m->comm_name,
@@ -673,10 +718,13 @@ static void coll_ucg_module_destruct(mca_coll_ucg_module_t *m)
                 continue;
             }
             opal_output(0, "coll:ucg: comm %s (cid %u) rank %d: %s ucg=%lu "
-                        "delegated=%lu", m->comm_name, m->comm_cid,
+                        "delegated=%lu reused=%lu", m->comm_name, m->comm_cid,
                         m->comm_rank, mca_coll_ucg_coll_names[i], m->n_ucg[i],
-                        m->n_delegated[i]);
+                        m->n_delegated[i], m->n_reused[i]);
         }
+    }
+    for (i = 0; i < COLL_UCG_NUM; ++i) {
+        coll_ucg_uncache(m, i);
     }
     if (m->group != NULL) {
         ucg_group_destroy(m->group);
