@@ -206,6 +206,14 @@ ucs_config_field_t ucg_config_table[] = {
      "SM_INCAST_MODE=auto); inf: never.",
      ucs_offsetof(ucg_config_t, sm_locked_thresh), UCS_CONFIG_TYPE_MEMUNITS},
 
+    {"SM_BCAST_CMA_THRESH", "16k",
+     "Host-local bcast of at least this many bytes is single-copy: the root\n"
+     "sends the address of its buffer (sm_bcast), every member reads it with\n"
+     "process_vm_readv and acknowledges (sm_incast), instead of two copies\n"
+     "through shared memory.  inf: never (where process_vm_readv between the\n"
+     "processes is not permitted).",
+     ucs_offsetof(ucg_config_t, sm_bcast_cma_thresh), UCS_CONFIG_TYPE_MEMUNITS},
+
     {"PEER_TIMEOUT", "10s",
      "How long UCG waits for a member that does not answer where waiting is\n"
      "not the application's choice: a member that never joins a host-local\n"
@@ -596,6 +604,12 @@ ucs_status_t ucg_config_check(const ucg_config_t *config)
 
     if (config->sm_allreduce_max == UCS_MEMUNITS_AUTO) {
         UCG_CONFIG_ERROR(config, "SM_ALLREDUCE_MAX", "must be a size or inf");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (config->sm_bcast_cma_thresh == UCS_MEMUNITS_AUTO) {
+        UCG_CONFIG_ERROR(config, "SM_BCAST_CMA_THRESH",
+                         "must be a size or inf");
         return UCS_ERR_INVALID_PARAM;
     }
 

@@ -71,6 +71,7 @@ struct ucg_config {
     size_t           sm_locked_thresh;      /* SM_LOCKED_THRESH: fan-in of at
                                                least this many bytes uses the
                                                locked mode */
+    size_t           sm_bcast_cma_thresh;   /* SM_BCAST_CMA_THRESH */
 
     /* Failures */
     double           peer_timeout;     /* PEER_TIMEOUT (seconds) */

@@ -23,6 +23,7 @@ const char *ucg_phase_method_names[] = {
     [UCG_PHASE_SM_REDUCE]             = "sm_reduce",
     [UCG_PHASE_SM_GATHER]             = "sm_gather",
     [UCG_PHASE_SM_ALLREDUCE]          = "sm_allreduce",
+    [UCG_PHASE_SM_BCAST_CMA]          = "sm_bcast_cma",
     [UCG_PHASE_P2P_BCAST]             = "p2p_bcast",
     [UCG_PHASE_P2P_REDUCE]            = "p2p_reduce",
     [UCG_PHASE_P2P_ALLREDUCE_RD]      = "p2p_allreduce_rd",
@@ -264,7 +265,8 @@ enum {
     UCG_PLAN_CLASS_P2P_FRAG  = UCS_BIT(0), /* msg_size > 2 * P2P_FRAG_SIZE */
     UCG_PLAN_CLASS_AR_RING   = UCS_BIT(1), /* >= ALLREDUCE_RING_THRESH */
     UCG_PLAN_CLASS_SM_LOCKED = UCS_BIT(2), /* >= SM_LOCKED_THRESH */
-    UCG_PLAN_CLASS_SM_AR     = UCS_BIT(3)  /* <= SM_ALLREDUCE_MAX */
+    UCG_PLAN_CLASS_SM_AR     = UCS_BIT(3), /* <= SM_ALLREDUCE_MAX */
+    UCG_PLAN_CLASS_SM_CMA    = UCS_BIT(4)  /* >= SM_BCAST_CMA_THRESH */
 };
 
 unsigned ucg_plan_size_class(const ucg_config_t *config, ucg_coll_type_t type,
@@ -286,6 +288,9 @@ unsigned ucg_plan_size_class(const ucg_config_t *config, ucg_coll_type_t type,
             cls |= UCG_PLAN_CLASS_P2P_FRAG;
         }
         if (type == UCG_COLL_BCAST) {
+            if (ucg_plan_reaches(msg_size, config->sm_bcast_cma_thresh)) {
+                cls |= UCG_PLAN_CLASS_SM_CMA;
+            }
             break;
         }
         /* fall through: allreduce reduces on the host */
@@ -673,8 +678,22 @@ static ucs_status_t ucg_plan_build_bcast(ucg_plan_builder_t *b, int hier,
         return UCS_OK;
     }
 
-    return ucg_plan_add_local(b, UCG_PHASE_SM_BCAST, ucg_plan_bcast_mode(b),
-                              0, NULL);
+    /* Only for bcast itself: the size classes of the collectives that end
+     * in a bcast phase do not know the threshold */
+    if ((b->key->type != UCG_COLL_BCAST) ||
+        !ucg_plan_reaches(b->key->msg_size, b->config->sm_bcast_cma_thresh)) {
+        return ucg_plan_add_local(b, UCG_PHASE_SM_BCAST,
+                                  ucg_plan_bcast_mode(b), 0, NULL);
+    }
+
+    /* Single-copy: a zero-byte fan-in acknowledges the reads */
+    status = ucg_plan_add_local(b, UCG_PHASE_SM_BCAST_CMA,
+                                ucg_plan_bcast_mode(b), 0, &phase);
+    if (phase != NULL) {
+        phase->sm_ack_mode = ucg_plan_gather_mode(b);
+        phase->frag_size   = 0;
+    }
+    return status;
 }
 
 static ucs_status_t ucg_plan_build_gather(ucg_plan_builder_t *b, int hier,
@@ -1226,6 +1245,7 @@ static const char *ucg_plan_phase_transport(ucg_phase_method_t method)
     switch (method) {
     case UCG_PHASE_SM_BCAST:
     case UCG_PHASE_SM_ALLREDUCE:
+    case UCG_PHASE_SM_BCAST_CMA:
         return UCT_O2M_BCAST_TL_NAME;
     case UCG_PHASE_SM_REDUCE:
     case UCG_PHASE_SM_GATHER:
@@ -1241,7 +1261,8 @@ static int ucg_plan_phase_is_sm(ucg_phase_method_t method)
 {
     return (method == UCG_PHASE_SM_BCAST) || (method == UCG_PHASE_SM_REDUCE) ||
            (method == UCG_PHASE_SM_GATHER) ||
-           (method == UCG_PHASE_SM_ALLREDUCE);
+           (method == UCG_PHASE_SM_ALLREDUCE) ||
+           (method == UCG_PHASE_SM_BCAST_CMA);
 }
 
 void ucg_plan_print(const ucg_plan_t *plan, const ucg_topo_t *topo,
@@ -1291,6 +1312,10 @@ void ucg_plan_print(const ucg_plan_t *plan, const ucg_topo_t *topo,
                 len += snprintf(attrs + len, sizeof(attrs) - len, " %s",
                                 phase->sm_native ? "native" :
                                                    "gather-reduce");
+            } else if (phase->method == UCG_PHASE_SM_BCAST_CMA) {
+                len += snprintf(attrs + len, sizeof(attrs) - len,
+                                " ack %s",
+                                uct_o2m_mode_name(phase->sm_ack_mode));
             }
         }
         if (phase->radix != 0) {

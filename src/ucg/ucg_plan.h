@@ -23,6 +23,7 @@
  *    members' vectors, computed in rank order (identical everywhere);
  *  - FOLD: the root reduces all gathered blocks in rank order (any op,
  *    non-commutative included);
+ *  - SM_BCAST_CMA: as SM_BCAST (bcast only), single-copy;
  *  - barrier phases (SM_GATHER / SM_BCAST with 0 bytes, P2P_BARRIER) only
  *    synchronize.
  */
@@ -51,6 +52,10 @@ typedef enum {
     UCG_PHASE_SM_ALLREDUCE,       /* every member fans out its vector on its
                                      own sm_bcast endpoint; every member
                                      reduces all of them in rank order */
+    UCG_PHASE_SM_BCAST_CMA,       /* the root sends its buffer's address
+                                     (sm_bcast), members read it with
+                                     process_vm_readv and acknowledge
+                                     (sm_incast, sm_ack_mode) */
     UCG_PHASE_LAST
 } ucg_phase_method_t;
 
@@ -87,6 +92,7 @@ typedef struct ucg_phase_set {
 typedef struct ucg_phase {
     ucg_phase_method_t method;
     uct_o2m_mode_t     sm_mode;    /* SM_*: transport mode */
+    uct_o2m_mode_t     sm_ack_mode; /* SM_BCAST_CMA: of the acknowledgements */
     int                sm_native;  /* SM_REDUCE: the transport reduces (op and
                                       dtype supported); else it gathers and
                                       the set root reduces */

@@ -16,6 +16,13 @@
  *               endpoint and receives the others' (the header says from
  *               whom); once all are in, each member reduces them in rank
  *               order, so every member computes the same bits.
+
+ *  - SM_BCAST_CMA: single-copy bcast in two stages.  Stage 0: the root
+ *               sends a descriptor of its buffer (sm_bcast); each member
+ *               reads the buffer with process_vm_readv.  Stage 1: each
+ *               member contributes an 8-byte status (sm_incast, gather);
+ *               the root completes when all have read (its buffer may be
+ *               reused from then on), and fails if one could not.
  * A stream of 0 bytes is one message with only the header (barriers).
  *
  * Fan-in rounds are formed by the transport from the k-th contribution of
@@ -30,6 +37,10 @@
 #include <ucs/debug/log.h>
 #include <ucs/sys/math.h>
 #include <string.h>
+#include <errno.h>
+#include <limits.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 /* Phase state (coll->ps) of SM phases */
 #define UCG_SM_PS_EP(_coll)       ((_coll)->ps.tmp)
@@ -45,6 +56,23 @@
 #define UCG_SM_PS_EXPECT(_coll)   ((_coll)->ps.vals[3])
 #define UCG_SM_PS_VECS(_coll)     ((_coll)->ps.sizes[2])
 #define UCG_SM_PS_DONE(_coll)     ((_coll)->ps.vals[4])
+/* SM_BCAST_CMA: stage (0: descriptor, 1: acknowledgements), the root's
+ * buffer, and the status of this member's read */
+#define UCG_SM_PS_STAGE(_coll)    ((_coll)->ps.vals[5])
+#define UCG_SM_PS_PID(_coll)      ((_coll)->ps.vals[6])
+#define UCG_SM_PS_READ(_coll)     ((_coll)->ps.vals[7])
+#define UCG_SM_PS_ADDR(_coll)     ((_coll)->ps.sizes[2])
+
+/* SM_BCAST_CMA stage 0 message: where the root's data is */
+typedef struct ucg_sm_cma_desc {
+    uint64_t addr;
+    uint64_t length;
+    int32_t  pid;
+    uint32_t reserved;
+} ucg_sm_cma_desc_t;
+
+/* SM_BCAST_CMA stage 1 message: a member's read status (ucs_status_t) */
+typedef int64_t ucg_sm_cma_ack_t;
 
 /* Scratch buffer of SM_ALLREDUCE (ucg_coll_scratch: 2 and 3 are phases') */
 #define UCG_SM_SCRATCH_IDX        2
@@ -97,7 +125,8 @@ static int ucg_sm_contrib_key(const ucg_coll_t *coll, unsigned phase_idx,
     unsigned idx;
 
     if ((phase->method != UCG_PHASE_SM_REDUCE) &&
-        (phase->method != UCG_PHASE_SM_GATHER)) {
+        (phase->method != UCG_PHASE_SM_GATHER) &&
+        (phase->method != UCG_PHASE_SM_BCAST_CMA)) {
         return 0;
     }
 
@@ -107,9 +136,20 @@ static int ucg_sm_contrib_key(const ucg_coll_t *coll, unsigned phase_idx,
     }
 
     key->root = set->ranks[set->root];
-    key->mode = phase->sm_mode;
+    key->mode = (phase->method == UCG_PHASE_SM_BCAST_CMA) ?
+                phase->sm_ack_mode : phase->sm_mode;
     ucg_sm_phase_op(coll, phase, &key->op, &key->dtype);
     return 1;
+}
+
+/* Whether @a coll, in a fan-in phase, has made all its contributions */
+static int ucg_sm_contributed(const ucg_coll_t *coll)
+{
+    if ((coll->phase->method == UCG_PHASE_SM_BCAST_CMA) &&
+        (UCG_SM_PS_STAGE(coll) == 0)) {
+        return 0;
+    }
+    return UCG_SM_PS_NEXT(coll) >= UCG_SM_PS_NFRAGS(coll);
 }
 
 /* Whether every collective started before @a coll is done contributing to
@@ -127,8 +167,7 @@ static int ucg_sm_my_turn(const ucg_coll_t *coll, const ucg_sm_key_t *key)
 
         for (p = prev->phase_idx; p < prev->plan->num_phases; ++p) {
             if (!ucg_sm_contrib_key(prev, p, &prev_key) ||
-                ((p == prev->phase_idx) &&
-                 (UCG_SM_PS_NEXT(prev) >= UCG_SM_PS_NFRAGS(prev)))) {
+                ((p == prev->phase_idx) && ucg_sm_contributed(prev))) {
                 continue;
             }
             if (!memcmp(&prev_key, key, sizeof(*key))) {
@@ -188,6 +227,21 @@ static void *ucg_sm_bcast_ptr(const ucg_coll_t *coll, size_t offset,
                                rank * coll->block + (offset % coll->block));
 }
 
+static void ucg_sm_cma_pack(const ucg_coll_t *coll, void *payload)
+{
+    ucg_sm_cma_desc_t *desc;
+
+    if (UCG_SM_PS_STAGE(coll) == 0) {
+        desc           = payload;
+        desc->addr     = (uintptr_t)coll->data;
+        desc->length   = coll->data_len;
+        desc->pid      = getpid();
+        desc->reserved = 0;
+    } else {
+        *(ucg_sm_cma_ack_t*)payload = (int)UCG_SM_PS_READ(coll);
+    }
+}
+
 static size_t ucg_sm_pack(void *dest, void *arg)
 {
     ucg_sm_pack_arg_t *pack = arg;
@@ -205,6 +259,9 @@ static size_t ucg_sm_pack(void *dest, void *arg)
     hdr->src      = coll->my_idx;
 
     switch (coll->phase->method) {
+    case UCG_PHASE_SM_BCAST_CMA:
+        ucg_sm_cma_pack(coll, payload);
+        break;
     case UCG_PHASE_SM_BCAST:
         for (done = 0; done < pack->length; done += contig) {
             src    = ucg_sm_bcast_ptr(coll, pack->offset + done, &contig);
@@ -373,6 +430,50 @@ static void ucg_sm_allreduce_deliver(ucg_coll_t *coll, const ucg_sm_hdr_t *hdr,
     }
 }
 
+/* SM_BCAST_CMA: the root's descriptor (stage 0), or at the root the
+ * members' read statuses side by side (stage 1) */
+static ucs_status_t ucg_sm_cma_deliver(ucg_coll_t *coll,
+                                       const ucg_sm_hdr_t *hdr, size_t length)
+{
+    size_t stride = sizeof(*hdr) + sizeof(ucg_sm_cma_ack_t);
+    const ucg_sm_cma_desc_t *desc;
+    ucg_sm_cma_ack_t ack;
+    unsigned pos;
+
+    if (hdr->frag != 0) {
+        return ucg_sm_recv_error(coll, "out of order, got fragment",
+                                 hdr->frag);
+    }
+
+    if (UCG_SM_PS_STAGE(coll) == 0) {
+        desc = (const void*)(hdr + 1);
+        if (length != sizeof(*hdr) + sizeof(*desc)) {
+            return ucg_sm_recv_error(coll, "unexpected length", length);
+        } else if (desc->length != coll->data_len) {
+            return ucg_sm_recv_error(coll, "root's buffer has another "
+                                     "length", desc->length);
+        }
+        UCG_SM_PS_ADDR(coll) = desc->addr;
+        UCG_SM_PS_PID(coll)  = desc->pid;
+        return UCS_OK;
+    }
+
+    if (length != (coll->set->count - 1) * stride) {
+        return ucg_sm_recv_error(coll, "unexpected gathered length", length);
+    }
+    for (pos = 0; pos < coll->set->count - 1; ++pos) {
+        memcpy(&ack, UCS_PTR_BYTE_OFFSET(hdr, pos * stride + sizeof(*hdr)),
+               sizeof(ack));
+        if (ack != UCS_OK) {
+            ucs_error("ucg group %u bcast seq %u: a member could not read "
+                      "this root's buffer: %s", coll->group->id, coll->seq,
+                      ucs_status_string((ucs_status_t)ack));
+            return (ucs_status_t)ack;
+        }
+    }
+    return UCS_OK;
+}
+
 void ucg_sm_deliver(ucg_coll_t *coll, const void *data, size_t length)
 {
     const ucg_sm_hdr_t *hdr = data;
@@ -385,6 +486,10 @@ void ucg_sm_deliver(ucg_coll_t *coll, const void *data, size_t length)
 
     if (coll->phase->method == UCG_PHASE_SM_ALLREDUCE) {
         ucg_sm_allreduce_deliver(coll, hdr, length);
+        return;
+    } else if (coll->phase->method == UCG_PHASE_SM_BCAST_CMA) {
+        UCG_SM_PS_STATUS(coll) = ucg_sm_cma_deliver(coll, hdr, length);
+        ++UCG_SM_PS_NEXT(coll);
         return;
     }
 
@@ -415,6 +520,7 @@ out:
 int ucg_sm_expects(const ucg_coll_t *coll)
 {
     switch (coll->phase->method) {
+    case UCG_PHASE_SM_BCAST_CMA:
     case UCG_PHASE_SM_BCAST:
     case UCG_PHASE_SM_REDUCE:
     case UCG_PHASE_SM_GATHER:
@@ -582,6 +688,115 @@ static ucs_status_t ucg_sm_progress(ucg_coll_t *coll)
 }
 
 
+/* SM_BCAST_CMA: enter @a stage, on the sm_bcast (0) or sm_incast (1)
+ * endpoint of the set */
+static ucs_status_t ucg_sm_cma_stage(ucg_coll_t *coll, unsigned stage)
+{
+    int is_root = (coll->my_idx == coll->set->root);
+    ucs_status_t status;
+    uct_ep_h ep;
+
+    if (stage == 0) {
+        status = ucg_group_sm_ep(coll->group, UCG_SM_BCAST, coll->set,
+                                 coll->phase->sm_mode, UCT_O2M_OP_GATHER,
+                                 UCT_O2M_DT_UINT8, &ep);
+    } else {
+        status = ucg_group_sm_ep(coll->group, UCG_SM_INCAST, coll->set,
+                                 coll->phase->sm_ack_mode, UCT_O2M_OP_GATHER,
+                                 UCT_O2M_DT_UINT8, &ep);
+    }
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    UCG_SM_PS_STAGE(coll)  = stage;
+    UCG_SM_PS_EP(coll)     = ep;
+    UCG_SM_PS_NEXT(coll)   = 0;
+    UCG_SM_PS_NFRAGS(coll) = 1;
+    UCG_SM_PS_TURN(coll)   = 0;
+    UCG_SM_PS_TOTAL(coll)  = (stage == 0) ? sizeof(ucg_sm_cma_desc_t) :
+                                            sizeof(ucg_sm_cma_ack_t);
+    UCG_SM_PS_FRAG(coll)   = UCG_SM_PS_TOTAL(coll);
+    UCG_SM_PS_ROLE(coll)   = ((stage == 0) == is_root) ? UCG_SM_ROLE_SEND :
+                                                         UCG_SM_ROLE_RECV;
+    if (UCG_SM_PS_ROLE(coll) == UCG_SM_ROLE_RECV) {
+        ucg_sm_take_early(coll);
+    }
+    return UCS_OK;
+}
+
+static ucs_status_t ucg_sm_cma_start(ucg_coll_t *coll)
+{
+    UCG_SM_PS_STATUS(coll) = UCS_OK;
+    UCG_SM_PS_READ(coll)   = UCS_OK;
+    return ucg_sm_cma_stage(coll, 0);
+}
+
+/* Read the root's buffer into ours; the status goes to the root */
+static ucs_status_t ucg_sm_cma_read(ucg_coll_t *coll)
+{
+    pid_t pid   = (pid_t)UCG_SM_PS_PID(coll);
+    size_t done = 0;
+    struct iovec local, remote;
+    ssize_t ret;
+
+    while (done < coll->data_len) {
+        local.iov_base  = UCS_PTR_BYTE_OFFSET(coll->data, done);
+        local.iov_len   = coll->data_len - done;
+        remote.iov_base = (void*)(uintptr_t)(UCG_SM_PS_ADDR(coll) + done);
+        remote.iov_len  = local.iov_len;
+        ret = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+        if (ret <= 0) {
+            ucs_error("ucg group %u bcast seq %u: process_vm_readv(pid %d, "
+                      "%zu bytes) failed: %s (UCX_UCG_SM_BCAST_CMA_THRESH=inf "
+                      "disables single-copy bcast)", coll->group->id,
+                      coll->seq, (int)pid, coll->data_len - done,
+                      (ret < 0) ? strerror(errno) : "nothing read");
+            return ((ret < 0) && (errno == ESRCH)) ?
+                   UCS_ERR_CONNECTION_RESET : UCS_ERR_IO_ERROR;
+        }
+        done += ret;
+    }
+    return UCS_OK;
+}
+
+static ucs_status_t ucg_sm_cma_progress(ucg_coll_t *coll)
+{
+    ucs_status_t status;
+
+    if ((UCG_SM_PS_STAGE(coll) == 0) &&
+        (UCG_SM_PS_ROLE(coll) == UCG_SM_ROLE_RECV) &&
+        (UCG_SM_PS_STATUS(coll) != UCS_OK)) {
+        /* A bad descriptor: the root learns it from our acknowledgement
+         * instead of waiting for it forever */
+        UCG_SM_PS_READ(coll)   = UCG_SM_PS_STATUS(coll);
+        UCG_SM_PS_STATUS(coll) = UCS_OK;
+    }
+
+    status = ucg_sm_progress(coll);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if (UCG_SM_PS_STAGE(coll) == 1) {
+        /* The root has every status (an error is returned above); a member
+         * returns its own */
+        return (ucs_status_t)(int)UCG_SM_PS_READ(coll);
+    }
+
+    if ((coll->my_idx != coll->set->root) &&
+        (UCG_SM_PS_READ(coll) == UCS_OK)) {
+        UCG_SM_PS_READ(coll) = ucg_sm_cma_read(coll);
+    }
+
+    status = ucg_sm_cma_stage(coll, 1);
+    if (status != UCS_OK) {
+        return status;
+    }
+    return ucg_sm_cma_progress(coll);
+}
+
+
 /* FOLD: the root combines the gathered vectors in rank order.  Folding from
  * the last rank down, acc = v[i] op acc, gives v0 op (v1 op (... v[n-1]))
  * with each user call's "in" from a lower rank than its "inout". */
@@ -613,5 +828,6 @@ const ucg_phase_ops_t ucg_sm_phase_ops[UCG_PHASE_LAST] = {
     [UCG_PHASE_SM_GATHER] = {ucg_sm_start, ucg_sm_progress},
     [UCG_PHASE_FOLD]      = {ucg_fold_start, ucg_fold_progress},
     [UCG_PHASE_SM_ALLREDUCE] = {ucg_sm_allreduce_start,
-                                ucg_sm_allreduce_progress}
+                                ucg_sm_allreduce_progress},
+    [UCG_PHASE_SM_BCAST_CMA] = {ucg_sm_cma_start, ucg_sm_cma_progress}
 };

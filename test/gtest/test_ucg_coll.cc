@@ -623,6 +623,13 @@ const coll_config configs[] = {
      "SM_ALLREDUCE_MAX=inf;SM_FRAG_SIZE=1000"},
     {"np8_smallreduce",   8, "auto",  O2M_ON,      LEVEL_SMALL,  true,  false,
      "SM_ALLREDUCE_MAX=64k;SM_ALLREDUCE_MAX_PPN=8;SM_BCAST_MODE=centralized"},
+    /* single-copy bcast at every size, with outstanding collectives that
+     * share its acknowledgement fan-in endpoint */
+    {"np4_cma_all",       4, "auto",  O2M_ON,      LEVEL_MEDIUM, true,  true,
+     "SM_BCAST_CMA_THRESH=1"},
+    {"np5_hosts2_cma_centralized", 5, "2", O2M_ON, LEVEL_MEDIUM, true,  false,
+     "SM_BCAST_CMA_THRESH=1;SM_BCAST_MODE=centralized;"
+     "SM_INCAST_MODE=centralized"},
     /* host-local scatter and allgather at every size */
     {"np5_hosts3_sm_nolimit", 5, "3", O2M_ON,      LEVEL_MEDIUM, false, false,
      "SM_SCATTER_MAX=inf;SM_ALLGATHER_MAX=inf"}

@@ -156,7 +156,8 @@ ucg_plan_key_t make_key(ucg_coll_type_t type, size_t msg_size,
 bool is_sm(ucg_phase_method_t m)
 {
     return (m == UCG_PHASE_SM_BCAST) || (m == UCG_PHASE_SM_REDUCE) ||
-           (m == UCG_PHASE_SM_GATHER) || (m == UCG_PHASE_SM_ALLREDUCE);
+           (m == UCG_PHASE_SM_GATHER) || (m == UCG_PHASE_SM_ALLREDUCE) ||
+           (m == UCG_PHASE_SM_BCAST_CMA);
 }
 
 bool is_block(ucg_phase_method_t m)
@@ -181,6 +182,8 @@ std::string describe_phase(const ucg_phase_t &ph, unsigned size)
     }
     if (ph.method == UCG_PHASE_SM_REDUCE) {
         os << (ph.sm_native ? ":native" : ":gather");
+    } else if (ph.method == UCG_PHASE_SM_BCAST_CMA) {
+        os << ":ack" << uct_o2m_mode_name(ph.sm_ack_mode);
     }
     if (ph.radix != 0) {
         os << ":r" << ph.radix;
@@ -235,7 +238,12 @@ void check_invariants(const ucg_plan_t *plan, const ucg_topo_t *topo)
                     ASSERT_EQ(h, topo->host_of[set.ranks[i]]);
                 }
                 ASSERT_LT((unsigned)ph.sm_mode, (unsigned)UCT_O2M_MODE_LAST);
-                ASSERT_GT(ph.frag_size, 0u);
+                if (ph.method == UCG_PHASE_SM_BCAST_CMA) {
+                    /* one descriptor, whatever the size */
+                    ASSERT_EQ(0u, ph.frag_size);
+                } else {
+                    ASSERT_GT(ph.frag_size, 0u);
+                }
             }
         }
         ASSERT_EQ(is_block(ph.method), ph.owner != NULL)
@@ -247,9 +255,15 @@ void check_invariants(const ucg_plan_t *plan, const ucg_topo_t *topo)
                 ASSERT_EQ(topo->host_of[r], topo->host_of[ph.owner[r]]);
             }
         }
-        if (ph.method == UCG_PHASE_SM_BCAST) {
+        if ((ph.method == UCG_PHASE_SM_BCAST) ||
+            (ph.method == UCG_PHASE_SM_BCAST_CMA)) {
             ASSERT_TRUE((ph.sm_mode == UCT_O2M_MODE_BATCHED) ||
                         (ph.sm_mode == UCT_O2M_MODE_CENTRALIZED));
+        }
+        if (ph.method == UCG_PHASE_SM_BCAST_CMA) {
+            ASSERT_EQ(UCG_COLL_BCAST, plan->key.type);
+            ASSERT_TRUE((ph.sm_ack_mode == UCT_O2M_MODE_BATCHED) ||
+                        (ph.sm_ack_mode == UCT_O2M_MODE_CENTRALIZED));
         }
     }
 }
@@ -689,7 +703,7 @@ TEST_F(test_ucg_plan, one_host)
     EXPECT_EQ("sm_bcast:batched:f1024 {0*,1,2,3}",
               plan(topo, make_key(UCG_COLL_BCAST, 8, 0), &hier));
     EXPECT_TRUE(hier);
-    EXPECT_EQ("sm_bcast:batched:f1024 {0,1,2*,3}",
+    EXPECT_EQ("sm_bcast_cma:batched:ackbatched {0,1,2*,3}",
               plan(topo, make_key(UCG_COLL_BCAST, 1 << 20, 2)));
     EXPECT_EQ("sm_reduce:batched:native:f1024 {0,1,2,3*}",
               plan(topo, make_key(UCG_COLL_REDUCE, 8, 3)));
@@ -733,6 +747,43 @@ TEST_F(test_ucg_plan, sm_scatter_allgather_max)
     EXPECT_EQ("sm_gather:batched:f1024 {0*,1,2,3}" ID4 " | "
               "sm_bcast:batched:f1024 {0*,1,2,3}",
               plan(topo, make_key(UCG_COLL_ALLGATHER, 1 << 20)));
+}
+
+/* Host-local bcast from SM_BCAST_CMA_THRESH on is single-copy; only bcast */
+TEST_F(test_ucg_plan, sm_bcast_cma_thresh)
+{
+    topo_holder topo("4", 4);
+    topo_holder topo2("2", 4);   /* [0,1][2,3] */
+
+    EXPECT_EQ("sm_bcast:batched:f1024 {0,1*,2,3}",
+              plan(topo, make_key(UCG_COLL_BCAST, (16 << 10) - 1, 1)));
+    EXPECT_EQ("sm_bcast_cma:batched:ackbatched {0,1*,2,3}",
+              plan(topo, make_key(UCG_COLL_BCAST, 16 << 10, 1)));
+    EXPECT_EQ("p2p_bcast:r4:f65536 {0,3*} | "
+              "sm_bcast_cma:batched:ackbatched {0*,1}{2,3*}",
+              plan(topo2, make_key(UCG_COLL_BCAST, 1 << 20, 3)));
+    /* the bcast phase of a rank-ordered allreduce keeps two copies */
+    EXPECT_EQ("sm_gather:batched:f1024 {0*,1,2,3}" ID4 " | fold {0*} | "
+              "sm_bcast:batched:f1024 {0*,1,2,3}",
+              plan(topo, make_key(UCG_COLL_ALLREDUCE, 1 << 20, 0,
+                                  UCG_DT_INT32, UCG_OP_USER, 0)));
+
+    set("SM_BCAST_MODE", "centralized");
+    set("SM_INCAST_MODE", "centralized");
+    EXPECT_EQ("sm_bcast_cma:centralized:ackcentralized {0*,1,2,3}",
+              plan(topo, make_key(UCG_COLL_BCAST, 16 << 10, 0)));
+
+    set("SM_BCAST_CMA_THRESH", "1");
+    EXPECT_EQ("sm_bcast_cma:centralized:ackcentralized {0*,1,2,3}",
+              plan(topo, make_key(UCG_COLL_BCAST, 1, 0)));
+
+    set("SM_BCAST_CMA_THRESH", "inf");
+    EXPECT_EQ("sm_bcast:centralized:f1024 {0*,1,2,3}",
+              plan(topo, make_key(UCG_COLL_BCAST, 1 << 30, 0)));
+
+    EXPECT_NE(UCS_OK, ucg_config_modify(m_config, "SM_BCAST_CMA_THRESH",
+                                        "auto") == UCS_OK ?
+                      ucg_config_check(m_config) : UCS_ERR_INVALID_PARAM);
 }
 
 TEST_F(test_ucg_plan, two_per_host)
@@ -784,7 +835,7 @@ TEST_F(test_ucg_plan, three_per_host)
               "sm_bcast:batched:f1024 {0*,1,2}{3*,4,5}",
               plan(topo, make_key(UCG_COLL_ALLREDUCE, 1 << 20)));
     EXPECT_EQ("p2p_bcast:r4:f65536 {0,4*} | "
-              "sm_bcast:batched:f1024 {0*,1,2}{3,4*,5}",
+              "sm_bcast_cma:batched:ackbatched {0*,1,2}{3,4*,5}",
               plan(topo, make_key(UCG_COLL_BCAST, 1 << 20, 4)));
     EXPECT_EQ("sm_reduce:batched:native:f1024 {0,1,2*}{3*,4,5} | "
               "p2p_reduce:r4 {2*,3}",
@@ -1408,6 +1459,7 @@ TEST_F(test_ucg_plan, size_class_boundaries)
     set("ALLREDUCE_RING_THRESH", "3000");
     set("SM_LOCKED_THRESH", "2k");
     set("ALLGATHER_RING_THRESH", "5000");
+    set("SM_BCAST_CMA_THRESH", "8k");
 
     auto cls = [&](ucg_coll_type_t t, size_t s) {
         return ucg_plan_size_class(m_config, t, s);
@@ -1415,7 +1467,9 @@ TEST_F(test_ucg_plan, size_class_boundaries)
 
     EXPECT_EQ(cls(UCG_COLL_BCAST, 0), cls(UCG_COLL_BCAST, 2048));
     EXPECT_NE(cls(UCG_COLL_BCAST, 2048), cls(UCG_COLL_BCAST, 2049));
-    EXPECT_EQ(cls(UCG_COLL_BCAST, 2049), cls(UCG_COLL_BCAST, 1 << 30));
+    EXPECT_EQ(cls(UCG_COLL_BCAST, 2049), cls(UCG_COLL_BCAST, 8191));
+    EXPECT_NE(cls(UCG_COLL_BCAST, 8191), cls(UCG_COLL_BCAST, 8192));
+    EXPECT_EQ(cls(UCG_COLL_BCAST, 8192), cls(UCG_COLL_BCAST, 1 << 30));
     /* bcast does not depend on the other thresholds */
     EXPECT_EQ(cls(UCG_COLL_BCAST, 2047), cls(UCG_COLL_BCAST, 2049 - 2));
 
@@ -1546,7 +1600,7 @@ TEST_F(test_ucg_plan, print)
         "hierarchical, 2 phases\n"
         "  0: p2p_bcast            ucp       radix 4 frag 65536         "
         "        {0,10*}\n"
-        "  1: sm_bcast             sm_bcast  batched frag 1024          "
+        "  1: sm_bcast_cma         sm_bcast  batched ack batched        "
         "        {0*,1-7} {8,9,10*,11-15}\n",
         print_plan(plan, &big.t));
     ucg_plan_destroy(plan);
