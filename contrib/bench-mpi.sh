@@ -9,6 +9,7 @@
 #   contrib/bench-mpi.sh [-n NP] [-c COLLS] [-s MIN:MAX] [-i ITERS]
 #                        [-I LARGE_ITERS] [-r REPS] [-o OUTDIR]
 #                        [-C 'name=mpirun args'] [--ucg-path DIR] [-t SEC]
+#                        [--build-dir DIR]
 #
 # Defaults: np = number of cores, bcast,allreduce, 8:1m bytes, 1000/100
 # iterations, 3 repetitions, output in ./bench-mpi-out.  Configurations:
@@ -26,6 +27,9 @@
 # configuration as OMPI_MCA_mca_base_component_path=DIR:<system dir> (the
 # environment variable, because ompi_info, used to detect coll/ucg, does not
 # take that parameter from --mca).
+# Without --ucg-path, the component of the build tree (build/, or
+# --build-dir DIR; brought up to date with make) is used when it exists,
+# else an installed one.
 # BENCH_MPI_ARGS (environment) is added to every mpirun; PYTHON picks the
 # python3 used for the table and the plot.
 #
@@ -41,10 +45,11 @@ reps=3
 outdir=$PWD/bench-mpi-out
 limit=300
 ucg_path=
+build_dir=$top/build
 configs=()
 sysdir=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
 
-usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -58,10 +63,29 @@ while [ $# -gt 0 ]; do
     -t) limit=$2; shift 2 ;;
     -C) configs+=("$2"); shift 2 ;;
     --ucg-path) ucg_path=$2; shift 2 ;;
+    --build-dir) build_dir=$(readlink -m "$2"); shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "unknown option: $1 (see -h)" >&2; exit 2 ;;
     esac
 done
+
+tmpdirs=()
+cleanup() { rm -rf "${tmpdirs[@]}"; }
+trap cleanup EXIT
+
+# The build tree's component, in a directory of its own (Open MPI does not
+# load from a libtool .libs directory)
+if [ -z "$ucg_path" ] && [ -f "$build_dir/Makefile" ]; then
+    make -C "$build_dir" -s -j"$(nproc)" >/dev/null ||
+        { echo "bench-mpi: make in $build_dir failed" >&2; exit 1; }
+    so=$build_dir/src/ompi/coll/ucg/.libs/mca_coll_ucg.so
+    if [ -f "$so" ]; then
+        ucg_path=$(mktemp -d)
+        tmpdirs+=("$ucg_path")
+        ln -s "$so" "$ucg_path/mca_coll_ucg.so"
+        echo "bench-mpi: coll/ucg from $so"
+    fi
+fi
 
 common=(--allow-run-as-root --oversubscribe)
 # shellcheck disable=SC2206
@@ -99,7 +123,7 @@ for c in "${configs[@]}"; do
 done
 
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+tmpdirs+=("$log")
 failed=0
 for rep in $(seq 1 "$reps"); do
     for c in "${configs[@]}"; do

@@ -51,7 +51,8 @@ ucs_status_t uct_o2m_seg_create(const char *name, size_t size, int *fd_p,
         goto err_close;
     }
 
-    addr = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    addr = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                MAP_SHARED | MAP_POPULATE, fd, 0);
     if (addr == MAP_FAILED) {
         ucs_error("mmap(memfd %s, %zu) failed: %m", name, size);
         goto err_close;
@@ -93,7 +94,8 @@ ucs_status_t uct_o2m_seg_attach(pid_t pid, int fd, void **addr_p,
         goto err_close;
     }
 
-    addr = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+    addr = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE,
+                MAP_SHARED | MAP_POPULATE,
                 local_fd, 0);
     if (addr == MAP_FAILED) {
         ucs_error("mmap(%s, %zu) failed: %m", path, (size_t)st.st_size);
