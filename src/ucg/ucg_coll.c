@@ -536,6 +536,56 @@ static int ucg_coll_holds_other_blocks(const ucg_coll_t *coll)
 }
 
 /*
+ * Whether this member of a reduce only contributes its vector to host-local
+ * fan-ins (it is no set's root): it then never writes acc, which can be the
+ * user's send buffer instead of a copy.
+ */
+static int ucg_coll_only_contributes(const ucg_coll_t *coll)
+{
+    const ucg_phase_set_t *set;
+    const ucg_phase_t *phase;
+    unsigned i, idx;
+
+    for (i = 0; i < coll->plan->num_phases; ++i) {
+        phase = &coll->plan->phases[i];
+        set   = ucg_phase_find_set(phase, coll->group->rank, &idx);
+        if (set == NULL) {
+            continue;
+        }
+        if (((phase->method != UCG_PHASE_SM_REDUCE) &&
+             (phase->method != UCG_PHASE_SM_REDUCE_CMA)) ||
+            (set->root == idx)) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+/*
+ * Whether the first phase of this member is an SM_REDUCE_CMA of which it is
+ * the root: that phase reads a member's vector straight into acc and
+ * reduces this member's own into it, instead of a copy into acc first.
+ */
+static int ucg_coll_cma_root_first(const ucg_coll_t *coll)
+{
+    const ucg_phase_set_t *set;
+    const ucg_phase_t *phase;
+    unsigned i, idx;
+
+    for (i = 0; i < coll->plan->num_phases; ++i) {
+        phase = &coll->plan->phases[i];
+        set   = ucg_phase_find_set(phase, coll->group->rank, &idx);
+        if (set != NULL) {
+            return (phase->method == UCG_PHASE_SM_REDUCE_CMA) &&
+                   (set->root == idx);
+        }
+    }
+
+    return 0;
+}
+
+/*
  * gbuf for a member that only holds its own block: a base such that
  * gbuf + rank * block is @a own (only that block is ever accessed).
  */
@@ -582,6 +632,7 @@ static ucs_status_t ucg_coll_setup_buffers(ucg_coll_t *coll)
     coll->data     = NULL;
     coll->data_len = 0;
     coll->acc      = NULL;
+    coll->own      = NULL;
     coll->gbuf     = NULL;
     coll->block    = coll->len;
 
@@ -594,24 +645,32 @@ static ucs_status_t ucg_coll_setup_buffers(ucg_coll_t *coll)
         return UCS_OK;
     case UCG_COLL_REDUCE:
     case UCG_COLL_ALLREDUCE:
+        src = (params->sbuf == UCG_IN_PLACE) ? params->rbuf : params->sbuf;
         if ((params->type == UCG_COLL_ALLREDUCE) || is_root) {
             coll->acc = params->rbuf;
+        } else if (ucg_op_is_commutative(&coll->op) &&
+                   ucg_coll_only_contributes(coll)) {
+            coll->acc = (void*)src; /* only read: see above */
         } else {
             coll->acc = ucg_coll_scratch(coll, 0, coll->len);
             if (coll->acc == NULL) {
                 return UCS_ERR_NO_MEMORY;
             }
         }
-        src = (params->sbuf == UCG_IN_PLACE) ? params->rbuf : params->sbuf;
         coll->data     = coll->acc;
         coll->data_len = coll->len;
         if (!ucg_op_is_commutative(&coll->op) && (size > 1)) {
             /* Rank-ordered: gather every member's vector, then FOLD */
             return ucg_coll_setup_gbuf(coll, src, 0);
         }
-        if (src != coll->acc) {
-            memcpy(coll->acc, src, coll->len);
+        if (src == coll->acc) {
+            return UCS_OK;
+        } else if ((params->type == UCG_COLL_REDUCE) &&
+                   ucg_coll_cma_root_first(coll)) {
+            coll->own = src;
+            return UCS_OK;
         }
+        memcpy(coll->acc, src, coll->len);
         return UCS_OK;
     case UCG_COLL_GATHER:
         if (is_root) {

@@ -80,6 +80,9 @@ struct ucg_coll {
     void                *data;       /* bcast-like phases */
     size_t              data_len;
     void                *acc;        /* reductions: params.count elements */
+    const void          *own;        /* reduce root whose first phase is
+                                        SM_REDUCE_CMA: its vector, not yet
+                                        in acc (that phase folds it in) */
     void                *gbuf;       /* block phases: size blocks */
     size_t              block;       /* bytes of one block */
 

@@ -214,6 +214,16 @@ ucs_config_field_t ucg_config_table[] = {
      "processes is not permitted).",
      ucs_offsetof(ucg_config_t, sm_bcast_cma_thresh), UCS_CONFIG_TYPE_MEMUNITS},
 
+    {"SM_REDUCE_CMA_THRESH", "32k",
+     "Host-local reduce (MPI_Reduce; commutative operations) of at least this\n"
+     "many bytes per member is single-copy: every member sends the address of\n"
+     "its vector (sm_incast), the root reads each one with process_vm_readv\n"
+     "and reduces it, then releases the members (sm_bcast), instead of a copy\n"
+     "through shared memory that the root reads from the other core's cache.\n"
+     "inf: never (where process_vm_readv between the processes is not\n"
+     "permitted).",
+     ucs_offsetof(ucg_config_t, sm_reduce_cma_thresh), UCS_CONFIG_TYPE_MEMUNITS},
+
     {"PEER_TIMEOUT", "10s",
      "How long UCG waits for a member that does not answer where waiting is\n"
      "not the application's choice: a member that never joins a host-local\n"
@@ -609,6 +619,12 @@ ucs_status_t ucg_config_check(const ucg_config_t *config)
 
     if (config->sm_bcast_cma_thresh == UCS_MEMUNITS_AUTO) {
         UCG_CONFIG_ERROR(config, "SM_BCAST_CMA_THRESH",
+                         "must be a size or inf");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (config->sm_reduce_cma_thresh == UCS_MEMUNITS_AUTO) {
+        UCG_CONFIG_ERROR(config, "SM_REDUCE_CMA_THRESH",
                          "must be a size or inf");
         return UCS_ERR_INVALID_PARAM;
     }

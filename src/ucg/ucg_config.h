@@ -72,6 +72,7 @@ struct ucg_config {
                                                least this many bytes uses the
                                                locked mode */
     size_t           sm_bcast_cma_thresh;   /* SM_BCAST_CMA_THRESH */
+    size_t           sm_reduce_cma_thresh;  /* SM_REDUCE_CMA_THRESH */
 
     /* Failures */
     double           peer_timeout;     /* PEER_TIMEOUT (seconds) */

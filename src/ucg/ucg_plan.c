@@ -24,6 +24,7 @@ const char *ucg_phase_method_names[] = {
     [UCG_PHASE_SM_GATHER]             = "sm_gather",
     [UCG_PHASE_SM_ALLREDUCE]          = "sm_allreduce",
     [UCG_PHASE_SM_BCAST_CMA]          = "sm_bcast_cma",
+    [UCG_PHASE_SM_REDUCE_CMA]         = "sm_reduce_cma",
     [UCG_PHASE_P2P_BCAST]             = "p2p_bcast",
     [UCG_PHASE_P2P_REDUCE]            = "p2p_reduce",
     [UCG_PHASE_P2P_ALLREDUCE_RD]      = "p2p_allreduce_rd",
@@ -266,7 +267,7 @@ enum {
     UCG_PLAN_CLASS_AR_RING   = UCS_BIT(1), /* >= ALLREDUCE_RING_THRESH */
     UCG_PLAN_CLASS_SM_LOCKED = UCS_BIT(2), /* >= SM_LOCKED_THRESH */
     UCG_PLAN_CLASS_SM_AR     = UCS_BIT(3), /* <= SM_ALLREDUCE_MAX */
-    UCG_PLAN_CLASS_SM_CMA    = UCS_BIT(4)  /* >= SM_BCAST_CMA_THRESH */
+    UCG_PLAN_CLASS_SM_CMA    = UCS_BIT(4)  /* >= SM_{BCAST,REDUCE}_CMA_THRESH */
 };
 
 unsigned ucg_plan_size_class(const ucg_config_t *config, ucg_coll_type_t type,
@@ -297,6 +298,10 @@ unsigned ucg_plan_size_class(const ucg_config_t *config, ucg_coll_type_t type,
     case UCG_COLL_REDUCE:
         if (ucg_plan_reaches(msg_size, config->sm_locked_thresh)) {
             cls |= UCG_PLAN_CLASS_SM_LOCKED;
+        }
+        if ((type == UCG_COLL_REDUCE) &&
+            ucg_plan_reaches(msg_size, config->sm_reduce_cma_thresh)) {
+            cls |= UCG_PLAN_CLASS_SM_CMA;
         }
         break;
     case UCG_COLL_ALLGATHER:
@@ -778,7 +783,19 @@ static ucs_status_t ucg_plan_build_reduce(ucg_plan_builder_t *b, int hier,
     }
 
     ucg_plan_set_leaders(b, 1, root);
-    if (hier) {
+    if (hier && ucg_plan_reaches(b->key->msg_size,
+                                 b->config->sm_reduce_cma_thresh)) {
+        /* Single-copy: the root reads the vectors, then releases them */
+        status = ucg_plan_add_local(b, UCG_PHASE_SM_REDUCE_CMA,
+                                    ucg_plan_gather_mode(b), 0, &phase);
+        if (status != UCS_OK) {
+            return status;
+        }
+        if (phase != NULL) {
+            phase->sm_ack_mode = ucg_plan_bcast_mode(b);
+            phase->frag_size   = 0;
+        }
+    } else if (hier) {
         ucg_plan_reduce_mode(b, &mode, &native);
         status = ucg_plan_add_local(b, UCG_PHASE_SM_REDUCE, mode, native,
                                     &phase);
@@ -1249,6 +1266,7 @@ static const char *ucg_plan_phase_transport(ucg_phase_method_t method)
         return UCT_O2M_BCAST_TL_NAME;
     case UCG_PHASE_SM_REDUCE:
     case UCG_PHASE_SM_GATHER:
+    case UCG_PHASE_SM_REDUCE_CMA:
         return UCT_O2M_INCAST_TL_NAME;
     case UCG_PHASE_FOLD:
         return "local";
@@ -1262,7 +1280,8 @@ static int ucg_plan_phase_is_sm(ucg_phase_method_t method)
     return (method == UCG_PHASE_SM_BCAST) || (method == UCG_PHASE_SM_REDUCE) ||
            (method == UCG_PHASE_SM_GATHER) ||
            (method == UCG_PHASE_SM_ALLREDUCE) ||
-           (method == UCG_PHASE_SM_BCAST_CMA);
+           (method == UCG_PHASE_SM_BCAST_CMA) ||
+           (method == UCG_PHASE_SM_REDUCE_CMA);
 }
 
 void ucg_plan_print(const ucg_plan_t *plan, const ucg_topo_t *topo,
@@ -1312,7 +1331,8 @@ void ucg_plan_print(const ucg_plan_t *plan, const ucg_topo_t *topo,
                 len += snprintf(attrs + len, sizeof(attrs) - len, " %s",
                                 phase->sm_native ? "native" :
                                                    "gather-reduce");
-            } else if (phase->method == UCG_PHASE_SM_BCAST_CMA) {
+            } else if ((phase->method == UCG_PHASE_SM_BCAST_CMA) ||
+                       (phase->method == UCG_PHASE_SM_REDUCE_CMA)) {
                 len += snprintf(attrs + len, sizeof(attrs) - len,
                                 " ack %s",
                                 uct_o2m_mode_name(phase->sm_ack_mode));

@@ -24,6 +24,7 @@
  *  - FOLD: the root reduces all gathered blocks in rank order (any op,
  *    non-commutative included);
  *  - SM_BCAST_CMA: as SM_BCAST (bcast only), single-copy;
+ *  - SM_REDUCE_CMA: as SM_REDUCE (reduce only, commutative), single-copy;
  *  - barrier phases (SM_GATHER / SM_BCAST with 0 bytes, P2P_BARRIER) only
  *    synchronize.
  */
@@ -56,6 +57,10 @@ typedef enum {
                                      (sm_bcast), members read it with
                                      process_vm_readv and acknowledge
                                      (sm_incast, sm_ack_mode) */
+    UCG_PHASE_SM_REDUCE_CMA,      /* members send their vector's address
+                                     (sm_incast), the root reads and reduces
+                                     them with process_vm_readv and releases
+                                     the members (sm_bcast, sm_ack_mode) */
     UCG_PHASE_LAST
 } ucg_phase_method_t;
 
@@ -92,7 +97,8 @@ typedef struct ucg_phase_set {
 typedef struct ucg_phase {
     ucg_phase_method_t method;
     uct_o2m_mode_t     sm_mode;    /* SM_*: transport mode */
-    uct_o2m_mode_t     sm_ack_mode; /* SM_BCAST_CMA: of the acknowledgements */
+    uct_o2m_mode_t     sm_ack_mode; /* SM_*_CMA: of the second stage (the
+                                       acknowledgements, the release) */
     int                sm_native;  /* SM_REDUCE: the transport reduces (op and
                                       dtype supported); else it gathers and
                                       the set root reduces */

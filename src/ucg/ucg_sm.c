@@ -22,7 +22,14 @@
  *               reads the buffer with process_vm_readv.  Stage 1: each
  *               member contributes an 8-byte status (sm_incast, gather);
  *               the root completes when all have read (its buffer may be
- *               reused from then on), and fails if one could not.
+ *               reused from then on), and fails if one could not;
+ *  - SM_REDUCE_CMA: single-copy reduce in two stages.  Stage 0: every
+ *               member but the root contributes a descriptor of its vector
+ *               (sm_incast, gather); the root reads the vectors with
+ *               process_vm_readv, a chunk at a time, and reduces them into
+ *               its own.  Stage 1: the root sends its status (sm_bcast);
+ *               members complete with it (their vector may be reused from
+ *               then on).
  * A stream of 0 bytes is one message with only the header (barriers).
  *
  * Fan-in rounds are formed by the transport from the k-th contribution of
@@ -56,14 +63,14 @@
 #define UCG_SM_PS_EXPECT(_coll)   ((_coll)->ps.vals[3])
 #define UCG_SM_PS_VECS(_coll)     ((_coll)->ps.sizes[2])
 #define UCG_SM_PS_DONE(_coll)     ((_coll)->ps.vals[4])
-/* SM_BCAST_CMA: stage (0: descriptor, 1: acknowledgements), the root's
- * buffer, and the status of this member's read */
+/* SM_*_CMA: stage (0: descriptors, 1: acknowledgements or release), the
+ * status of this member's reads, and the received descriptors (in the
+ * phase's scratch: the root's, or the members' in member order) */
 #define UCG_SM_PS_STAGE(_coll)    ((_coll)->ps.vals[5])
-#define UCG_SM_PS_PID(_coll)      ((_coll)->ps.vals[6])
 #define UCG_SM_PS_READ(_coll)     ((_coll)->ps.vals[7])
-#define UCG_SM_PS_ADDR(_coll)     ((_coll)->ps.sizes[2])
+#define UCG_SM_PS_DESCS(_coll)    ((_coll)->ps.sizes[2])
 
-/* SM_BCAST_CMA stage 0 message: where the root's data is */
+/* SM_*_CMA stage 0 message: where the sender's data is */
 typedef struct ucg_sm_cma_desc {
     uint64_t addr;
     uint64_t length;
@@ -71,11 +78,16 @@ typedef struct ucg_sm_cma_desc {
     uint32_t reserved;
 } ucg_sm_cma_desc_t;
 
-/* SM_BCAST_CMA stage 1 message: a member's read status (ucs_status_t) */
+/* SM_*_CMA stage 1 message: the status of the reads (ucs_status_t) */
 typedef int64_t ucg_sm_cma_ack_t;
 
-/* Scratch buffer of SM_ALLREDUCE (ucg_coll_scratch: 2 and 3 are phases') */
+/* Scratch buffer of SM_ALLREDUCE and SM_REDUCE_CMA (ucg_coll_scratch: 2
+ * and 3 are phases') */
 #define UCG_SM_SCRATCH_IDX        2
+
+/* SM_REDUCE_CMA: bytes the root reads of a vector before reducing them
+ * (a chunk stays in the cache between the read and the reduction) */
+#define UCG_SM_CMA_CHUNK          (64 * UCS_KBYTE)
 
 enum {
     UCG_SM_ROLE_SEND,  /* root of SM_BCAST, contributor of SM_REDUCE/GATHER */
@@ -126,7 +138,8 @@ static int ucg_sm_contrib_key(const ucg_coll_t *coll, unsigned phase_idx,
 
     if ((phase->method != UCG_PHASE_SM_REDUCE) &&
         (phase->method != UCG_PHASE_SM_GATHER) &&
-        (phase->method != UCG_PHASE_SM_BCAST_CMA)) {
+        (phase->method != UCG_PHASE_SM_BCAST_CMA) &&
+        (phase->method != UCG_PHASE_SM_REDUCE_CMA)) {
         return 0;
     }
 
@@ -145,9 +158,15 @@ static int ucg_sm_contrib_key(const ucg_coll_t *coll, unsigned phase_idx,
 /* Whether @a coll, in a fan-in phase, has made all its contributions */
 static int ucg_sm_contributed(const ucg_coll_t *coll)
 {
-    if ((coll->phase->method == UCG_PHASE_SM_BCAST_CMA) &&
-        (UCG_SM_PS_STAGE(coll) == 0)) {
-        return 0;
+    /* The fan-in stage of the CMA phases: 1 of bcast, 0 of reduce */
+    if (coll->phase->method == UCG_PHASE_SM_BCAST_CMA) {
+        if (UCG_SM_PS_STAGE(coll) == 0) {
+            return 0;
+        }
+    } else if (coll->phase->method == UCG_PHASE_SM_REDUCE_CMA) {
+        if (UCG_SM_PS_STAGE(coll) == 1) {
+            return 1;
+        }
     }
     return UCG_SM_PS_NEXT(coll) >= UCG_SM_PS_NFRAGS(coll);
 }
@@ -227,14 +246,26 @@ static void *ucg_sm_bcast_ptr(const ucg_coll_t *coll, size_t offset,
                                rank * coll->block + (offset % coll->block));
 }
 
+static int ucg_sm_cma_is_bcast(const ucg_coll_t *coll)
+{
+    return coll->phase->method == UCG_PHASE_SM_BCAST_CMA;
+}
+
+/* Bytes that an SM_*_CMA phase reads from each described buffer */
+static size_t ucg_sm_cma_length(const ucg_coll_t *coll)
+{
+    return ucg_sm_cma_is_bcast(coll) ? coll->data_len : coll->len;
+}
+
 static void ucg_sm_cma_pack(const ucg_coll_t *coll, void *payload)
 {
     ucg_sm_cma_desc_t *desc;
 
     if (UCG_SM_PS_STAGE(coll) == 0) {
         desc           = payload;
-        desc->addr     = (uintptr_t)coll->data;
-        desc->length   = coll->data_len;
+        desc->addr     = ucg_sm_cma_is_bcast(coll) ? (uintptr_t)coll->data :
+                                                     (uintptr_t)coll->acc;
+        desc->length   = ucg_sm_cma_length(coll);
         desc->pid      = getpid();
         desc->reserved = 0;
     } else {
@@ -260,6 +291,7 @@ static size_t ucg_sm_pack(void *dest, void *arg)
 
     switch (coll->phase->method) {
     case UCG_PHASE_SM_BCAST_CMA:
+    case UCG_PHASE_SM_REDUCE_CMA:
         ucg_sm_cma_pack(coll, payload);
         break;
     case UCG_PHASE_SM_BCAST:
@@ -430,43 +462,65 @@ static void ucg_sm_allreduce_deliver(ucg_coll_t *coll, const ucg_sm_hdr_t *hdr,
     }
 }
 
-/* SM_BCAST_CMA: the root's descriptor (stage 0), or at the root the
- * members' read statuses side by side (stage 1) */
+/* SM_*_CMA: a descriptor of @a length bytes at @a desc, from a sender whose
+ * buffer must have the length that this member reads */
+static ucs_status_t ucg_sm_cma_check_desc(ucg_coll_t *coll,
+                                         const ucg_sm_cma_desc_t *desc)
+{
+    if (desc->length != ucg_sm_cma_length(coll)) {
+        return ucg_sm_recv_error(coll, "the sender's buffer has another length",
+                                 desc->length);
+    }
+    return UCS_OK;
+}
+
+/* SM_*_CMA: the message(s) of the current stage:
+ *  - bcast stage 0, at a member: the root's descriptor;
+ *  - bcast stage 1, at the root: the members' read statuses side by side;
+ *  - reduce stage 0, at the root: the members' descriptors side by side,
+ *    kept in the phase's scratch in member order;
+ *  - reduce stage 1, at a member: the root's status. */
 static ucs_status_t ucg_sm_cma_deliver(ucg_coll_t *coll,
                                        const ucg_sm_hdr_t *hdr, size_t length)
 {
-    size_t stride = sizeof(*hdr) + sizeof(ucg_sm_cma_ack_t);
-    const ucg_sm_cma_desc_t *desc;
+    int fanin            = ucg_sm_cma_is_bcast(coll) ==
+                           (UCG_SM_PS_STAGE(coll) == 1);
+    size_t payload_len   = (UCG_SM_PS_STAGE(coll) == 0) ?
+                           sizeof(ucg_sm_cma_desc_t) : sizeof(ucg_sm_cma_ack_t);
+    size_t stride        = sizeof(*hdr) + payload_len;
+    unsigned num_msgs    = fanin ? (coll->set->count - 1) : 1;
+    ucg_sm_cma_desc_t *descs;
+    const void *payload;
     ucg_sm_cma_ack_t ack;
+    ucs_status_t status;
     unsigned pos;
 
     if (hdr->frag != 0) {
         return ucg_sm_recv_error(coll, "out of order, got fragment",
                                  hdr->frag);
+    } else if (length != num_msgs * stride) {
+        return ucg_sm_recv_error(coll, "unexpected length", length);
     }
 
-    if (UCG_SM_PS_STAGE(coll) == 0) {
-        desc = (const void*)(hdr + 1);
-        if (length != sizeof(*hdr) + sizeof(*desc)) {
-            return ucg_sm_recv_error(coll, "unexpected length", length);
-        } else if (desc->length != coll->data_len) {
-            return ucg_sm_recv_error(coll, "root's buffer has another "
-                                     "length", desc->length);
+    descs = (ucg_sm_cma_desc_t*)UCG_SM_PS_DESCS(coll);
+    for (pos = 0; pos < num_msgs; ++pos) {
+        payload = UCS_PTR_BYTE_OFFSET(hdr, pos * stride + sizeof(*hdr));
+        if (UCG_SM_PS_STAGE(coll) == 0) {
+            status = ucg_sm_cma_check_desc(coll, payload);
+            if (status != UCS_OK) {
+                return status;
+            }
+            memcpy(&descs[pos], payload, sizeof(*descs));
+            continue;
         }
-        UCG_SM_PS_ADDR(coll) = desc->addr;
-        UCG_SM_PS_PID(coll)  = desc->pid;
-        return UCS_OK;
-    }
 
-    if (length != (coll->set->count - 1) * stride) {
-        return ucg_sm_recv_error(coll, "unexpected gathered length", length);
-    }
-    for (pos = 0; pos < coll->set->count - 1; ++pos) {
-        memcpy(&ack, UCS_PTR_BYTE_OFFSET(hdr, pos * stride + sizeof(*hdr)),
-               sizeof(ack));
+        memcpy(&ack, payload, sizeof(ack));
         if (ack != UCS_OK) {
-            ucs_error("ucg group %u bcast seq %u: a member could not read "
-                      "this root's buffer: %s", coll->group->id, coll->seq,
+            ucs_error("ucg group %u %s seq %u: %s: %s", coll->group->id,
+                      ucg_coll_name(coll->params.type), coll->seq,
+                      ucg_sm_cma_is_bcast(coll) ?
+                      "a member could not read this root's buffer" :
+                      "the root could not read the members' vectors",
                       ucs_status_string((ucs_status_t)ack));
             return (ucs_status_t)ack;
         }
@@ -487,7 +541,8 @@ void ucg_sm_deliver(ucg_coll_t *coll, const void *data, size_t length)
     if (coll->phase->method == UCG_PHASE_SM_ALLREDUCE) {
         ucg_sm_allreduce_deliver(coll, hdr, length);
         return;
-    } else if (coll->phase->method == UCG_PHASE_SM_BCAST_CMA) {
+    } else if ((coll->phase->method == UCG_PHASE_SM_BCAST_CMA) ||
+               (coll->phase->method == UCG_PHASE_SM_REDUCE_CMA)) {
         UCG_SM_PS_STATUS(coll) = ucg_sm_cma_deliver(coll, hdr, length);
         ++UCG_SM_PS_NEXT(coll);
         return;
@@ -521,6 +576,7 @@ int ucg_sm_expects(const ucg_coll_t *coll)
 {
     switch (coll->phase->method) {
     case UCG_PHASE_SM_BCAST_CMA:
+    case UCG_PHASE_SM_REDUCE_CMA:
     case UCG_PHASE_SM_BCAST:
     case UCG_PHASE_SM_REDUCE:
     case UCG_PHASE_SM_GATHER:
@@ -553,31 +609,31 @@ static void ucg_sm_take_early(ucg_coll_t *coll)
     }
 }
 
-static ucs_status_t ucg_sm_start(ucg_coll_t *coll)
+/*
+ * Begin a stream of @a total bytes in fragments of @a frag on the @a tl
+ * endpoint of the set: its root sends on sm_bcast and receives on sm_incast.
+ */
+static ucs_status_t ucg_sm_stream_begin(ucg_coll_t *coll, ucg_sm_tl_t tl,
+                                        uct_o2m_mode_t mode, uct_o2m_op_t op,
+                                        uct_o2m_dtype_t dtype, size_t total,
+                                        size_t frag)
 {
-    const ucg_phase_t *phase = coll->phase;
-    int is_root              = (coll->my_idx == coll->set->root);
-    ucg_sm_tl_t tl;
-    uct_o2m_op_t op;
-    uct_o2m_dtype_t dtype;
+    int is_root = (coll->my_idx == coll->set->root);
     ucs_status_t status;
     uct_ep_h ep;
 
-    tl = (phase->method == UCG_PHASE_SM_BCAST) ? UCG_SM_BCAST :
-         UCG_SM_INCAST;
-    ucg_sm_phase_op(coll, phase, &op, &dtype);
-    status = ucg_group_sm_ep(coll->group, tl, coll->set, phase->sm_mode, op,
-                             dtype, &ep);
+    status = ucg_group_sm_ep(coll->group, tl, coll->set, mode, op, dtype,
+                             &ep);
     if (status != UCS_OK) {
         return status;
     }
 
     UCG_SM_PS_EP(coll)     = ep;
-    UCG_SM_PS_TOTAL(coll)  = ucg_sm_stream_length(coll);
-    UCG_SM_PS_FRAG(coll)   = ucg_sm_frag_size(coll);
-    UCG_SM_PS_NFRAGS(coll) = ucs_max(1, ucs_div_round_up(UCG_SM_PS_TOTAL(coll),
-                                                         UCG_SM_PS_FRAG(coll)));
-    UCG_SM_PS_STATUS(coll) = UCS_OK;
+    UCG_SM_PS_TOTAL(coll)  = total;
+    UCG_SM_PS_FRAG(coll)   = frag;
+    UCG_SM_PS_NFRAGS(coll) = ucs_max(1, ucs_div_round_up(total, frag));
+    UCG_SM_PS_NEXT(coll)   = 0;
+    UCG_SM_PS_TURN(coll)   = 0;
     UCG_SM_PS_ROLE(coll)   = ((tl == UCG_SM_BCAST) == is_root) ?
                              UCG_SM_ROLE_SEND : UCG_SM_ROLE_RECV;
 
@@ -585,6 +641,21 @@ static ucs_status_t ucg_sm_start(ucg_coll_t *coll)
         ucg_sm_take_early(coll);
     }
     return UCS_OK;
+}
+
+static ucs_status_t ucg_sm_start(ucg_coll_t *coll)
+{
+    uct_o2m_op_t op;
+    uct_o2m_dtype_t dtype;
+
+    ucg_sm_phase_op(coll, coll->phase, &op, &dtype);
+    UCG_SM_PS_STATUS(coll) = UCS_OK;
+    return ucg_sm_stream_begin(coll,
+                               (coll->phase->method == UCG_PHASE_SM_BCAST) ?
+                               UCG_SM_BCAST : UCG_SM_INCAST,
+                               coll->phase->sm_mode, op, dtype,
+                               ucg_sm_stream_length(coll),
+                               ucg_sm_frag_size(coll));
 }
 
 /*
@@ -688,70 +759,84 @@ static ucs_status_t ucg_sm_progress(ucg_coll_t *coll)
 }
 
 
-/* SM_BCAST_CMA: enter @a stage, on the sm_bcast (0) or sm_incast (1)
- * endpoint of the set */
+/*
+ * SM_*_CMA: enter @a stage.  The fan-out (root to members, sm_bcast) is
+ * stage 0 of bcast and stage 1 of reduce; the fan-in (sm_incast) the other.
+ */
 static ucs_status_t ucg_sm_cma_stage(ucg_coll_t *coll, unsigned stage)
 {
-    int is_root = (coll->my_idx == coll->set->root);
-    ucs_status_t status;
-    uct_ep_h ep;
+    int fanout = ucg_sm_cma_is_bcast(coll) == (stage == 0);
 
-    if (stage == 0) {
-        status = ucg_group_sm_ep(coll->group, UCG_SM_BCAST, coll->set,
-                                 coll->phase->sm_mode, UCT_O2M_OP_GATHER,
-                                 UCT_O2M_DT_UINT8, &ep);
-    } else {
-        status = ucg_group_sm_ep(coll->group, UCG_SM_INCAST, coll->set,
-                                 coll->phase->sm_ack_mode, UCT_O2M_OP_GATHER,
-                                 UCT_O2M_DT_UINT8, &ep);
-    }
-    if (status != UCS_OK) {
-        return status;
+    UCG_SM_PS_STAGE(coll) = stage;
+    return ucg_sm_stream_begin(coll, fanout ? UCG_SM_BCAST : UCG_SM_INCAST,
+                               (stage == 0) ? coll->phase->sm_mode :
+                                              coll->phase->sm_ack_mode,
+                               UCT_O2M_OP_GATHER, UCT_O2M_DT_UINT8,
+                               (stage == 0) ? sizeof(ucg_sm_cma_desc_t) :
+                                              sizeof(ucg_sm_cma_ack_t),
+                               (stage == 0) ? sizeof(ucg_sm_cma_desc_t) :
+                                              sizeof(ucg_sm_cma_ack_t));
+}
+
+/* Bytes of the phase's scratch: the descriptors that this member receives
+ * and, at the root of a reduce, the chunk it reads into */
+static size_t ucg_sm_cma_scratch_size(const ucg_coll_t *coll, size_t *chunk_p)
+{
+    size_t chunk;
+
+    if (ucg_sm_cma_is_bcast(coll)) {
+        *chunk_p = 0;
+        return sizeof(ucg_sm_cma_desc_t);
     }
 
-    UCG_SM_PS_STAGE(coll)  = stage;
-    UCG_SM_PS_EP(coll)     = ep;
-    UCG_SM_PS_NEXT(coll)   = 0;
-    UCG_SM_PS_NFRAGS(coll) = 1;
-    UCG_SM_PS_TURN(coll)   = 0;
-    UCG_SM_PS_TOTAL(coll)  = (stage == 0) ? sizeof(ucg_sm_cma_desc_t) :
-                                            sizeof(ucg_sm_cma_ack_t);
-    UCG_SM_PS_FRAG(coll)   = UCG_SM_PS_TOTAL(coll);
-    UCG_SM_PS_ROLE(coll)   = ((stage == 0) == is_root) ? UCG_SM_ROLE_SEND :
-                                                         UCG_SM_ROLE_RECV;
-    if (UCG_SM_PS_ROLE(coll) == UCG_SM_ROLE_RECV) {
-        ucg_sm_take_early(coll);
-    }
-    return UCS_OK;
+    /* Whole elements per chunk */
+    chunk    = ucs_max(UCG_SM_CMA_CHUNK - (UCG_SM_CMA_CHUNK % coll->dt_size),
+                       coll->dt_size);
+    *chunk_p = chunk;
+    return (coll->set->count - 1) * sizeof(ucg_sm_cma_desc_t) + chunk;
 }
 
 static ucs_status_t ucg_sm_cma_start(ucg_coll_t *coll)
 {
+    size_t chunk;
+    void *scratch;
+
+    scratch = ucg_coll_scratch(coll, UCG_SM_SCRATCH_IDX,
+                               ucg_sm_cma_scratch_size(coll, &chunk));
+    if (scratch == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    UCG_SM_PS_DESCS(coll)  = (uintptr_t)scratch;
     UCG_SM_PS_STATUS(coll) = UCS_OK;
     UCG_SM_PS_READ(coll)   = UCS_OK;
     return ucg_sm_cma_stage(coll, 0);
 }
 
-/* Read the root's buffer into ours; the status goes to the root */
-static ucs_status_t ucg_sm_cma_read(ucg_coll_t *coll)
+/* Read @a length bytes at offset @a offset of the buffer of @a desc */
+static ucs_status_t ucg_sm_cma_readv(ucg_coll_t *coll,
+                                     const ucg_sm_cma_desc_t *desc,
+                                     size_t offset, void *dst, size_t length)
 {
-    pid_t pid   = (pid_t)UCG_SM_PS_PID(coll);
     size_t done = 0;
     struct iovec local, remote;
     ssize_t ret;
 
-    while (done < coll->data_len) {
-        local.iov_base  = UCS_PTR_BYTE_OFFSET(coll->data, done);
-        local.iov_len   = coll->data_len - done;
-        remote.iov_base = (void*)(uintptr_t)(UCG_SM_PS_ADDR(coll) + done);
+    while (done < length) {
+        local.iov_base  = UCS_PTR_BYTE_OFFSET(dst, done);
+        local.iov_len   = length - done;
+        remote.iov_base = (void*)(uintptr_t)(desc->addr + offset + done);
         remote.iov_len  = local.iov_len;
-        ret = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+        ret = process_vm_readv(desc->pid, &local, 1, &remote, 1, 0);
         if (ret <= 0) {
-            ucs_error("ucg group %u bcast seq %u: process_vm_readv(pid %d, "
-                      "%zu bytes) failed: %s (UCX_UCG_SM_BCAST_CMA_THRESH=inf "
-                      "disables single-copy bcast)", coll->group->id,
-                      coll->seq, (int)pid, coll->data_len - done,
-                      (ret < 0) ? strerror(errno) : "nothing read");
+            ucs_error("ucg group %u %s seq %u: process_vm_readv(pid %d, "
+                      "%zu bytes) failed: %s (UCX_UCG_SM_%s_CMA_THRESH=inf "
+                      "disables single-copy %s)", coll->group->id,
+                      ucg_coll_name(coll->params.type), coll->seq,
+                      (int)desc->pid, length - done,
+                      (ret < 0) ? strerror(errno) : "nothing read",
+                      ucg_sm_cma_is_bcast(coll) ? "BCAST" : "REDUCE",
+                      ucg_coll_name(coll->params.type));
             return ((ret < 0) && (errno == ESRCH)) ?
                    UCS_ERR_CONNECTION_RESET : UCS_ERR_IO_ERROR;
         }
@@ -760,15 +845,74 @@ static ucs_status_t ucg_sm_cma_read(ucg_coll_t *coll)
     return UCS_OK;
 }
 
+/*
+ * SM_REDUCE_CMA at the root: read the members' vectors and reduce them into
+ * acc, in member order (the operation is commutative).  When our own vector
+ * is not in acc yet (coll->own), the first member's is read straight into
+ * acc instead; ours is reduced into it after the release (ucg_sm_cma_fold),
+ * so that the members wait only for the reads.  Other vectors go through
+ * the scratch chunk, so that a chunk is still in the cache when it is
+ * reduced.
+ */
+static ucs_status_t ucg_sm_cma_reduce(ucg_coll_t *coll)
+{
+    const ucg_sm_cma_desc_t *descs = (const void*)UCG_SM_PS_DESCS(coll);
+    unsigned num_members           = coll->set->count - 1;
+    ucs_status_t status;
+    size_t chunk, offset, length;
+    unsigned pos;
+    void *buf;
+
+    pos = 0;
+    if (coll->own != NULL) {
+        status = ucg_sm_cma_readv(coll, &descs[0], 0, coll->acc, coll->len);
+        if (status != UCS_OK) {
+            return status;
+        }
+        pos = 1;
+    }
+
+    buf = UCS_PTR_BYTE_OFFSET(descs, num_members * sizeof(*descs));
+    ucg_sm_cma_scratch_size(coll, &chunk);
+    for (; pos < num_members; ++pos) {
+        for (offset = 0; offset < coll->len; offset += length) {
+            length = ucs_min(chunk, coll->len - offset);
+            status = ucg_sm_cma_readv(coll, &descs[pos], offset, buf, length);
+            if (status != UCS_OK) {
+                return status;
+            }
+            ucg_op_reduce(&coll->op, buf,
+                          UCS_PTR_BYTE_OFFSET(coll->acc, offset),
+                          length / coll->dt_size);
+        }
+    }
+    return UCS_OK;
+}
+
+/* SM_REDUCE_CMA at the root, once the members are released: our own vector
+ * into acc, if ucg_sm_cma_reduce left it out */
+static void ucg_sm_cma_fold(ucg_coll_t *coll)
+{
+    if (coll->own == NULL) {
+        return;
+    }
+
+    if (UCG_SM_PS_READ(coll) == UCS_OK) {
+        ucg_op_reduce(&coll->op, coll->own, coll->acc, coll->params.count);
+    }
+    coll->own = NULL;
+}
+
 static ucs_status_t ucg_sm_cma_progress(ucg_coll_t *coll)
 {
+    int is_root = (coll->my_idx == coll->set->root);
     ucs_status_t status;
 
     if ((UCG_SM_PS_STAGE(coll) == 0) &&
         (UCG_SM_PS_ROLE(coll) == UCG_SM_ROLE_RECV) &&
         (UCG_SM_PS_STATUS(coll) != UCS_OK)) {
-        /* A bad descriptor: the root learns it from our acknowledgement
-         * instead of waiting for it forever */
+        /* A bad descriptor: stage 1 tells the other side, instead of
+         * leaving it waiting forever */
         UCG_SM_PS_READ(coll)   = UCG_SM_PS_STATUS(coll);
         UCG_SM_PS_STATUS(coll) = UCS_OK;
     }
@@ -779,14 +923,21 @@ static ucs_status_t ucg_sm_cma_progress(ucg_coll_t *coll)
     }
 
     if (UCG_SM_PS_STAGE(coll) == 1) {
-        /* The root has every status (an error is returned above); a member
-         * returns its own */
+        /* An error received in stage 1 is returned above: what is left is
+         * this member's own status */
+        ucg_sm_cma_fold(coll);
         return (ucs_status_t)(int)UCG_SM_PS_READ(coll);
     }
 
-    if ((coll->my_idx != coll->set->root) &&
-        (UCG_SM_PS_READ(coll) == UCS_OK)) {
-        UCG_SM_PS_READ(coll) = ucg_sm_cma_read(coll);
+    /* Stage 0 is over: the readers read */
+    if (UCG_SM_PS_READ(coll) == UCS_OK) {
+        if (ucg_sm_cma_is_bcast(coll) && !is_root) {
+            UCG_SM_PS_READ(coll) = ucg_sm_cma_readv(
+                    coll, (const void*)UCG_SM_PS_DESCS(coll), 0, coll->data,
+                    coll->data_len);
+        } else if (!ucg_sm_cma_is_bcast(coll) && is_root) {
+            UCG_SM_PS_READ(coll) = ucg_sm_cma_reduce(coll);
+        }
     }
 
     status = ucg_sm_cma_stage(coll, 1);
@@ -829,5 +980,6 @@ const ucg_phase_ops_t ucg_sm_phase_ops[UCG_PHASE_LAST] = {
     [UCG_PHASE_FOLD]      = {ucg_fold_start, ucg_fold_progress},
     [UCG_PHASE_SM_ALLREDUCE] = {ucg_sm_allreduce_start,
                                 ucg_sm_allreduce_progress},
-    [UCG_PHASE_SM_BCAST_CMA] = {ucg_sm_cma_start, ucg_sm_cma_progress}
+    [UCG_PHASE_SM_BCAST_CMA] = {ucg_sm_cma_start, ucg_sm_cma_progress},
+    [UCG_PHASE_SM_REDUCE_CMA] = {ucg_sm_cma_start, ucg_sm_cma_progress}
 };

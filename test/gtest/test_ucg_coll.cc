@@ -549,6 +549,9 @@ TEST_P(ucg_coll_matrix, matrix)
                                     UCG_DT_UINT8, UCG_OP_LAST, m.size - 1), 3);
         run_persistent(m, coll_desc(UCG_COLL_ALLGATHER, 300, UCG_DT_INT32),
                        3);
+        /* large enough for sm_reduce_cma by default; not rooted at 0 */
+        run_persistent(m, coll_desc(UCG_COLL_REDUCE, 20000, UCG_DT_FLOAT,
+                                    UCG_OP_SUM, m.size / 2), 3);
         run_persistent(m, coll_desc(UCG_COLL_BARRIER, 0, UCG_DT_UINT8), 3);
         if (m.size > 1) {
             run_busy(m);
@@ -623,13 +626,15 @@ const coll_config configs[] = {
      "SM_ALLREDUCE_MAX=inf;SM_FRAG_SIZE=1000"},
     {"np8_smallreduce",   8, "auto",  O2M_ON,      LEVEL_SMALL,  true,  false,
      "SM_ALLREDUCE_MAX=64k;SM_ALLREDUCE_MAX_PPN=8;SM_BCAST_MODE=centralized"},
-    /* single-copy bcast at every size, with outstanding collectives that
-     * share its acknowledgement fan-in endpoint */
+    /* single-copy bcast and reduce at every size, with outstanding
+     * collectives that share their fan-in endpoints */
+    {"np2_cma_all",       2, "auto",  O2M_ON,      LEVEL_MEDIUM, true,  true,
+     "SM_BCAST_CMA_THRESH=1;SM_REDUCE_CMA_THRESH=1"},
     {"np4_cma_all",       4, "auto",  O2M_ON,      LEVEL_MEDIUM, true,  true,
-     "SM_BCAST_CMA_THRESH=1"},
+     "SM_BCAST_CMA_THRESH=1;SM_REDUCE_CMA_THRESH=1"},
     {"np5_hosts2_cma_centralized", 5, "2", O2M_ON, LEVEL_MEDIUM, true,  false,
-     "SM_BCAST_CMA_THRESH=1;SM_BCAST_MODE=centralized;"
-     "SM_INCAST_MODE=centralized"},
+     "SM_BCAST_CMA_THRESH=1;SM_REDUCE_CMA_THRESH=1;"
+     "SM_BCAST_MODE=centralized;SM_INCAST_MODE=centralized"},
     /* host-local scatter and allgather at every size */
     {"np5_hosts3_sm_nolimit", 5, "3", O2M_ON,      LEVEL_MEDIUM, false, false,
      "SM_SCATTER_MAX=inf;SM_ALLGATHER_MAX=inf"}
@@ -841,17 +846,20 @@ struct kill_shared {
 /*
  * @a late: the survivors start the collective only after the victim died,
  * so they find what it sent before dying (e.g. rendezvous requests whose
- * data is then read from a process that no longer exists).
+ * data is then read from a process that no longer exists).  @a warm: the
+ * same collective runs once before, so that its endpoints exist when the
+ * victim dies.
  */
 void kill_test(unsigned np, const coll_config &cfg, unsigned victim,
-               const coll_desc &desc, bool late = false)
+               const coll_desc &desc, bool late = false, bool warm = false)
 {
     const double check_interval = 0.1;
     const double bound          = 5.0;  /* slack on a loaded machine */
     std::string label           = config_label(cfg) + " kill rank " +
                                   std::to_string(victim) + " in " +
                                   desc.str() +
-                                  (late ? " (others start late)" : "");
+                                  (late ? " (others start late)" : "") +
+                                  (warm ? " (warm)" : "");
     run_opts opts;
 
     opts.env = config_env(cfg);
@@ -876,6 +884,9 @@ void kill_test(unsigned np, const coll_config &cfg, unsigned victim,
         /* connections established, everyone alive */
         run_coll(m, coll_desc(UCG_COLL_ALLREDUCE, 10, UCG_DT_INT32,
                               UCG_OP_SUM));
+        if (warm) {
+            run_coll(m, desc);
+        }
         m.procs->barrier(m.rank);
 
         coll_bufs bufs(desc, m.rank, m.size);
@@ -991,6 +1002,25 @@ TEST(ucg_coll_errors, kill_bcast_root_o2m_late)
     kill_test(4, kill_o2m, 0,
               coll_desc(UCG_COLL_BCAST, 8 << 20, UCG_DT_UINT8, UCG_OP_LAST,
                         0), true);
+}
+
+
+/* sm_reduce_cma: the root reads a dead member's vector (ESRCH), and tells
+ * the others in its release */
+TEST(ucg_coll_errors, kill_reduce_member_o2m_late)
+{
+    kill_test(4, kill_o2m, 2,
+              coll_desc(UCG_COLL_REDUCE, 1 << 20, UCG_DT_INT32, UCG_OP_SUM,
+                        0), true);
+}
+
+/* sm_reduce_cma: the members wait for the release of a dead root (its
+ * endpoints exist: the same reduce ran before) */
+TEST(ucg_coll_errors, kill_reduce_root_o2m_late)
+{
+    kill_test(4, kill_o2m, 0,
+              coll_desc(UCG_COLL_REDUCE, 1 << 20, UCG_DT_INT32, UCG_OP_SUM,
+                        0), true, true);
 }
 
 

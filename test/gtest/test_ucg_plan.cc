@@ -157,7 +157,12 @@ bool is_sm(ucg_phase_method_t m)
 {
     return (m == UCG_PHASE_SM_BCAST) || (m == UCG_PHASE_SM_REDUCE) ||
            (m == UCG_PHASE_SM_GATHER) || (m == UCG_PHASE_SM_ALLREDUCE) ||
-           (m == UCG_PHASE_SM_BCAST_CMA);
+           (m == UCG_PHASE_SM_BCAST_CMA) || (m == UCG_PHASE_SM_REDUCE_CMA);
+}
+
+bool is_cma(ucg_phase_method_t m)
+{
+    return (m == UCG_PHASE_SM_BCAST_CMA) || (m == UCG_PHASE_SM_REDUCE_CMA);
 }
 
 bool is_block(ucg_phase_method_t m)
@@ -182,7 +187,7 @@ std::string describe_phase(const ucg_phase_t &ph, unsigned size)
     }
     if (ph.method == UCG_PHASE_SM_REDUCE) {
         os << (ph.sm_native ? ":native" : ":gather");
-    } else if (ph.method == UCG_PHASE_SM_BCAST_CMA) {
+    } else if (is_cma(ph.method)) {
         os << ":ack" << uct_o2m_mode_name(ph.sm_ack_mode);
     }
     if (ph.radix != 0) {
@@ -238,7 +243,7 @@ void check_invariants(const ucg_plan_t *plan, const ucg_topo_t *topo)
                     ASSERT_EQ(h, topo->host_of[set.ranks[i]]);
                 }
                 ASSERT_LT((unsigned)ph.sm_mode, (unsigned)UCT_O2M_MODE_LAST);
-                if (ph.method == UCG_PHASE_SM_BCAST_CMA) {
+                if (is_cma(ph.method)) {
                     /* one descriptor, whatever the size */
                     ASSERT_EQ(0u, ph.frag_size);
                 } else {
@@ -260,10 +265,21 @@ void check_invariants(const ucg_plan_t *plan, const ucg_topo_t *topo)
             ASSERT_TRUE((ph.sm_mode == UCT_O2M_MODE_BATCHED) ||
                         (ph.sm_mode == UCT_O2M_MODE_CENTRALIZED));
         }
-        if (ph.method == UCG_PHASE_SM_BCAST_CMA) {
-            ASSERT_EQ(UCG_COLL_BCAST, plan->key.type);
+        if (is_cma(ph.method)) {
+            ASSERT_EQ((ph.method == UCG_PHASE_SM_BCAST_CMA) ?
+                      UCG_COLL_BCAST : UCG_COLL_REDUCE, plan->key.type);
             ASSERT_TRUE((ph.sm_ack_mode == UCT_O2M_MODE_BATCHED) ||
                         (ph.sm_ack_mode == UCT_O2M_MODE_CENTRALIZED));
+            /* the fan-in (descriptors or acknowledgements) only gathers */
+            ASSERT_TRUE(((ph.method == UCG_PHASE_SM_REDUCE_CMA) ?
+                         ph.sm_mode : ph.sm_ack_mode) ==
+                        UCT_O2M_MODE_BATCHED ||
+                        ((ph.method == UCG_PHASE_SM_REDUCE_CMA) ?
+                         ph.sm_mode : ph.sm_ack_mode) ==
+                        UCT_O2M_MODE_CENTRALIZED);
+        }
+        if (ph.method == UCG_PHASE_SM_REDUCE_CMA) {
+            ASSERT_TRUE(plan->key.commutative);
         }
     }
 }
@@ -782,6 +798,55 @@ TEST_F(test_ucg_plan, sm_bcast_cma_thresh)
               plan(topo, make_key(UCG_COLL_BCAST, 1 << 30, 0)));
 
     EXPECT_NE(UCS_OK, ucg_config_modify(m_config, "SM_BCAST_CMA_THRESH",
+                                        "auto") == UCS_OK ?
+                      ucg_config_check(m_config) : UCS_ERR_INVALID_PARAM);
+}
+
+/* Host-local reduce (commutative) from SM_REDUCE_CMA_THRESH on is
+ * single-copy; only reduce */
+TEST_F(test_ucg_plan, sm_reduce_cma_thresh)
+{
+    topo_holder topo("4", 4);
+    topo_holder topo2("2", 4);   /* [0,1][2,3] */
+    topo_holder topo3("3,1", 4); /* [0,1,2][3] */
+
+    EXPECT_EQ("sm_reduce:batched:native:f1024 {0,1*,2,3}",
+              plan(topo, make_key(UCG_COLL_REDUCE, (32 << 10) - 4, 1)));
+    EXPECT_EQ("sm_reduce_cma:batched:ackbatched {0,1*,2,3}",
+              plan(topo, make_key(UCG_COLL_REDUCE, 32 << 10, 1)));
+    EXPECT_EQ("sm_reduce_cma:batched:ackbatched {0*,1}{2,3*} | "
+              "p2p_reduce:r4 {0,3*}",
+              plan(topo2, make_key(UCG_COLL_REDUCE, 1 << 20, 3)));
+    /* a host of one rank has no local phase */
+    EXPECT_EQ("sm_reduce_cma:batched:ackbatched {0*,1,2} | "
+              "p2p_reduce:r4 {0*,3}",
+              plan(topo3, make_key(UCG_COLL_REDUCE, 1 << 20, 0)));
+    /* MINLOC is commutative: no transport pair, still single-copy */
+    EXPECT_EQ("sm_reduce_cma:batched:ackbatched {0*,1,2,3}",
+              plan(topo, make_key(UCG_COLL_REDUCE, 1 << 20, 0,
+                                  UCG_DT_FLOAT_INT, UCG_OP_MINLOC)));
+    /* non-commutative: gathered and folded in rank order */
+    EXPECT_EQ(0u, plan(topo, make_key(UCG_COLL_REDUCE, 1 << 20, 0,
+                                      UCG_DT_INT32, UCG_OP_USER, 0))
+                  .find("sm_gather"));
+    /* allreduce keeps its host-local reduction */
+    EXPECT_EQ(std::string::npos,
+              plan(topo, make_key(UCG_COLL_ALLREDUCE, 1 << 20)).find("cma"));
+
+    set("SM_BCAST_MODE", "centralized");
+    set("SM_INCAST_MODE", "centralized");
+    EXPECT_EQ("sm_reduce_cma:centralized:ackcentralized {0*,1,2,3}",
+              plan(topo, make_key(UCG_COLL_REDUCE, 32 << 10, 0)));
+
+    set("SM_REDUCE_CMA_THRESH", "1");
+    EXPECT_EQ("sm_reduce_cma:centralized:ackcentralized {0*,1,2,3}",
+              plan(topo, make_key(UCG_COLL_REDUCE, 4, 0)));
+
+    set("SM_REDUCE_CMA_THRESH", "inf");
+    EXPECT_EQ("sm_reduce:centralized:native:f1024 {0*,1,2,3}",
+              plan(topo, make_key(UCG_COLL_REDUCE, 1 << 30, 0)));
+
+    EXPECT_NE(UCS_OK, ucg_config_modify(m_config, "SM_REDUCE_CMA_THRESH",
                                         "auto") == UCS_OK ?
                       ucg_config_check(m_config) : UCS_ERR_INVALID_PARAM);
 }
@@ -1460,6 +1525,7 @@ TEST_F(test_ucg_plan, size_class_boundaries)
     set("SM_LOCKED_THRESH", "2k");
     set("ALLGATHER_RING_THRESH", "5000");
     set("SM_BCAST_CMA_THRESH", "8k");
+    set("SM_REDUCE_CMA_THRESH", "16k");
 
     auto cls = [&](ucg_coll_type_t t, size_t s) {
         return ucg_plan_size_class(m_config, t, s);
@@ -1475,12 +1541,16 @@ TEST_F(test_ucg_plan, size_class_boundaries)
 
     EXPECT_EQ(cls(UCG_COLL_REDUCE, 0), cls(UCG_COLL_REDUCE, 2047));
     EXPECT_NE(cls(UCG_COLL_REDUCE, 2047), cls(UCG_COLL_REDUCE, 2048));
-    EXPECT_EQ(cls(UCG_COLL_REDUCE, 2048), cls(UCG_COLL_REDUCE, 1 << 30));
+    EXPECT_EQ(cls(UCG_COLL_REDUCE, 2048), cls(UCG_COLL_REDUCE, 16383));
+    EXPECT_NE(cls(UCG_COLL_REDUCE, 16383), cls(UCG_COLL_REDUCE, 16384));
+    EXPECT_EQ(cls(UCG_COLL_REDUCE, 16384), cls(UCG_COLL_REDUCE, 1 << 30));
 
     EXPECT_NE(cls(UCG_COLL_ALLREDUCE, 2048), cls(UCG_COLL_ALLREDUCE, 2049));
     EXPECT_NE(cls(UCG_COLL_ALLREDUCE, 2999), cls(UCG_COLL_ALLREDUCE, 3000));
     EXPECT_NE(cls(UCG_COLL_ALLREDUCE, 2047), cls(UCG_COLL_ALLREDUCE, 2048));
     EXPECT_EQ(cls(UCG_COLL_ALLREDUCE, 3000), cls(UCG_COLL_ALLREDUCE, 1 << 30));
+    /* allreduce does not take the reduce's single-copy threshold */
+    EXPECT_EQ(cls(UCG_COLL_ALLREDUCE, 16383), cls(UCG_COLL_ALLREDUCE, 16384));
 
     EXPECT_EQ(cls(UCG_COLL_BARRIER, 0), cls(UCG_COLL_BARRIER, 1 << 30));
     EXPECT_EQ(cls(UCG_COLL_GATHER, 0), cls(UCG_COLL_GATHER, 1 << 30));
