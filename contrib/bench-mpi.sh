@@ -19,7 +19,9 @@
 #   ucg      --mca coll ucg,basic,libnbc,tuned,self
 #            (only if ompi_info lists "MCA coll: ucg"; skipped otherwise)
 # The first three also get `--mca coll ^ucg`, so that an installed coll/ucg
-# (priority 90) does not take part in them.
+# (priority 90) does not take part in them.  On a single host han (Open MPI
+# 4.1) disqualifies itself ("comm has only local processes" with
+# `--mca coll_base_verbose 20`): its column is then tuned over ob1 again.
 # -C (repeatable) replaces this list with your own; the first one is the
 # baseline of the ratios.  Leading VAR=value words in a configuration are set
 # in mpirun's environment.  --ucg-path DIR: coll/ucg from DIR (a directory
