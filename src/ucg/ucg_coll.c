@@ -535,6 +535,22 @@ static int ucg_coll_holds_other_blocks(const ucg_coll_t *coll)
     return 0;
 }
 
+/* The first phase from @a i on in which this member has a set (and that
+ * set and its index there), or num_phases */
+static unsigned ucg_coll_my_phase(const ucg_coll_t *coll, unsigned i,
+                                  const ucg_phase_set_t **set_p,
+                                  unsigned *idx_p)
+{
+    for (; i < coll->plan->num_phases; ++i) {
+        *set_p = ucg_phase_find_set(&coll->plan->phases[i], coll->group->rank,
+                                    idx_p);
+        if (*set_p != NULL) {
+            break;
+        }
+    }
+    return i;
+}
+
 /*
  * Whether this member of a reduce only contributes its vector to host-local
  * fan-ins (it is no set's root): it then never writes acc, which can be the
@@ -543,18 +559,15 @@ static int ucg_coll_holds_other_blocks(const ucg_coll_t *coll)
 static int ucg_coll_only_contributes(const ucg_coll_t *coll)
 {
     const ucg_phase_set_t *set;
-    const ucg_phase_t *phase;
+    ucg_phase_method_t method;
     unsigned i, idx;
 
-    for (i = 0; i < coll->plan->num_phases; ++i) {
-        phase = &coll->plan->phases[i];
-        set   = ucg_phase_find_set(phase, coll->group->rank, &idx);
-        if (set == NULL) {
-            continue;
-        }
-        if (((phase->method != UCG_PHASE_SM_REDUCE) &&
-             (phase->method != UCG_PHASE_SM_REDUCE_CMA)) ||
-            (set->root == idx)) {
+    for (i = ucg_coll_my_phase(coll, 0, &set, &idx);
+         i < coll->plan->num_phases;
+         i = ucg_coll_my_phase(coll, i + 1, &set, &idx)) {
+        method = coll->plan->phases[i].method;
+        if (((method != UCG_PHASE_SM_REDUCE) &&
+             (method != UCG_PHASE_SM_REDUCE_CMA)) || (set->root == idx)) {
             return 0;
         }
     }
@@ -570,19 +583,12 @@ static int ucg_coll_only_contributes(const ucg_coll_t *coll)
 static int ucg_coll_cma_root_first(const ucg_coll_t *coll)
 {
     const ucg_phase_set_t *set;
-    const ucg_phase_t *phase;
     unsigned i, idx;
 
-    for (i = 0; i < coll->plan->num_phases; ++i) {
-        phase = &coll->plan->phases[i];
-        set   = ucg_phase_find_set(phase, coll->group->rank, &idx);
-        if (set != NULL) {
-            return (phase->method == UCG_PHASE_SM_REDUCE_CMA) &&
-                   (set->root == idx);
-        }
-    }
-
-    return 0;
+    i = ucg_coll_my_phase(coll, 0, &set, &idx);
+    return (i < coll->plan->num_phases) &&
+           (coll->plan->phases[i].method == UCG_PHASE_SM_REDUCE_CMA) &&
+           (set->root == idx);
 }
 
 /*
