@@ -778,8 +778,9 @@ static ucs_status_t ucg_sm_cma_stage(ucg_coll_t *coll, unsigned stage)
                                               sizeof(ucg_sm_cma_ack_t));
 }
 
-/* Bytes of the phase's scratch: the descriptors that this member receives
- * and, at the root of a reduce, the chunk it reads into */
+/* Bytes of the phase's scratch at a reader (a member of a bcast, the root
+ * of a reduce): the descriptors it receives and, at the root of a reduce,
+ * the chunk it reads into */
 static size_t ucg_sm_cma_scratch_size(const ucg_coll_t *coll, size_t *chunk_p)
 {
     size_t chunk;
@@ -798,13 +799,17 @@ static size_t ucg_sm_cma_scratch_size(const ucg_coll_t *coll, size_t *chunk_p)
 
 static ucs_status_t ucg_sm_cma_start(ucg_coll_t *coll)
 {
+    int is_root  = (coll->my_idx == coll->set->root);
+    void *scratch = NULL;
     size_t chunk;
-    void *scratch;
 
-    scratch = ucg_coll_scratch(coll, UCG_SM_SCRATCH_IDX,
-                               ucg_sm_cma_scratch_size(coll, &chunk));
-    if (scratch == NULL) {
-        return UCS_ERR_NO_MEMORY;
+    /* Only the readers receive descriptors */
+    if (ucg_sm_cma_is_bcast(coll) != is_root) {
+        scratch = ucg_coll_scratch(coll, UCG_SM_SCRATCH_IDX,
+                                   ucg_sm_cma_scratch_size(coll, &chunk));
+        if (scratch == NULL) {
+            return UCS_ERR_NO_MEMORY;
+        }
     }
 
     UCG_SM_PS_DESCS(coll)  = (uintptr_t)scratch;
