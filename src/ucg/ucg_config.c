@@ -526,8 +526,22 @@ static const char *ucg_config_p2p_var[] = {
 
 ucs_status_t ucg_config_check(const ucg_config_t *config)
 {
+    const struct {
+        const char   *name;
+        const size_t *value;
+    } sizes[] = {
+        {"ALLREDUCE_RING_THRESH", &config->allreduce_ring_thresh},
+        {"ALLGATHER_RING_THRESH", &config->allgather_ring_thresh},
+        {"SM_SCATTER_MAX",        &config->sm_scatter_max},
+        {"SM_ALLGATHER_MAX",      &config->sm_allgather_max},
+        {"SM_ALLREDUCE_MAX",      &config->sm_allreduce_max},
+        {"SM_BCAST_CMA_THRESH",   &config->sm_bcast_cma_thresh},
+        {"SM_REDUCE_CMA_THRESH",  &config->sm_reduce_cma_thresh},
+        {"SM_LOCKED_THRESH",      &config->sm_locked_thresh}
+    };
     uint64_t label;
     int type, method, is_auto;
+    unsigned i;
 
     for (type = 0; type < UCG_COLL_LAST; ++type) {
         method = config->p2p_method[type];
@@ -592,46 +606,12 @@ ucs_status_t ucg_config_check(const ucg_config_t *config)
         return UCS_ERR_INVALID_PARAM;
     }
 
-    if (config->allreduce_ring_thresh == UCS_MEMUNITS_AUTO) {
-        UCG_CONFIG_ERROR(config, "ALLREDUCE_RING_THRESH",
-                         "must be a size or inf");
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    if (config->allgather_ring_thresh == UCS_MEMUNITS_AUTO) {
-        UCG_CONFIG_ERROR(config, "ALLGATHER_RING_THRESH",
-                         "must be a size or inf");
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    if ((config->sm_scatter_max == UCS_MEMUNITS_AUTO) ||
-        (config->sm_allgather_max == UCS_MEMUNITS_AUTO)) {
-        UCG_CONFIG_ERROR(config, (config->sm_scatter_max == UCS_MEMUNITS_AUTO) ?
-                         "SM_SCATTER_MAX" : "SM_ALLGATHER_MAX",
-                         "must be a size or inf");
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    if (config->sm_allreduce_max == UCS_MEMUNITS_AUTO) {
-        UCG_CONFIG_ERROR(config, "SM_ALLREDUCE_MAX", "must be a size or inf");
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    if (config->sm_bcast_cma_thresh == UCS_MEMUNITS_AUTO) {
-        UCG_CONFIG_ERROR(config, "SM_BCAST_CMA_THRESH",
-                         "must be a size or inf");
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    if (config->sm_reduce_cma_thresh == UCS_MEMUNITS_AUTO) {
-        UCG_CONFIG_ERROR(config, "SM_REDUCE_CMA_THRESH",
-                         "must be a size or inf");
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    if (config->sm_locked_thresh == UCS_MEMUNITS_AUTO) {
-        UCG_CONFIG_ERROR(config, "SM_LOCKED_THRESH", "must be a size or inf");
-        return UCS_ERR_INVALID_PARAM;
+    /* Thresholds and limits: a size or inf, not auto */
+    for (i = 0; i < ucs_static_array_size(sizes); ++i) {
+        if (*sizes[i].value == UCS_MEMUNITS_AUTO) {
+            UCG_CONFIG_ERROR(config, sizes[i].name, "must be a size or inf");
+            return UCS_ERR_INVALID_PARAM;
+        }
     }
 
     if (!(config->peer_timeout > 0)) {
