@@ -1014,6 +1014,76 @@ static ucs_status_t ucg_plan_build_allgather(ucg_plan_builder_t *b, int hier)
                               0, NULL);
 }
 
+static ucs_status_t ucg_plan_build(ucg_plan_builder_t *b, int hier,
+                                   unsigned root)
+{
+    switch (b->key->type) {
+    case UCG_COLL_BCAST:
+        return ucg_plan_build_bcast(b, hier, root);
+    case UCG_COLL_REDUCE:
+        return ucg_plan_build_reduce(b, hier, root);
+    case UCG_COLL_ALLREDUCE:
+        return ucg_plan_build_allreduce(b, hier);
+    case UCG_COLL_BARRIER:
+        return ucg_plan_build_barrier(b, hier);
+    case UCG_COLL_GATHER:
+        return ucg_plan_build_gather(b, hier, root);
+    case UCG_COLL_SCATTER:
+        return ucg_plan_build_scatter(b, hier, root);
+    case UCG_COLL_ALLGATHER:
+        return ucg_plan_build_allgather(b, hier);
+    default:
+        return UCS_ERR_INVALID_PARAM;
+    }
+}
+
+/* Whether the host-local reductions can carry an element: the transport
+ * reduces (or gathers for the root to reduce) a message at a time, so a
+ * fragment holds whole elements, at least one, and a message is at most
+ * the transports' largest bcopy with UCG's header.  The single-copy
+ * reduce reads whole elements in chunks of any size. */
+static int ucg_plan_sm_holds_elems(const ucg_plan_builder_t *b)
+{
+    const ucg_phase_t *phase;
+    unsigned i;
+
+    if ((b->key->msg_size == 0) ||
+        ((b->topo->sm_max_bcopy > sizeof(ucg_sm_hdr_t)) &&
+         (b->elem_size <= b->topo->sm_max_bcopy - sizeof(ucg_sm_hdr_t)))) {
+        return 1;
+    }
+
+    for (i = 0; i < b->plan->num_phases; ++i) {
+        phase = &b->plan->phases[i];
+        if ((phase->method == UCG_PHASE_SM_REDUCE) ||
+            (phase->method == UCG_PHASE_SM_ALLREDUCE)) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+static void ucg_plan_clear_phases(ucg_plan_t *plan)
+{
+    ucg_phase_t *phase;
+    unsigned i, s;
+
+    for (i = 0; i < plan->num_phases; ++i) {
+        phase = &plan->phases[i];
+        if (phase->sets != NULL) {
+            for (s = 0; s < phase->num_sets; ++s) {
+                ucs_free(phase->sets[s].ranks);
+            }
+        }
+        ucs_free(phase->sets);
+        ucs_free(phase->owner);
+    }
+
+    memset(plan->phases, 0, sizeof(plan->phases));
+    plan->num_phases = 0;
+}
+
 static int ucg_plan_is_rooted(ucg_coll_type_t type)
 {
     return (type == UCG_COLL_BCAST) || (type == UCG_COLL_REDUCE) ||
@@ -1105,31 +1175,18 @@ ucs_status_t ucg_plan_create(const ucg_config_t *config,
         goto out;
     }
 
-    switch (key->type) {
-    case UCG_COLL_BCAST:
-        status = ucg_plan_build_bcast(&b, hier, root);
-        break;
-    case UCG_COLL_REDUCE:
-        status = ucg_plan_build_reduce(&b, hier, root);
-        break;
-    case UCG_COLL_ALLREDUCE:
-        status = ucg_plan_build_allreduce(&b, hier);
-        break;
-    case UCG_COLL_BARRIER:
-        status = ucg_plan_build_barrier(&b, hier);
-        break;
-    case UCG_COLL_GATHER:
-        status = ucg_plan_build_gather(&b, hier, root);
-        break;
-    case UCG_COLL_SCATTER:
-        status = ucg_plan_build_scatter(&b, hier, root);
-        break;
-    case UCG_COLL_ALLGATHER:
-        status = ucg_plan_build_allgather(&b, hier);
-        break;
-    default:
-        status = UCS_ERR_INVALID_PARAM;
-        break;
+    status = ucg_plan_build(&b, hier, root);
+    if ((status == UCS_OK) && hier && !ucg_plan_sm_holds_elems(&b)) {
+        /* A reduction fragment of the host-local phases cannot hold one
+         * element: point-to-point messages have no such limit.  Every
+         * member decides the same: the element size is an argument of the
+         * collective and the fragment size comes from the configuration
+         * and the topology. */
+        ucg_plan_clear_phases(plan);
+        hier       = 0;
+        plan->hier = 0;
+        b.sm_frag  = 0;
+        status     = ucg_plan_build(&b, hier, root);
     }
 
     /* SM_REDUCE fragments hold whole elements */
@@ -1161,24 +1218,11 @@ out:
 
 void ucg_plan_destroy(ucg_plan_t *plan)
 {
-    ucg_phase_t *phase;
-    unsigned i, s;
-
     if (plan == NULL) {
         return;
     }
 
-    for (i = 0; i < plan->num_phases; ++i) {
-        phase = &plan->phases[i];
-        if (phase->sets != NULL) {
-            for (s = 0; s < phase->num_sets; ++s) {
-                ucs_free(phase->sets[s].ranks);
-            }
-        }
-        ucs_free(phase->sets);
-        ucs_free(phase->owner);
-    }
-
+    ucg_plan_clear_phases(plan);
     ucs_free(plan);
 }
 

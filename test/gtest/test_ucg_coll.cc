@@ -1051,6 +1051,126 @@ void big_test(const coll_config &cfg)
     printf("[ ucg      ] %s: %.2f s\n", label.c_str(), now() - start);
 }
 
+/* ---- elements around the host-local fragment size ---- */
+
+/* Bytes of data in a host-local message of this group (its sm_bcast
+ * fragments), 0 when the group has no host-local phase */
+size_t sm_bcast_frag(member &m)
+{
+    ucg_plan_key_t key;
+    const ucg_plan_t *plan;
+
+    memset(&key, 0, sizeof(key));
+    key.type        = UCG_COLL_BCAST;
+    key.op          = UCG_OP_LAST;
+    key.dtype       = UCG_DT_UINT8;
+    key.commutative = 1;
+    key.msg_size    = 8;
+    CHILD_CHECK_OK(ucg_group_plan(m.group, &key, &plan));
+    for (unsigned i = 0; i < plan->num_phases; ++i) {
+        if (plan->phases[i].method == UCG_PHASE_SM_BCAST) {
+            return plan->phases[i].frag_size;
+        }
+    }
+    return 0;
+}
+
+/* Whether the plan of @a d reduces in a host-local fragment phase */
+bool sm_reduces(member &m, const coll_desc &d)
+{
+    ucg_plan_key_t key;
+    const ucg_plan_t *plan;
+
+    memset(&key, 0, sizeof(key));
+    key.type        = d.type;
+    key.root        = d.root;
+    key.op          = d.op;
+    key.dtype       = d.dtype;
+    key.commutative = 1;
+    key.msg_size    = d.count * d.elem_size();
+    key.dt_size     = d.elem_size();
+    CHILD_CHECK_OK(ucg_group_plan(m.group, &key, &plan));
+    for (unsigned i = 0; i < plan->num_phases; ++i) {
+        if ((plan->phases[i].method == UCG_PHASE_SM_REDUCE) ||
+            (plan->phases[i].method == UCG_PHASE_SM_ALLREDUCE)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * Reductions with a commutative user operation on elements of the fragment
+ * size, one byte less and more, and 8228 bytes (an MPI contiguous type that
+ * made the non-roots fail with "contribution ... exceeds" and left the root
+ * waiting): elements that a fragment cannot hold go point-to-point (or
+ * single-copy), on every member alike, and the results are right.
+ */
+class ucg_coll_elems : public ::testing::TestWithParam<coll_config> {
+};
+
+TEST_P(ucg_coll_elems, around_frag)
+{
+    const coll_config &cfg = GetParam();
+    std::string label      = config_label(cfg);
+    run_opts opts;
+
+    opts.env     = config_env(cfg);
+    opts.timeout = 200;
+    run_ok(cfg.np, opts, [&](member &m) {
+        size_t frag = sm_bcast_frag(m);
+        unsigned n  = 0;
+
+        CHILD_CHECK(frag > 0, "%s: no host-local phase", m.label.c_str());
+        for (size_t elem : {(size_t)8228, frag - 1, frag, frag + 1}) {
+            user_sum_bytes_dt_size = elem;
+            for (size_t count : {1, 3}) {
+                for (ucg_coll_type_t type : {UCG_COLL_ALLREDUCE,
+                                             UCG_COLL_REDUCE}) {
+                    for (unsigned root : {0u, m.size - 1}) {
+                        if ((type == UCG_COLL_ALLREDUCE) && (root > 0)) {
+                            continue;
+                        }
+                        coll_desc d(type, count, UCG_DT_BYTES, UCG_OP_USER,
+                                    root, (count == 3) && (root == 0));
+                        d.dt_size = elem;
+                        d.user    = USER_OP_SUM_BYTES;
+                        d.seed    = 900 + n++;
+                        if (type == UCG_COLL_ALLREDUCE) {
+                            /* the planner's decision, seen from here */
+                            CHILD_CHECK(sm_reduces(m, d) == (elem <= frag),
+                                        "%s: %s: host-local reduction of "
+                                        "%zu-byte elements with %zu-byte "
+                                        "fragments: %d", m.label.c_str(),
+                                        d.str().c_str(), elem, frag,
+                                        (int)sm_reduces(m, d));
+                        }
+                        run_coll(m, d);
+                    }
+                }
+            }
+        }
+    }, label);
+}
+
+const coll_config elem_configs[] = {
+    /* name               np hosts    o2m          level         pairs  own_ucp extra */
+    {"np3",               3, "auto",  O2M_ON,      LEVEL_SMALL,  false, false},
+    {"np4_smallreduce",   4, "auto",  O2M_ON,      LEVEL_SMALL,  false, false,
+     "SM_ALLREDUCE_MAX=inf"},
+    {"np5_hosts2",        5, "2",     O2M_ON,      LEVEL_SMALL,  false, false},
+    {"np4_cma",           4, "auto",  O2M_ON,      LEVEL_SMALL,  false, false,
+     "SM_REDUCE_CMA_THRESH=1"},
+    {"np4_centralized",   4, "auto",  O2M_ON,      LEVEL_SMALL,  false, false,
+     "SM_BCAST_MODE=centralized;SM_INCAST_MODE=centralized"}
+};
+
+INSTANTIATE_TEST_SUITE_P(cfg, ucg_coll_elems, ::testing::ValuesIn(elem_configs),
+                         [](const ::testing::TestParamInfo<coll_config> &info) {
+                             return std::string(info.param.name);
+                         });
+
+
 TEST(ucg_coll_big, size_16m_o2m)
 {
     big_test({"big", 3, "auto", O2M_ON, 0, false, false});

@@ -90,6 +90,20 @@ static void user_mat2(void *arg, const void *in, void *inout, size_t count)
     }
 }
 
+size_t user_sum_bytes_dt_size = 1;
+
+static void user_sum_bytes(void *arg, const void *in, void *inout,
+                           size_t count)
+{
+    const uint8_t *a = (const uint8_t*)in;
+    uint8_t *b       = (uint8_t*)inout;
+
+    check_user_arg(arg);
+    for (size_t i = 0; i < count * user_sum_bytes_dt_size; ++i) {
+        b[i] += a[i];
+    }
+}
+
 ucg_user_op_t user_op(user_op_kind_t kind)
 {
     ucg_user_op_t op;
@@ -104,6 +118,10 @@ ucg_user_op_t user_op(user_op_kind_t kind)
     case USER_OP_MAT2:
         op.func        = user_mat2;
         op.commutative = 0;
+        break;
+    case USER_OP_SUM_BYTES:
+        op.func        = user_sum_bytes;
+        op.commutative = 1;
         break;
     default:
         break;
@@ -150,8 +168,9 @@ std::string coll_desc::str() const
     if (is_reduction()) {
         os << " op=" << ucg_op_name(op);
         if (op == UCG_OP_USER) {
-            os << ((user == USER_OP_MAT2) ? "(mat2, non-commutative)" :
-                                            "(sum_u64, commutative)");
+            os << ((user == USER_OP_MAT2)      ? "(mat2, non-commutative)" :
+                   (user == USER_OP_SUM_BYTES) ? "(sum_bytes, commutative)" :
+                                                 "(sum_u64, commutative)");
         }
     }
     if (rooted()) {

@@ -49,8 +49,16 @@ typedef enum {
     USER_OP_SUM_U64,
     /* non-commutative, associative: product of 2x2 matrices of uint32 (mod
      * 2^32), elements of UCG_DT_BYTES with dt_size 16 */
-    USER_OP_MAT2
+    USER_OP_MAT2,
+    /* commutative: byte-wise wrapping sum of UCG_DT_BYTES elements of
+     * user_sum_bytes_dt_size bytes (any size) */
+    USER_OP_SUM_BYTES
 } user_op_kind_t;
+
+/* Element size of USER_OP_SUM_BYTES: the function gets a count of elements
+ * only (as an MPI user function without its datatype); a test sets it
+ * before the collectives that use the operation */
+extern size_t user_sum_bytes_dt_size;
 
 /* The ucg_user_op_t of @a kind; its arg counts the calls in this process */
 ucg_user_op_t user_op(user_op_kind_t kind);

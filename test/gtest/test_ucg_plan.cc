@@ -1144,6 +1144,65 @@ TEST_F(test_ucg_plan, sm_frag_rounding)
               plan(tiny, make_key(UCG_COLL_BCAST, 8, 0)));
 }
 
+/* An element larger than a host-local message (header included) cannot
+ * be reduced a fragment at a time: such reductions are point-to-point, or
+ * single-copy where that is the plan; other collectives keep their plans */
+TEST_F(test_ucg_plan, sm_elem_larger_than_frag)
+{
+    const size_t max_elem = SM_MAX_BCOPY - 16; /* UCG's header */
+    topo_holder one(layout("4", 4), 1, SM_MAX_BCOPY);
+    topo_holder two(layout("3", 6), 1, SM_MAX_BCOPY);
+    topo_holder big(layout("4", 4), 1, 8240); /* the transports' default */
+    size_t elem;
+
+    for (elem = max_elem - 1; elem <= max_elem + 1; ++elem) {
+        std::string ar   = plan(two, make_key(UCG_COLL_ALLREDUCE, 2 * elem, 0,
+                                              UCG_DT_BYTES, UCG_OP_USER, 1,
+                                              elem));
+        std::string red  = plan(one, make_key(UCG_COLL_REDUCE, elem, 1,
+                                              UCG_DT_BYTES, UCG_OP_USER, 1,
+                                              elem));
+        if (elem <= max_elem) {
+            EXPECT_EQ(0u, ar.find("sm_reduce:")) << ar;
+            EXPECT_EQ(0u, red.find("sm_reduce:")) << red;
+        } else {
+            EXPECT_EQ("p2p_allreduce_rd {0*,1,2,3,4,5}", ar);
+            EXPECT_EQ("p2p_reduce:r4 {0,1*,2,3}", red);
+        }
+    }
+
+    /* 8228-byte elements (the MPI reproducer) with the default fragments,
+     * through sm_reduce + sm_bcast or through sm_allreduce */
+    EXPECT_EQ("p2p_allreduce_rd {0*,1,2,3}",
+              plan(big, make_key(UCG_COLL_ALLREDUCE, 8228, 0, UCG_DT_BYTES,
+                                 UCG_OP_USER, 1, 8228)));
+    set("SM_ALLREDUCE_MAX", "64k");
+    EXPECT_EQ("p2p_allreduce_rd {0*,1,2,3}",
+              plan(big, make_key(UCG_COLL_ALLREDUCE, 8228, 0, UCG_DT_BYTES,
+                                 UCG_OP_USER, 1, 8228)));
+
+    /* the single-copy reduce reads whole elements of any size */
+    set("SM_REDUCE_CMA_THRESH", "16k");
+    EXPECT_EQ("sm_reduce_cma:batched:ackbatched {0*,1,2,3}",
+              plan(big, make_key(UCG_COLL_REDUCE, 4 * 8228, 0, UCG_DT_BYTES,
+                                 UCG_OP_USER, 1, 8228)));
+
+    /* a configured fragment smaller than the element is rounded up to one
+     * element, which a message still carries */
+    set("SM_FRAG_SIZE", "512");
+    EXPECT_EQ(0u, plan(two, make_key(UCG_COLL_ALLREDUCE, 2 * max_elem, 0,
+                                     UCG_DT_BYTES, UCG_OP_USER, 1, max_elem))
+                  .find("sm_reduce:batched:gather:f" +
+                        std::to_string(max_elem) + " "));
+
+    /* non-commutative: gathered in fragments and folded, any element */
+    EXPECT_EQ(0u, plan(two, make_key(UCG_COLL_ALLREDUCE, 8228, 0,
+                                     UCG_DT_BYTES, UCG_OP_USER, 0, 8228))
+                  .find("sm_gather:"));
+    /* bcast of large elements moves bytes */
+    EXPECT_EQ(0u, plan(one, make_key(UCG_COLL_BCAST, 8228, 0)).find("sm_"));
+}
+
 TEST_F(test_ucg_plan, sm_modes_by_ppn)
 {
     topo_holder topo9("9,1", 10);   /* [0-8][9] */
