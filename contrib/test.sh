@@ -5,8 +5,9 @@
 #   contrib/test.sh [extra gtest arguments, e.g. --gtest_filter=...]
 #
 #   1. contrib/bootstrap.sh: packages, UCX source, autogen, configure, make (build/)
-#   2. build and run the gtest suite in build/, and ucg_p2p_sim (UCG's
-#      point-to-point algorithms against a simulated network)
+#   2. build and run the gtest suite in build/ (with an unrelated busy Open
+#      MPI job beside it), and ucg_p2p_sim (UCG's point-to-point algorithms
+#      against a simulated network)
 #   3. contrib/check-install.sh: 'make install DESTDIR=...' lands the headers,
 #      the libraries, ucx-o2m.pc and ucg-o2m.pc, and they are usable
 #   4. the MPI suite (test/mpi/run.sh, np 2..8) with the coll/ucg component of
@@ -100,6 +101,47 @@ run_gtest() {
     (cd "$dir" && timeout -k 30 "$GTEST_TIMEOUT" "./$GTEST_BIN" "${GTEST_ARGS[@]}")
 }
 
+# The build/ gtest run has an unrelated, busy Open MPI job beside it
+# (test/mpi/mpi_busy, 2 ranks over vader, with its /dev/shm files): the
+# suite must look only at what the project creates.  The job is started
+# before and stopped after the run (every wait bounded); it fails the step
+# if it did not run or got wrong results.  O2M_TEST_BUSY_MPI=0: without it.
+run_gtest_beside_mpi() {
+    local dir=$1 tmp pid rc=0 i
+    [ "${O2M_TEST_BUSY_MPI:-1}" = 1 ] || { run_gtest "$dir"; return; }
+    make -s -C test/mpi mpi_busy || return 1
+    tmp=$(mktemp -d /tmp/ucx-o2m-busy.XXXXXX)
+    timeout -k 10 $((GTEST_TIMEOUT + 120)) mpirun --allow-run-as-root \
+        --oversubscribe -np 2 --mca pml ob1 --mca btl self,vader \
+        test/mpi/mpi_busy $((GTEST_TIMEOUT + 60)) "$tmp/stop" \
+        >"$tmp/log" 2>&1 &
+    pid=$!
+    for i in $(seq 60); do   # its segments exist once it runs
+        compgen -G '/dev/shm/vader_segment.*' >/dev/null && break
+        kill -0 $pid 2>/dev/null || break
+        sleep 0.5
+    done
+    if ! compgen -G '/dev/shm/vader_segment.*' >/dev/null; then
+        echo "test.sh: the busy MPI job did not start:" >&2
+        rc=1
+    else
+        run_gtest "$dir" || rc=$?
+    fi
+    touch "$tmp/stop"
+    for i in $(seq 60); do
+        kill -0 $pid 2>/dev/null || break
+        sleep 0.5
+    done
+    kill -KILL $pid 2>/dev/null
+    if ! wait $pid || ! grep -q ' 0 wrong results' "$tmp/log"; then
+        echo "test.sh: the busy MPI job failed:" >&2
+        [ $rc -ne 0 ] || rc=1
+    fi
+    grep -v '^$' "$tmp/log" | tail -5
+    rm -rf "$tmp"
+    return $rc
+}
+
 run_gtest_asan() {
     ASAN_OPTIONS=$ASAN_RUN_OPTIONS LSAN_OPTIONS=$LSAN_RUN_OPTIONS \
         UBSAN_OPTIONS=$UBSAN_RUN_OPTIONS run_gtest "$1"
@@ -148,7 +190,7 @@ if ! run_step "bootstrap (build/)" bash contrib/bootstrap.sh --build-dir "$BUILD
 fi
 
 if run_step "gtest build (build/)" build_gtest "$BUILD"; then
-    run_step "gtest run (build/)" run_gtest "$BUILD" || true
+    run_step "gtest run (build/)" run_gtest_beside_mpi "$BUILD" || true
     run_step "ucg_p2p_sim (build/)" run_sim "$BUILD" || true
 else
     skip_step "gtest run (build/)"

@@ -129,8 +129,29 @@ private:
 /* The UCT component called @a name (CHILD_CHECK fails when absent) */
 uct_component_h find_component(const char *name);
 
-/* Names of the files in /dev/shm */
+/*
+ * What the project creates, and only that: other jobs on the machine (an
+ * Open MPI job's vader_segment.* files, another test suite's segments) are
+ * none of a test's business.
+ */
+
+/* Prefix of every name the project gives: memfd segments ("ucx-o2m-...",
+ * seen as "/memfd:ucx-o2m-... (deleted)" in /proc) and any file a test
+ * makes */
+extern const char *const o2m_name_prefix;
+
+/* Names in /dev/shm that start with o2m_name_prefix */
 std::vector<std::string> dev_shm_files();
+
+/* The o2m segments process @a pid holds: "fd N -> /memfd:ucx-o2m-..." for
+ * open descriptors and the /proc/<pid>/maps lines of its mappings */
+std::vector<std::string> o2m_held(pid_t pid);
+
+/* This process and its descendants (children of the test still alive) */
+std::vector<pid_t> test_processes();
+
+/* o2m_held() of every process of the test, each line "pid P: ..." */
+std::vector<std::string> o2m_held_by_test();
 
 /* Run a shell command with a timeout (seconds); returns its output and
  * sets *status to its exit status (124 on timeout) */

@@ -4,7 +4,11 @@
  */
 #include "test_traffic.h"
 
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <algorithm>
 #include <dirent.h>
 #include <fstream>
 #include <regex>
@@ -438,6 +442,96 @@ TEST_F(misc, segments_private_and_released)
         CHILD_CHECK(count_fds() == fds, "%u descriptors before, %u after",
                     fds, count_fds());
     }, 60);
+}
+
+
+/*
+ * The residue checks see what the project leaves behind and nothing else:
+ * an o2m memfd held or mapped by this process or by a child, a /dev/shm
+ * file with the project's prefix; not another job's /dev/shm file (Open
+ * MPI's vader_segment.*) nor a segment of a process outside the test.
+ */
+TEST(residue_check, sees_own_leftovers_only)
+{
+    const std::string tag = "selftest-" + std::to_string(getpid());
+    const std::string own = std::string(o2m_name_prefix) + "-" + tag;
+    const std::string other = "vader_segment." + tag;
+    const size_t size = 4096;
+    int fd, ready[2], release[2], status;
+    char c;
+    void *ptr;
+    pid_t pid;
+
+    ASSERT_TRUE(o2m_held_by_test().empty());
+
+    /* held by this process: open, then mapped only */
+    fd = memfd_create(own.c_str(), MFD_CLOEXEC);
+    ASSERT_GE(fd, 0) << strerror(errno);
+    ASSERT_EQ(0, ftruncate(fd, size));
+    ptr = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+    ASSERT_NE(MAP_FAILED, ptr);
+    EXPECT_EQ(2u, o2m_held(getpid()).size()); /* fd and mapping */
+    close(fd);
+    EXPECT_EQ(1u, o2m_held_by_test().size());
+    munmap(ptr, size);
+    EXPECT_TRUE(o2m_held_by_test().empty());
+
+    /* held by a child, and by a process that is no longer ours (its parent
+     * exited: reparented, as another job's process would be) */
+    ASSERT_EQ(0, pipe(ready));
+    ASSERT_EQ(0, pipe(release));
+    pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        bool orphan = false;
+        close(ready[0]);
+        close(release[1]);
+        if (memfd_create(own.c_str(), 0) < 0) {
+            _exit(1);
+        }
+        if (write(ready[1], "1", 1) != 1) {
+            _exit(1);
+        }
+        /* parent says: '1' exit, '2' fork a grandchild that holds the
+         * segment, then exit */
+        if ((read(release[0], &c, 1) == 1) && (c == '2')) {
+            orphan = (fork() == 0);
+        }
+        if (orphan) {
+            if (write(ready[1], "2", 1) != 1) {
+                _exit(1);
+            }
+            /* until the test closes the pipe, at most 30 s */
+            alarm(30);
+            (void)!read(release[0], &c, 1);
+        }
+        _exit(0);
+    }
+    close(ready[1]);
+    close(release[0]);
+    ASSERT_EQ(1, read(ready[0], &c, 1));
+    EXPECT_FALSE(o2m_held_by_test().empty()) << "a child's segment is missed";
+
+    ASSERT_EQ(1, write(release[1], "2", 1));
+    ASSERT_EQ(pid, waitpid(pid, &status, 0));
+    EXPECT_TRUE(WIFEXITED(status) && (WEXITSTATUS(status) == 0));
+    ASSERT_EQ(1, read(ready[0], &c, 1)); /* the grandchild holds it */
+    EXPECT_TRUE(o2m_held_by_test().empty()) << o2m_held_by_test()[0];
+    close(release[1]); /* the grandchild exits */
+    close(ready[0]);
+
+    /* /dev/shm: the project's prefix only */
+    for (const std::string &name : {own, other}) {
+        fd = open(("/dev/shm/" + name).c_str(), O_CREAT | O_EXCL | O_RDWR,
+                  0600);
+        ASSERT_GE(fd, 0) << name << ": " << strerror(errno);
+        close(fd);
+    }
+    std::vector<std::string> files = dev_shm_files();
+    unlink(("/dev/shm/" + own).c_str());
+    unlink(("/dev/shm/" + other).c_str());
+    EXPECT_EQ(1, std::count(files.begin(), files.end(), own));
+    EXPECT_EQ(0, std::count(files.begin(), files.end(), other));
 }
 
 } // namespace

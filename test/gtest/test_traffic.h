@@ -879,9 +879,10 @@ struct peer_addrs {
 
 
 /*
- * Fails the test when /dev/shm gained a file during the object's life that
- * nobody uses: a file that a live process maps or holds open belongs to
- * something running beside the test (another suite), not to our residue.
+ * Fails the test when the project left something behind during the
+ * object's life: a process of the test (this one or a child still alive)
+ * holds or maps an o2m segment, or /dev/shm gained a file with the project's
+ * prefix.  Files and segments of other jobs on the machine do not count.
  */
 class shm_residue_check {
 public:
@@ -892,15 +893,15 @@ public:
         std::vector<std::string> added = residue();
 
         if (!added.empty()) {
-            usleep(200000); /* Someone else's file may be on its way out */
+            usleep(200000); /* a child may be on its way out */
             added = residue();
         }
 
         std::string names;
         for (const std::string &name : added) {
-            names += " " + name;
+            names += "\n  " + name;
         }
-        EXPECT_TRUE(added.empty()) << "new files in /dev/shm:" << names;
+        EXPECT_TRUE(added.empty()) << "left behind:" << names;
     }
 
 private:
@@ -912,59 +913,14 @@ private:
 
     std::vector<std::string> residue() const
     {
-        std::vector<std::string> added;
+        std::vector<std::string> added = o2m_held_by_test();
 
         for (const std::string &name : files()) {
-            if (!m_before.count(name) && !in_use("/dev/shm/" + name)) {
-                added.push_back(name);
+            if (!m_before.count(name)) {
+                added.push_back("/dev/shm/" + name);
             }
         }
         return added;
-    }
-
-    /* Whether a live process maps @a path or has it open */
-    static bool in_use(const std::string &path)
-    {
-        DIR *proc = opendir("/proc");
-        struct dirent *entry;
-        bool used = false;
-
-        while (!used && (proc != NULL) && ((entry = readdir(proc)) != NULL)) {
-            if (!isdigit((unsigned char)entry->d_name[0])) {
-                continue;
-            }
-
-            std::string dir = std::string("/proc/") + entry->d_name;
-            FILE *maps      = fopen((dir + "/maps").c_str(), "r");
-            char line[4096];
-            if (maps != NULL) {
-                while (!used && fgets(line, sizeof(line), maps)) {
-                    used = (strstr(line, path.c_str()) != NULL);
-                }
-                fclose(maps);
-            }
-
-            DIR *fds = opendir((dir + "/fd").c_str());
-            struct dirent *fd;
-            char link[4096];
-            ssize_t len;
-            while (!used && (fds != NULL) && ((fd = readdir(fds)) != NULL)) {
-                len = readlink((dir + "/fd/" + fd->d_name).c_str(), link,
-                               sizeof(link) - 1);
-                if (len > 0) {
-                    link[len] = '\0';
-                    used      = (path == link);
-                }
-            }
-            if (fds != NULL) {
-                closedir(fds);
-            }
-        }
-
-        if (proc != NULL) {
-            closedir(proc);
-        }
-        return used;
     }
 
     std::set<std::string> m_before;

@@ -239,9 +239,8 @@ protected:
     void TearDown() override {
         std::vector<std::string> added = new_shm_files(m_shm_before);
 
-        /* UCX's posix transport has a file in /dev/shm for an instant while
-         * it creates a segment (processes of other tests may be doing it):
-         * only files that stay count */
+        /* Only files with the project's prefix count, and only those that
+         * stay (a process of another run may be on its way out) */
         if (!added.empty()) {
             usleep(200000);
             std::vector<std::string> again = new_shm_files(m_shm_before);
@@ -257,6 +256,11 @@ protected:
 
         EXPECT_TRUE(added.empty()) << "new file in /dev/shm: "
                                    << (added.empty() ? "" : added[0]);
+
+        /* Every child has exited: no process of the test holds a segment */
+        std::vector<std::string> held = o2m_held_by_test();
+        EXPECT_TRUE(held.empty()) << "segment still held: "
+                                  << (held.empty() ? "" : held[0]);
     }
 
 private:
