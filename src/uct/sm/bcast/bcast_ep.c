@@ -15,9 +15,8 @@
 static UCS_F_ALWAYS_INLINE volatile uint32_t *
 uct_o2m_bcast_ack(uct_o2m_group_ep_t *ep, uint64_t seq)
 {
-    return UCS_PTR_BYTE_OFFSET(ep->seg, ep->seg->acks_offset +
-                                        (seq & (ep->depth - 1)) *
-                                        UCT_O2M_LINE);
+    return UCS_PTR_BYTE_OFFSET(ep->acks, (seq & (ep->depth - 1)) *
+                                         UCT_O2M_LINE);
 }
 
 size_t uct_o2m_bcast_seg_layout(uct_o2m_group_seg_t *hdr,
@@ -202,6 +201,7 @@ unsigned uct_o2m_bcast_recv_progress(uct_o2m_group_ep_t *ep)
     unsigned count         = 0;
     uct_o2m_elem_t *elem;
     ucs_status_t status;
+    const char *why;
 
     if (ucs_unlikely(ep->seg == NULL) && !uct_o2m_group_try_attach(ep)) {
         return 0;
@@ -213,11 +213,12 @@ unsigned uct_o2m_bcast_recv_progress(uct_o2m_group_ep_t *ep)
             break;
         }
 
-        status = uct_o2m_deliver_elem(iface, elem);
-        if (status != UCS_OK) {
+        status = uct_o2m_deliver_elem(iface, elem, ep->max_length, &why);
+        if (ucs_unlikely(status != UCS_OK)) {
             ucs_error("group 0x%" PRIx64 " member %u: lost message %" PRIu64
-                      ": %s", ep->group_id, ep->my_index, ep->rx_seq,
-                      ucs_status_string(status));
+                      ": %s%s%s", ep->group_id, ep->my_index, ep->rx_seq,
+                      ucs_status_string(status), (why != NULL) ? ": " : "",
+                      (why != NULL) ? why : "");
             uct_o2m_ep_set_failed(&ep->super, status);
             return count;
         }

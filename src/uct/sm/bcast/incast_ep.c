@@ -33,6 +33,7 @@
 #include "o2m_group.h"
 #include "o2m_p2p.h"
 #include "o2m_reduce.h"
+#include "o2m_check.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -47,9 +48,10 @@
  * Whether senders reduce into the shared buffer.  With a single sender there
  * is nothing to lock and nothing to do atomically.
  */
-static int uct_o2m_incast_is_shared(const uct_o2m_group_seg_t *hdr)
+int uct_o2m_group_seg_shared(const uct_o2m_group_seg_t *hdr)
 {
-    return ((hdr->mode == UCT_O2M_MODE_LOCKED) ||
+    return hdr->is_incast &&
+           ((hdr->mode == UCT_O2M_MODE_LOCKED) ||
             (hdr->mode == UCT_O2M_MODE_ATOMIC)) &&
            (hdr->op != UCT_O2M_OP_GATHER) && (hdr->size > 2);
 }
@@ -92,8 +94,8 @@ uct_o2m_incast_shared(void *elem)
 static UCS_F_ALWAYS_INLINE uct_o2m_elem_t *
 uct_o2m_incast_slot(uct_o2m_group_ep_t *ep, void *elem, unsigned pos)
 {
-    return UCS_PTR_BYTE_OFFSET(elem, UCT_O2M_LINE + ep->seg->shared_size +
-                                     (pos * ep->seg->slot_stride));
+    return UCS_PTR_BYTE_OFFSET(elem, UCT_O2M_LINE + ep->geom.shared_size +
+                                     (pos * ep->geom.slot_stride));
 }
 
 size_t uct_o2m_incast_seg_layout(uct_o2m_group_seg_t *hdr,
@@ -107,7 +109,7 @@ size_t uct_o2m_incast_seg_layout(uct_o2m_group_seg_t *hdr,
     hdr->elems_offset   = hdr->members_offset +
                           (hdr->size * sizeof(uct_o2m_member_t));
     hdr->max_length     = max_length;
-    if (uct_o2m_incast_is_shared(hdr)) {
+    if (uct_o2m_group_seg_shared(hdr)) {
         hdr->shared_size = ucs_align_up_pow2(max_length, UCT_O2M_LINE);
         slot_data        = ucs_max(sizeof(uct_o2m_zdesc_t), hdr->hdr_len);
     } else {
@@ -140,7 +142,7 @@ void uct_o2m_incast_seg_init(uct_o2m_group_ep_t *ep)
 {
     uint64_t seq;
 
-    if ((ep->mode != UCT_O2M_MODE_ATOMIC) || (ep->seg->shared_size == 0)) {
+    if ((ep->mode != UCT_O2M_MODE_ATOMIC) || (ep->geom.shared_size == 0)) {
         return;
     }
 
@@ -156,7 +158,10 @@ void uct_o2m_incast_seg_init(uct_o2m_group_ep_t *ep)
 
 void uct_o2m_incast_send_update(uct_o2m_group_ep_t *ep)
 {
-    ep->completed = __atomic_load_n(&ep->seg->delivered, __ATOMIC_ACQUIRE);
+    /* Written by the root: never beyond what we sent */
+    ep->completed = ucs_min(__atomic_load_n(&ep->seg->delivered,
+                                            __ATOMIC_ACQUIRE),
+                            ep->super.next_seq);
     uct_o2m_ep_complete_upto(&ep->super, ep->completed);
 }
 
@@ -269,6 +274,16 @@ uct_o2m_incast_commit(uct_o2m_group_ep_t *ep, void *elem,
     }
 }
 
+/* The most a pack callback may write: our own max_bcopy */
+static UCS_F_ALWAYS_INLINE size_t
+uct_o2m_incast_max_pack(uct_o2m_group_ep_t *ep)
+{
+    uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
+                                            uct_o2m_iface_t);
+
+    return iface->config.seg_size - sizeof(uct_o2m_elem_t);
+}
+
 /*
  * Contribute @a length bytes: produced by @a pack into the slot (or into a
  * scratch buffer first when they are reduced into the shared buffer).
@@ -291,12 +306,36 @@ static ssize_t uct_o2m_incast_contribute(uct_o2m_group_ep_t *ep, uint8_t id,
 
     elem = uct_o2m_incast_elem(ep, ep->super.next_seq);
     slot = uct_o2m_incast_slot(ep, elem, ep->my_pos);
-    if (ep->seg->shared_size == 0) {
+    if ((ep->geom.shared_size == 0) &&
+        ucs_likely(uct_o2m_incast_max_pack(ep) <= ep->max_length)) {
+        /* pack() writes at most our max_bcopy bytes, which fit the slot */
         length = pack(UCT_O2M_ELEM_DATA(slot), arg);
         status = uct_o2m_incast_check_length(ep, length, ep->max_length);
         if (status != UCS_OK) {
             return status;
         }
+        uct_o2m_incast_commit(ep, elem, slot, id, length, 0);
+        return length;
+    }
+
+    /* The root's limit is below ours, or the contribution is reduced into
+     * the shared buffer: pack aside and check the length first */
+    if (ep->scratch == NULL) {
+        ep->scratch = ucs_malloc(ucs_max(ep->max_length,
+                                         uct_o2m_incast_max_pack(ep)),
+                                 "o2m incast scratch");
+        if (ep->scratch == NULL) {
+            return UCS_ERR_NO_MEMORY;
+        }
+    }
+
+    if (ep->geom.shared_size == 0) {
+        length = pack(ep->scratch, arg);
+        status = uct_o2m_incast_check_length(ep, length, ep->max_length);
+        if (status != UCS_OK) {
+            return status;
+        }
+        memcpy(UCT_O2M_ELEM_DATA(slot), ep->scratch, length);
         uct_o2m_incast_commit(ep, elem, slot, id, length, 0);
         return length;
     }
@@ -307,14 +346,9 @@ static ssize_t uct_o2m_incast_contribute(uct_o2m_group_ep_t *ep, uint8_t id,
         return UCS_ERR_NO_RESOURCE;
     }
 
-    if (ep->scratch == NULL) {
-        ep->scratch = ucs_malloc(ep->max_length, "o2m incast scratch");
-    }
-
     data   = ep->scratch;
-    length = (data == NULL) ? 0 : pack(data, arg);
-    status = (data == NULL) ? UCS_ERR_NO_MEMORY :
-             uct_o2m_incast_check_length(ep, length, ep->max_length);
+    length = pack(data, arg);
+    status = uct_o2m_incast_check_length(ep, length, ep->max_length);
     if (status == UCS_OK) {
         uct_o2m_incast_reduce_shared(ep, elem, data, length);
         memcpy(UCT_O2M_ELEM_DATA(slot), data, ep->hdr_len);
@@ -466,22 +500,48 @@ int uct_o2m_incast_root_waiting(uct_o2m_group_ep_t *ep)
                            __ATOMIC_ACQUIRE) > 0;
 }
 
-/* Contribution of sender @a pos: in its slot, or read from its memory */
-static ucs_status_t uct_o2m_incast_fetch(uct_o2m_group_ep_t *ep,
-                                         uct_o2m_elem_t *slot, void *tmp,
-                                         const void **data_p)
+/* Read the zcopy contribution of @a slot, of @a length bytes, into @a dst */
+static ucs_status_t uct_o2m_incast_read(uct_o2m_group_ep_t *ep,
+                                        uct_o2m_elem_t *slot, size_t length,
+                                        void *dst, const char **why_p)
 {
-    if (!(slot->flags & UCT_O2M_ELEM_FLAG_ZCOPY)) {
+    uct_o2m_zdesc_t zdesc;
+    ucs_status_t status;
+
+    /* The descriptor is copied again: its length must not have changed
+     * since the slot was parsed */
+    status = uct_o2m_zdesc_copy(UCT_O2M_ELEM_DATA(slot), length, &zdesc,
+                                why_p);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if (zdesc.length != length) {
+        *why_p = "zcopy length changed";
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    return uct_o2m_zcopy_read(&zdesc, dst);
+}
+
+/* Contribution of sender @a pos: in its slot, or read from its memory */
+static ucs_status_t uct_o2m_incast_fetch(uct_o2m_group_ep_t *ep, unsigned pos,
+                                         uct_o2m_elem_t *slot, size_t length,
+                                         void *tmp, const void **data_p,
+                                         const char **why_p)
+{
+    if (!(ep->rx_slots[pos].flags & UCT_O2M_ELEM_FLAG_ZCOPY)) {
         *data_p = UCT_O2M_ELEM_DATA(slot);
         return UCS_OK;
     }
 
     *data_p = tmp;
-    return uct_o2m_zcopy_read(UCT_O2M_ELEM_DATA(slot), tmp);
+    return uct_o2m_incast_read(ep, slot, length, tmp, why_p);
 }
 
 static ucs_status_t uct_o2m_incast_gather(uct_o2m_group_ep_t *ep, void *elem,
-                                          size_t length, void *result)
+                                          size_t length, void *result,
+                                          const char **why_p)
 {
     unsigned pos, num_senders = uct_o2m_group_num_peers(ep);
     uct_o2m_elem_t *slot;
@@ -491,8 +551,8 @@ static ucs_status_t uct_o2m_incast_gather(uct_o2m_group_ep_t *ep, void *elem,
     for (pos = 0; pos < num_senders; ++pos) {
         slot = uct_o2m_incast_slot(ep, elem, pos);
         dst  = UCS_PTR_BYTE_OFFSET(result, pos * length);
-        if (slot->flags & UCT_O2M_ELEM_FLAG_ZCOPY) {
-            status = uct_o2m_zcopy_read(UCT_O2M_ELEM_DATA(slot), dst);
+        if (ep->rx_slots[pos].flags & UCT_O2M_ELEM_FLAG_ZCOPY) {
+            status = uct_o2m_incast_read(ep, slot, length, dst, why_p);
             if (status != UCS_OK) {
                 return status;
             }
@@ -506,11 +566,11 @@ static ucs_status_t uct_o2m_incast_gather(uct_o2m_group_ep_t *ep, void *elem,
 
 static ucs_status_t uct_o2m_incast_reduce_all(uct_o2m_group_ep_t *ep,
                                               void *elem, size_t length,
-                                              void *result)
+                                              int shared, void *result,
+                                              const char **why_p)
 {
     uct_o2m_iface_t *iface    = ucs_derived_of(ep->super.super.super.iface,
                                                uct_o2m_iface_t);
-    uct_o2m_incast_ctl_t *ctl = uct_o2m_incast_ctl(elem);
     unsigned num_senders      = uct_o2m_group_num_peers(ep);
     size_t hdr_len            = ep->hdr_len;
     size_t count              = (length - hdr_len) / ep->dt_size;
@@ -521,7 +581,9 @@ static ucs_status_t uct_o2m_incast_reduce_all(uct_o2m_group_ep_t *ep,
     void *tmp        = NULL;
     unsigned pos;
 
-    if ((ep->seg->shared_size != 0) && (ctl->shared_count > 0)) {
+    /* Some senders reduced into the shared buffer (length <= max_length,
+     * which fits it: checked by uct_o2m_slot_parse) */
+    if (shared) {
         memcpy(UCS_PTR_BYTE_OFFSET(result, hdr_len),
                UCS_PTR_BYTE_OFFSET(uct_o2m_incast_shared(elem), hdr_len),
                length - hdr_len);
@@ -530,7 +592,7 @@ static ucs_status_t uct_o2m_incast_reduce_all(uct_o2m_group_ep_t *ep,
 
     for (pos = 0; pos < num_senders; ++pos) {
         slot = uct_o2m_incast_slot(ep, elem, pos);
-        if (slot->flags & UCT_O2M_ELEM_FLAG_SHARED) {
+        if (ep->rx_slots[pos].flags & UCT_O2M_ELEM_FLAG_SHARED) {
             /* Already in the shared buffer; its slot has the header */
             if (pos == 0) {
                 memcpy(result, UCT_O2M_ELEM_DATA(slot), hdr_len);
@@ -538,10 +600,10 @@ static ucs_status_t uct_o2m_incast_reduce_all(uct_o2m_group_ep_t *ep,
             continue;
         }
 
-        if ((slot->flags & UCT_O2M_ELEM_FLAG_ZCOPY) && !have_result &&
-            !uct_o2m_incast_is_logical(ep->op)) {
+        if ((ep->rx_slots[pos].flags & UCT_O2M_ELEM_FLAG_ZCOPY) &&
+            !have_result && !uct_o2m_incast_is_logical(ep->op)) {
             /* The first contribution is the result so far: read it there */
-            status = uct_o2m_zcopy_read(UCT_O2M_ELEM_DATA(slot), result);
+            status = uct_o2m_incast_read(ep, slot, length, result, why_p);
             if (status != UCS_OK) {
                 return status;
             }
@@ -549,14 +611,16 @@ static ucs_status_t uct_o2m_incast_reduce_all(uct_o2m_group_ep_t *ep,
             continue;
         }
 
-        if ((slot->flags & UCT_O2M_ELEM_FLAG_ZCOPY) && (tmp == NULL)) {
+        if ((ep->rx_slots[pos].flags & UCT_O2M_ELEM_FLAG_ZCOPY) &&
+            (tmp == NULL)) {
             tmp = uct_o2m_iface_rx_buf(iface, 0, length);
             if (tmp == NULL) {
                 return UCS_ERR_NO_MEMORY;
             }
         }
 
-        status = uct_o2m_incast_fetch(ep, slot, tmp, &data);
+        status = uct_o2m_incast_fetch(ep, pos, slot, length, tmp, &data,
+                                      why_p);
         if (status != UCS_OK) {
             return status;
         }
@@ -579,67 +643,114 @@ static ucs_status_t uct_o2m_incast_reduce_all(uct_o2m_group_ep_t *ep,
     return UCS_OK;
 }
 
+/*
+ * Copy the slot headers of a complete round out of shared memory and check
+ * them: every later use of a length or flag is of these copies.
+ */
+static ucs_status_t uct_o2m_incast_parse_round(uct_o2m_group_ep_t *ep,
+                                               void *elem, size_t *length_p,
+                                               int *shared_p,
+                                               const char **why_p)
+{
+    uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
+                                            uct_o2m_iface_t);
+    unsigned pos, num_senders = uct_o2m_group_num_peers(ep);
+    uct_o2m_elem_info_t *info;
+    ucs_status_t status;
+
+    if (ucs_unlikely(ep->rx_slots == NULL)) {
+        ep->rx_slots = ucs_calloc(num_senders, sizeof(*ep->rx_slots),
+                                  "o2m incast slots");
+        if (ep->rx_slots == NULL) {
+            return UCS_ERR_NO_MEMORY;
+        }
+    }
+
+    *shared_p = 0;
+    for (pos = 0; pos < num_senders; ++pos) {
+        info   = &ep->rx_slots[pos];
+        status = uct_o2m_slot_parse(uct_o2m_incast_slot(ep, elem, pos),
+                                    &ep->geom, ep->dt_size,
+                                    iface->config.max_zcopy, info, why_p);
+        if (status != UCS_OK) {
+            return status;
+        }
+
+        if (info->length != ep->rx_slots[0].length) {
+            ucs_error("group 0x%" PRIx64 " round %" PRIu64 ": member "
+                      "contributions differ in length (%" PRIu64 " and "
+                      "%" PRIu64 ")", ep->group_id, ep->rx_seq,
+                      ep->rx_slots[0].length, info->length);
+            return UCS_ERR_INVALID_PARAM;
+        }
+
+        *shared_p |= !!(info->flags & UCT_O2M_ELEM_FLAG_SHARED);
+    }
+
+    *length_p = ep->rx_slots[0].length;
+    return UCS_OK;
+}
+
 static ucs_status_t uct_o2m_incast_deliver(uct_o2m_group_ep_t *ep, void *elem,
-                                           size_t *length_p)
+                                           size_t *length_p, int *shared_p,
+                                           const char **why_p)
 {
     uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
                                             uct_o2m_iface_t);
     unsigned num_senders   = uct_o2m_group_num_peers(ep);
     uct_o2m_elem_t *first  = uct_o2m_incast_slot(ep, elem, 0);
-    size_t length          = first->length;
-    size_t result_length;
+    size_t length, result_length;
     ucs_status_t status;
     void *result;
-    unsigned pos;
 
-    for (pos = 1; pos < num_senders; ++pos) {
-        if (uct_o2m_incast_slot(ep, elem, pos)->length != length) {
-            ucs_error("group 0x%" PRIx64 " round %" PRIu64 ": member "
-                      "contributions differ in length (%zu and %u)",
-                      ep->group_id, ep->rx_seq, length,
-                      uct_o2m_incast_slot(ep, elem, pos)->length);
-            return UCS_ERR_INVALID_PARAM;
-        }
+    status = uct_o2m_incast_parse_round(ep, elem, length_p, shared_p, why_p);
+    if (status != UCS_OK) {
+        return status;
     }
 
-    *length_p = length;
-    if ((num_senders == 1) && (first->flags == 0) &&
+    length = *length_p;
+    if ((num_senders == 1) && (ep->rx_slots[0].flags == 0) &&
         !uct_o2m_incast_is_logical(ep->op)) {
         /* One contribution is its own result: deliver it from its slot */
-        uct_iface_invoke_am(&iface->super.super, first->am_id,
+        uct_iface_invoke_am(&iface->super.super, ep->rx_slots[0].am_id,
                             UCT_O2M_ELEM_DATA(first), length, 0);
         return UCS_OK;
     }
 
     result_length = (ep->op == UCT_O2M_OP_GATHER) ? (length * num_senders) :
                     length;
-    result        = uct_o2m_iface_rx_buf(iface, 1,
-                                         ucs_max(result_length, 1));
+    if (result_length > UINT32_MAX) {
+        *why_p = "gathered result exceeds 4 GiB";
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    result = uct_o2m_iface_rx_buf(iface, 1, ucs_max(result_length, 1));
     if (result == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
 
     if (ep->op == UCT_O2M_OP_GATHER) {
-        status = uct_o2m_incast_gather(ep, elem, length, result);
+        status = uct_o2m_incast_gather(ep, elem, length, result, why_p);
     } else {
-        status = uct_o2m_incast_reduce_all(ep, elem, length, result);
+        status = uct_o2m_incast_reduce_all(ep, elem, length, *shared_p,
+                                           result, why_p);
     }
     if (status != UCS_OK) {
         return status;
     }
 
-    uct_iface_invoke_am(&iface->super.super, first->am_id, result,
+    uct_iface_invoke_am(&iface->super.super, ep->rx_slots[0].am_id, result,
                         result_length, 0);
     return UCS_OK;
 }
 
 /* Make the element ready for round rx_seq + depth */
 static void uct_o2m_incast_release(uct_o2m_group_ep_t *ep, void *elem,
-                                   size_t length)
+                                   size_t length, int shared)
 {
     uct_o2m_incast_ctl_t *ctl = uct_o2m_incast_ctl(elem);
 
-    if ((ep->mode == UCT_O2M_MODE_ATOMIC) && (ctl->shared_count > 0)) {
+    if ((ep->mode == UCT_O2M_MODE_ATOMIC) && shared) {
         uct_o2m_incast_fill_identity(ep, elem, length);
     }
 
@@ -660,7 +771,9 @@ unsigned uct_o2m_incast_root_progress(uct_o2m_group_ep_t *ep)
 {
     unsigned count = 0;
     ucs_status_t status;
+    const char *why;
     size_t length;
+    int shared;
     void *elem;
 
     while (count < UCT_O2M_MAX_AM_PER_PROG) {
@@ -670,16 +783,19 @@ unsigned uct_o2m_incast_root_progress(uct_o2m_group_ep_t *ep)
         }
 
         length = 0;
-        status = uct_o2m_incast_deliver(ep, elem, &length);
+        shared = 0;
+        why    = NULL;
+        status = uct_o2m_incast_deliver(ep, elem, &length, &shared, &why);
         if (status != UCS_OK) {
-            ucs_error("group 0x%" PRIx64 ": round %" PRIu64 " failed: %s",
-                      ep->group_id, ep->rx_seq, ucs_status_string(status));
+            ucs_error("group 0x%" PRIx64 ": round %" PRIu64 " failed: %s%s%s",
+                      ep->group_id, ep->rx_seq, ucs_status_string(status),
+                      (why != NULL) ? ": " : "", (why != NULL) ? why : "");
             __atomic_store_n(&ep->seg->failed, status, __ATOMIC_RELEASE);
             uct_o2m_ep_set_failed(&ep->super, status);
             break;
         }
 
-        uct_o2m_incast_release(ep, elem, length);
+        uct_o2m_incast_release(ep, elem, length, shared);
         ++count;
     }
 

@@ -7,6 +7,7 @@
 
 #include "o2m_group.h"
 #include "o2m_reduce.h"
+#include "o2m_check.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -27,6 +28,7 @@ static ucs_status_t uct_o2m_group_create_seg(uct_o2m_group_ep_t *ep)
                                             uct_o2m_iface_t);
     uct_o2m_group_seg_t hdr;
     ucs_status_t status;
+    const char *why;
     char name[64];
 
     memset(&hdr, 0, sizeof(hdr));
@@ -48,6 +50,16 @@ static ucs_status_t uct_o2m_group_create_seg(uct_o2m_group_ep_t *ep)
                    uct_o2m_incast_seg_layout(&hdr, iface) :
                    uct_o2m_bcast_seg_layout(&hdr, iface);
 
+    /* The members check the same; the root keeps its private copy too */
+    status = uct_o2m_group_geom_check(&hdr, ep->seg_size,
+                                      uct_o2m_group_seg_shared(&hdr),
+                                      &ep->geom, &why);
+    if (status != UCS_OK) {
+        ucs_error("group 0x%" PRIx64 ": invalid layout (%s)", ep->group_id,
+                  why);
+        return status;
+    }
+
     ucs_snprintf_safe(name, sizeof(name), "ucx-o2m-group-%" PRIx64,
                       ep->group_id);
     status = uct_o2m_seg_create(name, ep->seg_size, &ep->seg_fd,
@@ -60,16 +72,16 @@ static ucs_status_t uct_o2m_group_create_seg(uct_o2m_group_ep_t *ep)
     return UCS_OK;
 }
 
-/* Geometry of an attached (or created) group segment */
+/* Pointers into an attached (or created) group segment, from the checked
+ * private copy of its geometry */
 static void uct_o2m_group_set_layout(uct_o2m_group_ep_t *ep)
 {
-    uct_o2m_group_seg_t *seg = ep->seg;
-
-    ep->members     = UCS_PTR_BYTE_OFFSET(seg, seg->members_offset);
-    ep->elems       = UCS_PTR_BYTE_OFFSET(seg, seg->elems_offset);
-    ep->depth       = seg->depth;
-    ep->elem_stride = seg->elem_stride;
-    ep->max_length  = seg->max_length;
+    ep->members     = UCS_PTR_BYTE_OFFSET(ep->seg, ep->geom.members_offset);
+    ep->elems       = UCS_PTR_BYTE_OFFSET(ep->seg, ep->geom.elems_offset);
+    ep->acks        = UCS_PTR_BYTE_OFFSET(ep->seg, ep->geom.acks_offset);
+    ep->depth       = ep->geom.depth;
+    ep->elem_stride = ep->geom.elem_stride;
+    ep->max_length  = ep->geom.max_length;
 }
 
 static void uct_o2m_group_join(uct_o2m_group_ep_t *ep)
@@ -93,58 +105,86 @@ static int uct_o2m_group_seg_matches(const uct_o2m_group_ep_t *ep,
            (seg->group_id == ep->group_id);
 }
 
-ucs_status_t uct_o2m_group_attach(uct_o2m_group_ep_t *ep)
+/* The directory entry of our group in the root's interface segment, copied
+ * out; UCS_ERR_NO_RESOURCE while the root has not listed it */
+static ucs_status_t uct_o2m_group_find(uct_o2m_group_ep_t *ep, int *fd_p,
+                                       uint64_t *uuid_p)
 {
-    uct_o2m_iface_t *iface        = ucs_derived_of(ep->super.super.super.iface,
-                                                   uct_o2m_iface_t);
-    uct_o2m_iface_seg_t *root_seg = ep->root_peer->seg;
-    uct_o2m_dir_entry_t *dir      = UCS_PTR_BYTE_OFFSET(root_seg,
-                                                        root_seg->dir_offset);
-    uct_o2m_group_seg_t *seg;
-    ucs_status_t status;
-    uint64_t uuid;
+    uct_o2m_peer_seg_t *root = ep->root_peer;
+    uct_o2m_dir_entry_t *entry;
     unsigned i;
-    size_t size;
-    int fd;
 
-    for (i = 0; i < root_seg->max_groups; ++i) {
-        if (__atomic_load_n(&dir[i].in_use, __ATOMIC_ACQUIRE) &&
-            (dir[i].group_id == ep->group_id)) {
-            break;
+    for (i = 0; i < root->geom.max_groups; ++i) {
+        entry = &root->dir[i];
+        if (__atomic_load_n(&entry->in_use, __ATOMIC_ACQUIRE) &&
+            (entry->group_id == ep->group_id)) {
+            *fd_p   = entry->seg_fd;
+            *uuid_p = entry->uuid;
+            return UCS_OK;
         }
     }
 
-    if (i == root_seg->max_groups) {
-        return UCS_ERR_NO_RESOURCE; /* The root has not created it yet */
+    return UCS_ERR_NO_RESOURCE;
+}
+
+ucs_status_t uct_o2m_group_attach(uct_o2m_group_ep_t *ep)
+{
+    uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
+                                            uct_o2m_iface_t);
+    uct_o2m_group_seg_t *seg, hdr;
+    ucs_status_t status;
+    const char *why;
+    uint64_t uuid;
+    size_t size;
+    int fd;
+
+    status = uct_o2m_group_find(ep, &fd, &uuid);
+    if (status != UCS_OK) {
+        return status; /* The root has not created it yet */
     }
 
-    fd   = dir[i].seg_fd;
-    uuid = dir[i].uuid;
     status = uct_o2m_seg_attach(ep->root_proc.pid, fd, (void**)&seg, &size);
     if (status != UCS_OK) {
         return UCS_ERR_NO_RESOURCE; /* Raced with the root closing it */
     }
 
-    if (!uct_o2m_group_seg_matches(ep, seg, size) ||
-        (seg->uuid != uuid)) {
+    if (size < sizeof(hdr)) {
         uct_o2m_seg_detach(seg, size);
         return UCS_ERR_NO_RESOURCE;
     }
 
-    if ((seg->is_incast != iface->is_incast) || (seg->size != ep->size) ||
-        (seg->root_index != ep->root_index) || (seg->mode != ep->mode) ||
-        (seg->is_incast && ((seg->op != ep->op) ||
-                            (seg->hdr_len != ep->hdr_len) ||
-                            ((ep->op != UCT_O2M_OP_GATHER) &&
-                             (seg->dtype != ep->dtype))))) {
+    /* Everything used of the header is copied once and checked */
+    memcpy(&hdr, seg, sizeof(hdr));
+    if (!uct_o2m_group_seg_matches(ep, &hdr, size) || (hdr.uuid != uuid)) {
+        uct_o2m_seg_detach(seg, size);
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    if ((hdr.is_incast != iface->is_incast) || (hdr.size != ep->size) ||
+        (hdr.root_index != ep->root_index) || (hdr.mode != ep->mode) ||
+        (hdr.is_incast && ((hdr.op != ep->op) ||
+                           (hdr.hdr_len != ep->hdr_len) ||
+                           ((ep->op != UCT_O2M_OP_GATHER) &&
+                            (hdr.dtype != ep->dtype))))) {
         ucs_error("group 0x%" PRIx64 ": member %u parameters (size %u root "
                   "%u mode %s op %s) differ from the root's (size %u root %u "
                   "mode %s op %s)", ep->group_id, ep->my_index, ep->size,
                   ep->root_index, uct_o2m_mode_name(ep->mode),
-                  uct_o2m_op_name(ep->op), seg->size, seg->root_index,
-                  uct_o2m_mode_name(seg->mode), uct_o2m_op_name(seg->op));
+                  uct_o2m_op_name(ep->op), hdr.size, hdr.root_index,
+                  uct_o2m_mode_name(hdr.mode), uct_o2m_op_name(hdr.op));
         uct_o2m_seg_detach(seg, size);
         return UCS_ERR_INVALID_PARAM;
+    }
+
+    status = uct_o2m_group_geom_check(&hdr, size,
+                                      uct_o2m_group_seg_shared(&hdr),
+                                      &ep->geom, &why);
+    if (status != UCS_OK) {
+        ucs_error("group 0x%" PRIx64 " member %u: segment of the root (pid "
+                  "%d, %zu bytes) is corrupt: %s", ep->group_id,
+                  ep->my_index, ep->root_proc.pid, size, why);
+        uct_o2m_seg_detach(seg, size);
+        return status;
     }
 
     ep->seg      = seg;
@@ -270,6 +310,10 @@ ucs_status_t uct_o2m_group_check(uct_o2m_group_ep_t *ep, int stalled)
 
     failed = __atomic_load_n(&ep->seg->failed, __ATOMIC_ACQUIRE);
     if (failed != UCS_OK) {
+        /* Written by the root: pass on error codes only */
+        if ((failed > 0) || (failed <= UCS_ERR_LAST)) {
+            failed = UCS_ERR_INVALID_PARAM;
+        }
         uct_o2m_group_fail(ep, failed, "root reported a failed group",
                            ep->root_index);
     } else if (uct_o2m_proc_has_exited(ep->pidfds[ep->root_index]) &&
@@ -396,6 +440,8 @@ static UCS_CLASS_INIT_FUNC(uct_o2m_group_ep_t, uct_o2m_iface_t *iface,
     self->rx_seq     = 0;
     self->rx_seen    = 0;
     self->scratch    = NULL;
+    self->rx_slots   = NULL;
+    self->acks       = NULL;
     self->created    = ucs_get_time();
 
     self->pidfds = ucs_malloc(sizeof(int) * params->size, "o2m pidfds");
@@ -443,7 +489,7 @@ static UCS_CLASS_INIT_FUNC(uct_o2m_group_ep_t, uct_o2m_iface_t *iface,
             goto err_free;
         }
 
-        self->root_proc                = self->root_peer->seg->owner;
+        self->root_proc                = self->root_peer->owner;
         self->pidfds[self->root_index] = uct_o2m_proc_watch(&self->root_proc);
         if (self->pidfds[self->root_index] < 0) {
             ucs_error("group 0x%" PRIx64 ": root process %d is gone",
@@ -503,6 +549,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_o2m_group_ep_t)
     }
     ucs_free(self->pidfds);
     ucs_free(self->scratch);
+    ucs_free(self->rx_slots);
 }
 
 UCS_CLASS_DEFINE(uct_o2m_group_ep_t, uct_o2m_ep_t);

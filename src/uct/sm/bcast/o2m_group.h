@@ -77,6 +77,22 @@ typedef struct uct_o2m_group_seg {
 } UCS_V_ALIGNED(UCT_O2M_LINE) uct_o2m_group_seg_t;
 
 
+/**
+ * Geometry of a group segment, the private copy an endpoint keeps.
+ */
+typedef struct uct_o2m_group_geom {
+    unsigned depth;
+    size_t   hdr_len;
+    size_t   max_length;
+    size_t   elem_stride;
+    size_t   slot_stride;
+    size_t   shared_size;
+    size_t   members_offset;
+    size_t   acks_offset;
+    size_t   elems_offset;
+} uct_o2m_group_geom_t;
+
+
 typedef struct uct_o2m_group_ep {
     uct_o2m_ep_t         super;
     uct_o2m_group_seg_t  *seg;        /* NULL until attached */
@@ -94,9 +110,15 @@ typedef struct uct_o2m_group_ep {
     uct_o2m_dtype_t      dtype;
     size_t               hdr_len;
     size_t               dt_size;
-    unsigned             depth;
-    size_t               elem_stride;
-    size_t               max_length;
+    /* Geometry of the segment: a private copy checked at attach (see
+     * o2m_check.h), never read again from the segment */
+    uct_o2m_group_geom_t geom;
+    unsigned             depth;       /* geom.depth */
+    size_t               elem_stride; /* geom.elem_stride */
+    size_t               max_length;  /* geom.max_length */
+    void                 *acks;       /* Fan-out BATCHED counters */
+    uct_o2m_elem_info_t  *rx_slots;   /* Fan-in root: the slots of a round,
+                                         copied out and checked */
     uct_o2m_peer_seg_t   *root_peer;  /* Non-root: the root's iface segment */
     uct_o2m_proc_t       root_proc;
     int                  *pidfds;     /* Watched members (root: all; others:
@@ -151,6 +173,7 @@ unsigned uct_o2m_bcast_root_progress(uct_o2m_group_ep_t *ep);
 unsigned uct_o2m_bcast_recv_progress(uct_o2m_group_ep_t *ep);
 
 /* Fan-in (incast_ep.c) */
+int uct_o2m_group_seg_shared(const uct_o2m_group_seg_t *hdr);
 size_t uct_o2m_incast_seg_layout(uct_o2m_group_seg_t *hdr,
                                  const uct_o2m_iface_t *iface);
 void uct_o2m_incast_seg_init(uct_o2m_group_ep_t *ep);

@@ -9,6 +9,7 @@
 #include "o2m_iface.h"
 #include "o2m_group.h"
 #include "o2m_p2p.h"
+#include "o2m_check.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -216,6 +217,12 @@ ucs_status_t uct_o2m_zdesc_pack(uct_o2m_zdesc_t *zdesc, const void *header,
         return UCS_ERR_INVALID_PARAM;
     }
 
+    /* Active messages carry a 32-bit length: receivers refuse more */
+    if (length > UINT32_MAX) {
+        ucs_error("zcopy message of %zu bytes exceeds 4 GiB", length);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
     zdesc->pid           = getpid();
     zdesc->iovcnt        = iovcnt;
     zdesc->header_length = header_length;
@@ -229,6 +236,10 @@ ucs_status_t uct_o2m_zcopy_read(const uct_o2m_zdesc_t *zdesc, void *dst)
     struct iovec riov[UCT_O2M_MAX_IOV];
     uint32_t i;
 
+    /* A private copy checked by uct_o2m_zdesc_check(): iovcnt and
+     * header_length fit the arrays, the parts add up to length */
+    ucs_assert(zdesc->iovcnt <= UCT_O2M_MAX_IOV);
+    ucs_assert(zdesc->header_length <= zdesc->length);
     memcpy(dst, zdesc->header, zdesc->header_length);
     for (i = 0; i < zdesc->iovcnt; ++i) {
         riov[i].iov_base = (void*)(uintptr_t)zdesc->iov[i].base;
@@ -245,8 +256,10 @@ ucs_status_t uct_o2m_iface_map_peer(uct_o2m_iface_t *iface,
                                     const uct_o2m_iface_addr_t *addr,
                                     uct_o2m_peer_seg_t **peer_p)
 {
+    uct_o2m_iface_seg_t hdr;
     uct_o2m_peer_seg_t *peer;
     ucs_status_t status;
+    const char *why;
 
     ucs_list_for_each(peer, &iface->peer_segs, list) {
         if ((peer->addr.pid == addr->pid) && (peer->addr.uuid == addr->uuid)) {
@@ -269,16 +282,33 @@ ucs_status_t uct_o2m_iface_map_peer(uct_o2m_iface_t *iface,
         goto err_free;
     }
 
-    if ((peer->size < sizeof(*peer->seg)) ||
-        (peer->seg->magic != UCT_O2M_IFACE_MAGIC) ||
-        (peer->seg->uuid != addr->uuid) ||
-        (peer->seg->version != UCT_O2M_LAYOUT_VERSION)) {
+    if (peer->size < sizeof(hdr)) {
         ucs_error("pid %d fd %d is not the o2m interface segment %" PRIx64,
                   addr->pid, addr->seg_fd, addr->uuid);
         status = UCS_ERR_UNREACHABLE;
         goto err_detach;
     }
 
+    /* Everything used of the header is copied once and checked */
+    memcpy(&hdr, peer->seg, sizeof(hdr));
+    if ((hdr.magic != UCT_O2M_IFACE_MAGIC) || (hdr.uuid != addr->uuid) ||
+        (hdr.version != UCT_O2M_LAYOUT_VERSION)) {
+        ucs_error("pid %d fd %d is not the o2m interface segment %" PRIx64,
+                  addr->pid, addr->seg_fd, addr->uuid);
+        status = UCS_ERR_UNREACHABLE;
+        goto err_detach;
+    }
+
+    status = uct_o2m_iface_geom_check(&hdr, peer->size, &peer->geom, &why);
+    if (status != UCS_OK) {
+        ucs_error("interface segment of pid %d fd %d (%zu bytes) is corrupt: "
+                  "%s", addr->pid, addr->seg_fd, peer->size, why);
+        goto err_detach;
+    }
+
+    peer->owner    = hdr.owner;
+    peer->fifo     = UCS_PTR_BYTE_OFFSET(peer->seg, peer->geom.fifo_offset);
+    peer->dir      = UCS_PTR_BYTE_OFFSET(peer->seg, peer->geom.dir_offset);
     peer->addr     = *addr;
     peer->refcount = 1;
     ucs_list_add_tail(&iface->peer_segs, &peer->list);
@@ -820,6 +850,8 @@ UCS_CLASS_INIT_FUNC(uct_o2m_iface_t, uct_iface_ops_t *ops, uct_md_h md,
     self->config.check_interval = ucs_time_from_sec(config->check_interval);
     self->next_check            = 0;
     self->idle_polls            = 0;
+    self->rx_tail               = 0;
+    self->rx_dropped            = 0;
     self->rx_buf[0]             = NULL;
     self->rx_buf[1]             = NULL;
     self->rx_buf_size[0]        = 0;

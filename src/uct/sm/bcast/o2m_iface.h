@@ -90,6 +90,27 @@ typedef struct uct_o2m_zdesc {
 } uct_o2m_zdesc_t;
 
 
+/** A private copy of a ring or FIFO element header. */
+typedef struct uct_o2m_elem_info {
+    uint64_t length;  /* Inline: from the element; zcopy: from the zdesc */
+    uint8_t  am_id;
+    uint8_t  flags;
+} uct_o2m_elem_info_t;
+
+
+/**
+ * Geometry of a peer's interface segment, checked against the mapped size:
+ * what a sender or a group member uses of it.
+ */
+typedef struct uct_o2m_iface_geom {
+    uint64_t dir_offset;
+    uint64_t fifo_offset;
+    unsigned max_groups;
+    unsigned fifo_depth;
+    size_t   elem_size;
+} uct_o2m_iface_geom_t;
+
+
 /** Group directory entry in the root's iface segment. */
 typedef struct uct_o2m_dir_entry {
     volatile uint64_t group_id;
@@ -139,6 +160,11 @@ typedef struct uct_o2m_peer_seg {
     uct_o2m_iface_seg_t  *seg;
     size_t               size;
     unsigned             refcount;
+    /* Private copies, checked when mapped: never read again from seg */
+    uct_o2m_iface_geom_t geom;
+    uct_o2m_proc_t       owner;
+    void                 *fifo;
+    uct_o2m_dir_entry_t  *dir;
 } uct_o2m_peer_seg_t;
 
 
@@ -154,6 +180,9 @@ typedef struct uct_o2m_iface {
     size_t                seg_size;
     uct_o2m_dir_entry_t   *dir;
     void                  *fifo;     /* Our point-to-point receive FIFO */
+    uint64_t              rx_tail;   /* Next FIFO element to consume (the
+                                        segment's tail is only published) */
+    uint64_t              rx_dropped; /* FIFO elements dropped as corrupt */
     ucs_list_link_t       peer_segs; /* uct_o2m_peer_seg_t */
     ucs_list_link_t       eps;       /* All endpoints, see uct_o2m_ep_t */
     /* Private buffers for large messages and fan-in results; grown on

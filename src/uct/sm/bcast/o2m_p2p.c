@@ -6,6 +6,7 @@
 #endif
 
 #include "o2m_p2p.h"
+#include "o2m_check.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -14,41 +15,74 @@
 
 
 ucs_status_t uct_o2m_deliver_elem(uct_o2m_iface_t *iface,
-                                  uct_o2m_elem_t *elem)
+                                  uct_o2m_elem_t *elem, size_t max_inline,
+                                  const char **why_p)
 {
-    const uct_o2m_zdesc_t *zdesc;
+    uct_o2m_elem_info_t info;
+    uct_o2m_zdesc_t zdesc;
     ucs_status_t status;
     void *data;
 
-    if (ucs_likely(!(elem->flags & UCT_O2M_ELEM_FLAG_ZCOPY))) {
-        uct_iface_invoke_am(&iface->super.super, elem->am_id,
-                            UCT_O2M_ELEM_DATA(elem), elem->length, 0);
+    *why_p = NULL;
+    status = uct_o2m_elem_parse(elem, max_inline, &info, why_p);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    if (ucs_likely(!(info.flags & UCT_O2M_ELEM_FLAG_ZCOPY))) {
+        uct_iface_invoke_am(&iface->super.super, info.am_id,
+                            UCT_O2M_ELEM_DATA(elem), info.length, 0);
         return UCS_OK;
     }
 
-    zdesc = UCT_O2M_ELEM_DATA(elem);
-    data  = uct_o2m_iface_rx_buf(iface, 0, ucs_max(zdesc->length, 1));
-    if (data == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    status = uct_o2m_zcopy_read(zdesc, data);
+    status = uct_o2m_zdesc_copy(UCT_O2M_ELEM_DATA(elem),
+                                iface->config.max_zcopy, &zdesc, why_p);
     if (status != UCS_OK) {
         return status;
     }
 
-    uct_iface_invoke_am(&iface->super.super, elem->am_id, data, zdesc->length,
+    data = uct_o2m_iface_rx_buf(iface, 0, ucs_max(zdesc.length, 1));
+    if (data == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    status = uct_o2m_zcopy_read(&zdesc, data);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    uct_iface_invoke_am(&iface->super.super, info.am_id, data, zdesc.length,
                         0);
     return UCS_OK;
+}
+
+/* A corrupt element of our FIFO: its sender is unknown, so nobody can be
+ * failed; the FIFO goes on */
+static void uct_o2m_p2p_rx_drop(uct_o2m_iface_t *iface, uint64_t seq,
+                                const char *why)
+{
+    if (iface->rx_dropped++ == 0) {
+        ucs_error("%s iface %p: dropped corrupt element %" PRIu64 " of the "
+                  "receive FIFO (%s); further drops are counted silently",
+                  iface->is_incast ? UCT_O2M_INCAST_TL_NAME :
+                                     UCT_O2M_BCAST_TL_NAME,
+                  iface, seq, why);
+    } else {
+        ucs_debug("iface %p: dropped corrupt FIFO element %" PRIu64 " (%s), "
+                  "%" PRIu64 " so far", iface, seq, why, iface->rx_dropped);
+    }
 }
 
 unsigned uct_o2m_p2p_rx_progress(uct_o2m_iface_t *iface)
 {
     uct_o2m_iface_seg_t *seg = iface->seg;
-    uint64_t tail            = seg->tail;
+    uint64_t tail            = iface->rx_tail;
+    size_t max_inline        = iface->config.seg_size -
+                               sizeof(uct_o2m_elem_t);
     unsigned count           = 0;
     uct_o2m_elem_t *elem;
     ucs_status_t status;
+    const char *why;
 
     while (count < UCT_O2M_MAX_AM_PER_PROG) {
         elem = uct_o2m_elem_at(iface->fifo, iface->config.seg_size, tail,
@@ -57,16 +91,20 @@ unsigned uct_o2m_p2p_rx_progress(uct_o2m_iface_t *iface)
             break;
         }
 
-        status = uct_o2m_deliver_elem(iface, elem);
-        if (status != UCS_OK) {
-            /* The sender is gone: nobody is left to receive an error */
-            ucs_error("dropped a %u-byte message (am_id %d) from the receive "
-                      "FIFO: %s", elem->length, elem->am_id,
-                      ucs_status_string(status));
+        status = uct_o2m_deliver_elem(iface, elem, max_inline, &why);
+        if (ucs_unlikely(status != UCS_OK)) {
+            if (why != NULL) {
+                uct_o2m_p2p_rx_drop(iface, tail, why);
+            } else {
+                /* The sender is gone: nobody is left to receive an error */
+                ucs_error("dropped a message (am_id %d) from the receive "
+                          "FIFO: %s", elem->am_id, ucs_status_string(status));
+            }
         }
 
         ++tail;
         ++count;
+        iface->rx_tail = tail;
         __atomic_store_n(&seg->tail, tail, __ATOMIC_RELEASE);
     }
 
@@ -237,11 +275,12 @@ static UCS_CLASS_INIT_FUNC(uct_o2m_p2p_ep_t, const uct_ep_params_t *params)
         return status;
     }
 
+    /* The geometry checked when the segment was mapped */
     self->seg       = self->peer->seg;
-    self->fifo      = UCS_PTR_BYTE_OFFSET(self->seg, self->seg->fifo_offset);
-    self->depth     = self->seg->fifo_depth;
-    self->elem_size = self->seg->elem_size;
-    self->pidfd     = uct_o2m_proc_watch(&self->seg->owner);
+    self->fifo      = self->peer->fifo;
+    self->depth     = self->peer->geom.fifo_depth;
+    self->elem_size = self->peer->geom.elem_size;
+    self->pidfd     = uct_o2m_proc_watch(&self->peer->owner);
     if (self->pidfd < 0) {
         ucs_error("peer process %d is gone", addr->pid);
         uct_o2m_iface_unmap_peer(iface, self->peer);

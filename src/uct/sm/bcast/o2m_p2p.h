@@ -42,8 +42,11 @@ void uct_o2m_p2p_ep_destroy(uct_o2m_p2p_ep_t *ep);
 /* Deliver what arrived in this interface's own receive FIFO */
 unsigned uct_o2m_p2p_rx_progress(uct_o2m_iface_t *iface);
 
-/* Deliver one element (also used by the fan-out receivers) */
+/* Deliver one element (also used by the fan-out receivers), inline data of
+ * at most @a max_inline bytes.  A corrupt element: UCS_ERR_INVALID_PARAM
+ * and *why_p says what is wrong; other errors leave it NULL. */
 ucs_status_t uct_o2m_deliver_elem(uct_o2m_iface_t *iface,
-                                  uct_o2m_elem_t *elem);
+                                  uct_o2m_elem_t *elem, size_t max_inline,
+                                  const char **why_p);
 
 #endif

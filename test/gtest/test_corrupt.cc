@@ -1,0 +1,820 @@
+/**
+ * ucx-o2m tests: a corrupting peer (issue 10, item 4).
+ *
+ * A process of the same user can map any segment of ours, as the peers do:
+ * through /proc/<pid>/fd/<fd>.  Each test here lets a victim process create
+ * its interface or group, lets a separate corrupting process map the
+ * segment and write ONE bad value into one field, and checks that the
+ * victim fails the endpoint (or drops the element) with
+ * UCS_ERR_INVALID_PARAM, without crashing, writing out of bounds or
+ * hanging: every wait is bounded, and the victim must exit normally.
+ *
+ * Roles: rank 0 owns the segment (interface owner or group root), rank 1
+ * is the victim when the victim is a member or a sender, rank 2 corrupts.
+ */
+#include "test_traffic.h"
+
+extern "C" {
+#include "o2m_group.h"
+}
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+using namespace o2m_test;
+
+namespace {
+
+const uint8_t  AM_ID    = 12;
+const uint64_t GROUP_ID = 0xc0de;
+const size_t   HDR_LEN  = 8;
+
+/* What the processes of a test share */
+struct corrupt_shared {
+    uct_o2m_iface_addr_t owner_addr; /* rank 0's interface */
+    volatile int         am_calls;   /* victim's handler: messages seen */
+    volatile uint64_t    am_bad;     /* victim's handler: bad lengths seen */
+};
+
+/* A segment of another process, mapped like a peer maps it */
+class foreign_seg {
+public:
+    foreign_seg(pid_t pid, int fd) : m_addr(MAP_FAILED), m_size(0)
+    {
+        char path[64];
+        struct stat st;
+        int lfd;
+
+        snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+        lfd = open(path, O_RDWR | O_CLOEXEC);
+        CHILD_CHECK(lfd >= 0, "open(%s): %m", path);
+        CHILD_CHECK(fstat(lfd, &st) == 0, "fstat(%s): %m", path);
+        m_size = st.st_size;
+        m_addr = mmap(NULL, m_size, PROT_READ | PROT_WRITE, MAP_SHARED, lfd,
+                      0);
+        CHILD_CHECK(m_addr != MAP_FAILED, "mmap(%s): %m", path);
+        close(lfd);
+    }
+
+    ~foreign_seg()
+    {
+        if (m_addr != MAP_FAILED) {
+            munmap(m_addr, m_size);
+        }
+    }
+
+    template <typename T> T *at(size_t offset = 0)
+    {
+        CHILD_CHECK(offset + sizeof(T) <= m_size, "offset %zu beyond %zu",
+                    offset, m_size);
+        return reinterpret_cast<T*>(static_cast<char*>(m_addr) + offset);
+    }
+
+    size_t size() const { return m_size; }
+
+private:
+    void   *m_addr;
+    size_t m_size;
+};
+
+/* The group segment of @a group_id, found in the directory of the root's
+ * interface segment, mapped by the corrupting process */
+struct foreign_group {
+    foreign_seg          iface;
+    std::unique_ptr<foreign_seg> group;
+
+    explicit foreign_group(const uct_o2m_iface_addr_t &root) :
+        iface(root.pid, root.seg_fd)
+    {
+        uct_o2m_iface_seg_t *hdr = iface.at<uct_o2m_iface_seg_t>();
+        unsigned i;
+
+        for (i = 0; i < hdr->max_groups; ++i) {
+            uct_o2m_dir_entry_t *e = iface.at<uct_o2m_dir_entry_t>(
+                    hdr->dir_offset + (i * sizeof(uct_o2m_dir_entry_t)));
+            if (e->in_use && (e->group_id == GROUP_ID)) {
+                group.reset(new foreign_seg(root.pid, e->seg_fd));
+                return;
+            }
+        }
+        CHILD_CHECK(0, "group 0x%lx not in the directory",
+                    (unsigned long)GROUP_ID);
+    }
+
+    uct_o2m_group_seg_t *hdr() { return group->at<uct_o2m_group_seg_t>(); }
+
+    /* Element @a seq of the ring (fan-out) */
+    uct_o2m_elem_t *ring_elem(uint64_t seq)
+    {
+        uct_o2m_group_seg_t *h = hdr();
+        return group->at<uct_o2m_elem_t>(h->elems_offset +
+                                         ((seq & (h->depth - 1)) *
+                                          h->elem_stride));
+    }
+
+    /* Slot of sender @a pos in element @a seq (fan-in) */
+    uct_o2m_elem_t *slot(uint64_t seq, unsigned pos)
+    {
+        uct_o2m_group_seg_t *h = hdr();
+        return group->at<uct_o2m_elem_t>(h->elems_offset +
+                                         ((seq & (h->depth - 1)) *
+                                          h->elem_stride) +
+                                         UCT_O2M_LINE + h->shared_size +
+                                         (pos * h->slot_stride));
+    }
+};
+
+std::map<std::string, std::string> corrupt_config()
+{
+    return {{"CHECK_INTERVAL", "10ms"}, {"MAX_ZCOPY", "1m"}};
+}
+
+uct_o2m_group_params_t group_params(const uct_o2m_iface_addr_t &root,
+                                    const std::vector<char> &root_dev,
+                                    unsigned my_index, uct_o2m_mode_t mode,
+                                    uct_o2m_op_t op)
+{
+    uct_o2m_group_params_t p;
+
+    memset(&p, 0, sizeof(p));
+    p.field_mask = UCT_O2M_GROUP_FIELD_MODE | UCT_O2M_GROUP_FIELD_OP |
+                   UCT_O2M_GROUP_FIELD_DTYPE | UCT_O2M_GROUP_FIELD_HDR_LEN;
+    p.group_id   = GROUP_ID;
+    p.size       = 2;
+    p.my_index   = my_index;
+    p.root_index = 0;
+    p.mode       = mode;
+    p.op         = op;
+    p.dtype      = UCT_O2M_DT_INT32;
+    p.hdr_len    = HDR_LEN;
+    if (my_index != 0) {
+        p.field_mask     |= UCT_O2M_GROUP_FIELD_ROOT_ADDR;
+        p.root_iface_addr = (const uct_iface_addr_t*)&root;
+        p.root_dev_addr   = (const uct_device_addr_t*)root_dev.data();
+    }
+    return p;
+}
+
+/* The victim's handler: counts messages and lengths it was not promised */
+ucs_status_t count_am(void *arg, void *data, size_t length, unsigned flags)
+{
+    corrupt_shared *sh = static_cast<corrupt_shared*>(arg);
+
+    __atomic_fetch_add(&sh->am_calls, 1, __ATOMIC_SEQ_CST);
+    if (length > (1 << 20)) {
+        sh->am_bad = length;
+    }
+    return UCS_OK;
+}
+
+/* Victim side: progress until the error handler reports @a expected */
+void wait_error(uct_env &env, ucs_status_t expected, const char *what)
+{
+    bool ok = progress_wait(env, [&]() { return !env.errors.empty(); });
+
+    CHILD_CHECK(ok, "%s: no error in %.0f s", what, wait_timeout);
+    CHILD_CHECK(env.errors.front() == expected, "%s: error %s, expected %s",
+                what, ucs_status_string(env.errors.front()),
+                ucs_status_string(expected));
+}
+
+/* A zcopy descriptor as a well-behaved sender would write it */
+uct_o2m_zdesc_t good_zdesc(size_t length)
+{
+    static std::vector<char> buf(1 << 16);
+    uct_o2m_zdesc_t z;
+
+    memset(&z, 0, sizeof(z));
+    z.pid         = getpid();
+    z.iovcnt      = 1;
+    z.length      = length;
+    z.iov[0].base = (uintptr_t)buf.data();
+    z.iov[0].len  = length;
+    return z;
+}
+
+/* One bad value in an element or a descriptor */
+struct elem_fault {
+    const char *name;
+    std::function<void(uct_o2m_elem_t*)> write;
+};
+
+void write_zdesc(uct_o2m_elem_t *elem, const uct_o2m_zdesc_t &z)
+{
+    elem->length = (uint32_t)z.length;
+    elem->flags  = UCT_O2M_ELEM_FLAG_ZCOPY;
+    memcpy(UCT_O2M_ELEM_DATA(elem), &z, sizeof(z));
+}
+
+std::vector<elem_fault> elem_faults()
+{
+    return {
+        {"elem_length", [](uct_o2m_elem_t *e) {
+             e->length = 0xfffffff0u;
+             e->flags  = 0;
+         }},
+        {"elem_flags", [](uct_o2m_elem_t *e) {
+             e->length = 16;
+             e->flags  = 0x80;
+         }},
+        {"zdesc_iovcnt", [](uct_o2m_elem_t *e) {
+             uct_o2m_zdesc_t z = good_zdesc(1024);
+             z.iovcnt = 400;
+             write_zdesc(e, z);
+         }},
+        {"zdesc_header_length_above_length", [](uct_o2m_elem_t *e) {
+             uct_o2m_zdesc_t z = good_zdesc(0);
+             z.iovcnt        = 0;
+             z.header_length = 200;
+             write_zdesc(e, z);
+         }},
+        {"zdesc_header_length_above_max", [](uct_o2m_elem_t *e) {
+             uct_o2m_zdesc_t z = good_zdesc(4096);
+             z.header_length  = 4096;
+             z.iovcnt         = 0;
+             write_zdesc(e, z);
+         }},
+        {"zdesc_length_above_max_zcopy", [](uct_o2m_elem_t *e) {
+             uct_o2m_zdesc_t z = good_zdesc(1024);
+             z.length     = 5ull << 30;
+             z.iov[0].len = z.length;
+             write_zdesc(e, z);
+         }},
+        {"zdesc_iov_sum", [](uct_o2m_elem_t *e) {
+             uct_o2m_zdesc_t z = good_zdesc(1024);
+             z.iov[0].len = 4096;
+             write_zdesc(e, z);
+         }},
+        {"zdesc_iov_sum_wraps", [](uct_o2m_elem_t *e) {
+             uct_o2m_zdesc_t z = good_zdesc(8);
+             z.iovcnt      = 2;
+             z.iov[0].len  = UINT64_MAX - 7;
+             z.iov[1].base = z.iov[0].base;
+             z.iov[1].len  = 16;
+             write_zdesc(e, z);
+         }},
+    };
+}
+
+/* One bad value in a segment header */
+struct geom_fault {
+    const char *name;
+    bool       incast;  /* Group tests: which transport */
+    std::function<void(uct_o2m_group_seg_t*, size_t)> write;
+};
+
+std::vector<geom_fault> group_geom_faults()
+{
+    typedef uct_o2m_group_seg_t seg_t;
+    return {
+        {"bcast_acks_offset", false, [](seg_t *h, size_t size) {
+             h->acks_offset = size - UCT_O2M_LINE;
+         }},
+        {"bcast_acks_offset_misaligned", false, [](seg_t *h, size_t size) {
+             h->acks_offset += 4;
+         }},
+        {"bcast_members_offset", false, [](seg_t *h, size_t size) {
+             h->members_offset = 1ull << 40;
+         }},
+        {"bcast_elems_offset", false, [](seg_t *h, size_t size) {
+             h->elems_offset = size;
+         }},
+        {"bcast_depth_zero", false, [](seg_t *h, size_t size) {
+             h->depth = 0;
+         }},
+        {"bcast_depth_not_pow2", false, [](seg_t *h, size_t size) {
+             h->depth = 3;
+         }},
+        {"bcast_depth_beyond_segment", false, [](seg_t *h, size_t size) {
+             h->depth *= 2;
+         }},
+        {"bcast_elem_stride", false, [](seg_t *h, size_t size) {
+             h->elem_stride = 1ull << 31;
+         }},
+        {"bcast_elem_stride_small", false, [](seg_t *h, size_t size) {
+             h->elem_stride = UCT_O2M_LINE;
+         }},
+        {"bcast_max_length", false, [](seg_t *h, size_t size) {
+             h->max_length = h->elem_stride;
+         }},
+        {"incast_slot_stride", true, [](seg_t *h, size_t size) {
+             h->slot_stride = h->elem_stride * 2;
+         }},
+        {"incast_slot_stride_small", true, [](seg_t *h, size_t size) {
+             h->slot_stride = UCT_O2M_LINE;
+         }},
+        {"incast_shared_size", true, [](seg_t *h, size_t size) {
+             h->shared_size = 1ull << 20;
+         }},
+        {"incast_max_length", true, [](seg_t *h, size_t size) {
+             h->max_length = h->slot_stride;
+         }},
+        {"incast_hdr_len", true, [](seg_t *h, size_t size) {
+             h->max_length = 0; /* below hdr_len */
+         }},
+        {"incast_elems_offset", true, [](seg_t *h, size_t size) {
+             h->elems_offset = size - UCT_O2M_LINE;
+         }},
+        {"incast_depth", true, [](seg_t *h, size_t size) {
+             h->depth = 1u << 30;
+         }},
+        {"incast_members_offset", true, [](seg_t *h, size_t size) {
+             h->members_offset = size;
+         }},
+    };
+}
+
+struct iface_fault {
+    const char *name;
+    std::function<void(uct_o2m_iface_seg_t*, size_t)> write;
+};
+
+std::vector<iface_fault> iface_geom_faults()
+{
+    typedef uct_o2m_iface_seg_t seg_t;
+    return {
+        {"fifo_offset", [](seg_t *h, size_t size) {
+             h->fifo_offset = size - UCT_O2M_LINE;
+         }},
+        {"fifo_depth_zero", [](seg_t *h, size_t size) {
+             h->fifo_depth = 0;
+         }},
+        {"fifo_depth_not_pow2", [](seg_t *h, size_t size) {
+             h->fifo_depth = 5;
+         }},
+        {"fifo_depth_beyond_segment", [](seg_t *h, size_t size) {
+             h->fifo_depth *= 4;
+         }},
+        {"elem_size_small", [](seg_t *h, size_t size) {
+             h->elem_size = UCT_O2M_LINE;
+         }},
+        {"elem_size_large", [](seg_t *h, size_t size) {
+             h->elem_size = 1u << 30;
+         }},
+        {"dir_offset", [](seg_t *h, size_t size) {
+             h->dir_offset = size;
+         }},
+        {"max_groups", [](seg_t *h, size_t size) {
+             h->max_groups = 1u << 20;
+         }},
+        {"max_groups_beyond_segment", [](seg_t *h, size_t size) {
+             h->max_groups = 65536;
+         }},
+    };
+}
+
+std::string name_of(const char *name)
+{
+    return name;
+}
+
+} // namespace
+
+
+/*
+ * Group geometry: the root's segment is corrupted before a member attaches;
+ * the member's endpoint creation fails with UCS_ERR_INVALID_PARAM.
+ */
+class corrupt_group_geom : public ::testing::TestWithParam<geom_fault> {};
+
+TEST_P(corrupt_group_geom, member_attach_fails)
+{
+    const geom_fault fault = GetParam();
+    proc_group pg(3, sizeof(corrupt_shared) + 4096);
+    corrupt_shared *sh = static_cast<corrupt_shared*>(pg.shared());
+
+    pg.run_ok([&](unsigned rank) {
+        const char *tl = fault.incast ? "sm_incast" : "sm_bcast";
+        uct_o2m_op_t op = fault.incast ? UCT_O2M_OP_SUM : UCT_O2M_OP_GATHER;
+        uct_env env(tl, corrupt_config());
+        std::vector<char> dev = env.dev_addr();
+        uct_ep_h ep = NULL;
+
+        if (rank == 0) {
+            std::vector<char> a = env.iface_addr();
+            memcpy(&sh->owner_addr, a.data(), sizeof(sh->owner_addr));
+            uct_o2m_group_params_t p = group_params(sh->owner_addr, dev, 0,
+                                                    UCT_O2M_MODE_BATCHED, op);
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
+        }
+        pg.barrier(rank);
+
+        if (rank == 2) {
+            foreign_group fg(sh->owner_addr);
+            fault.write(fg.hdr(), fg.group->size());
+        }
+        pg.barrier(rank);
+
+        if (rank == 1) {
+            uct_o2m_group_params_t p = group_params(sh->owner_addr, dev, 1,
+                                                    UCT_O2M_MODE_BATCHED, op);
+            ucs_status_t status = uct_o2m_ep_create(env.iface(), &p, &ep);
+            CHILD_CHECK(status == UCS_ERR_INVALID_PARAM,
+                        "%s: member ep creation: %s", fault.name,
+                        ucs_status_string(status));
+        }
+        pg.barrier(rank);
+
+        if (ep != NULL) {
+            uct_ep_destroy(ep);
+        }
+    }, 60);
+}
+
+INSTANTIATE_TEST_SUITE_P(field, corrupt_group_geom,
+                         ::testing::ValuesIn(group_geom_faults()),
+                         [](const ::testing::TestParamInfo<geom_fault> &i) {
+                             return name_of(i.param.name);
+                         });
+
+
+/*
+ * Interface geometry: a sender (p2p endpoint) or a group member maps an
+ * interface segment whose header was corrupted.
+ */
+class corrupt_iface_geom : public ::testing::TestWithParam<iface_fault> {};
+
+TEST_P(corrupt_iface_geom, peer_map_fails)
+{
+    const iface_fault fault = GetParam();
+    proc_group pg(3, sizeof(corrupt_shared) + 4096);
+    corrupt_shared *sh = static_cast<corrupt_shared*>(pg.shared());
+
+    pg.run_ok([&](unsigned rank) {
+        uct_env env("sm_bcast", corrupt_config());
+        std::vector<char> dev = env.dev_addr();
+        ucs_status_t status;
+
+        if (rank == 0) {
+            std::vector<char> a = env.iface_addr();
+            memcpy(&sh->owner_addr, a.data(), sizeof(sh->owner_addr));
+        }
+        pg.barrier(rank);
+
+        if (rank == 2) {
+            foreign_seg seg(sh->owner_addr.pid, sh->owner_addr.seg_fd);
+            fault.write(seg.at<uct_o2m_iface_seg_t>(), seg.size());
+        }
+        pg.barrier(rank);
+
+        if (rank == 1) {
+            /* A point-to-point endpoint, as UCP creates it */
+            uct_ep_params_t ep_params;
+            uct_ep_h ep = NULL;
+
+            memset(&ep_params, 0, sizeof(ep_params));
+            ep_params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                                   UCT_EP_PARAM_FIELD_DEV_ADDR |
+                                   UCT_EP_PARAM_FIELD_IFACE_ADDR;
+            ep_params.iface      = env.iface();
+            ep_params.dev_addr   = (const uct_device_addr_t*)dev.data();
+            ep_params.iface_addr = (const uct_iface_addr_t*)&sh->owner_addr;
+            status = uct_ep_create(&ep_params, &ep);
+            CHILD_CHECK(status == UCS_ERR_INVALID_PARAM,
+                        "%s: p2p ep creation: %s", fault.name,
+                        ucs_status_string(status));
+
+            /* A group member maps the root's interface segment too */
+            uct_o2m_group_params_t p = group_params(sh->owner_addr, dev, 1,
+                                                    UCT_O2M_MODE_BATCHED,
+                                                    UCT_O2M_OP_GATHER);
+            status = uct_o2m_ep_create(env.iface(), &p, &ep);
+            CHILD_CHECK(status == UCS_ERR_INVALID_PARAM,
+                        "%s: group member ep creation: %s", fault.name,
+                        ucs_status_string(status));
+        }
+        pg.barrier(rank);
+    }, 60);
+}
+
+INSTANTIATE_TEST_SUITE_P(field, corrupt_iface_geom,
+                         ::testing::ValuesIn(iface_geom_faults()),
+                         [](const ::testing::TestParamInfo<iface_fault> &i) {
+                             return name_of(i.param.name);
+                         });
+
+
+/*
+ * Fan-out ring: the corrupting process publishes a bad element 0 in the
+ * root's ring; the receiver fails its endpoint and never calls its handler.
+ */
+class corrupt_bcast_elem : public ::testing::TestWithParam<elem_fault> {};
+
+TEST_P(corrupt_bcast_elem, receiver_fails)
+{
+    const elem_fault fault = GetParam();
+    proc_group pg(3, sizeof(corrupt_shared) + 4096);
+    corrupt_shared *sh = static_cast<corrupt_shared*>(pg.shared());
+
+    pg.run_ok([&](unsigned rank) {
+        uct_env env("sm_bcast", corrupt_config());
+        std::vector<char> dev = env.dev_addr();
+        uct_ep_h ep = NULL;
+
+        env.set_am_handler(AM_ID, count_am, sh);
+        if (rank == 0) {
+            std::vector<char> a = env.iface_addr();
+            memcpy(&sh->owner_addr, a.data(), sizeof(sh->owner_addr));
+        }
+        pg.barrier(rank);
+
+        if (rank < 2) {
+            uct_o2m_group_params_t p = group_params(sh->owner_addr, dev, rank,
+                                                    UCT_O2M_MODE_BATCHED,
+                                                    UCT_O2M_OP_GATHER);
+            p.field_mask &= ~(UCT_O2M_GROUP_FIELD_OP |
+                              UCT_O2M_GROUP_FIELD_DTYPE |
+                              UCT_O2M_GROUP_FIELD_HDR_LEN);
+            if (rank == 0) {
+                CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
+            }
+            pg.barrier(rank);
+            if (rank == 1) {
+                CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
+            }
+        } else {
+            pg.barrier(rank);
+        }
+        pg.barrier(rank); /* Everyone attached */
+
+        if (rank == 2) {
+            foreign_group fg(sh->owner_addr);
+            uct_o2m_elem_t *elem = fg.ring_elem(0);
+
+            elem->am_id = AM_ID;
+            fault.write(elem);
+            uct_o2m_elem_publish(elem, 0);
+        } else if (rank == 1) {
+            wait_error(env, UCS_ERR_INVALID_PARAM, fault.name);
+            CHILD_CHECK(sh->am_calls == 0, "%s: handler called %d times "
+                        "(length %lu)", fault.name, sh->am_calls,
+                        (unsigned long)sh->am_bad);
+            CHILD_CHECK(uct_ep_flush(ep, 0, NULL) == UCS_ERR_INVALID_PARAM,
+                        "%s: flush after the failure", fault.name);
+        }
+        pg.barrier(rank);
+
+        if (ep != NULL) {
+            uct_ep_destroy(ep);
+        }
+    }, 60);
+}
+
+INSTANTIATE_TEST_SUITE_P(field, corrupt_bcast_elem,
+                         ::testing::ValuesIn(elem_faults()),
+                         [](const ::testing::TestParamInfo<elem_fault> &i) {
+                             return name_of(i.param.name);
+                         });
+
+
+/*
+ * Point-to-point FIFO: the corrupting process claims an element of the
+ * victim's receive FIFO and publishes a bad one; then a good sender sends.
+ * The victim drops the bad element (no sender to fail), delivers the good
+ * message and reports no error.
+ */
+class corrupt_p2p_elem : public ::testing::TestWithParam<elem_fault> {};
+
+TEST_P(corrupt_p2p_elem, element_dropped_fifo_moves)
+{
+    const elem_fault fault = GetParam();
+    proc_group pg(3, sizeof(corrupt_shared) + 4096);
+    corrupt_shared *sh = static_cast<corrupt_shared*>(pg.shared());
+
+    pg.run_ok([&](unsigned rank) {
+        uct_env env("sm_bcast", corrupt_config());
+        std::vector<char> dev = env.dev_addr();
+
+        env.set_am_handler(AM_ID, count_am, sh);
+        if (rank == 0) {
+            std::vector<char> a = env.iface_addr();
+            memcpy(&sh->owner_addr, a.data(), sizeof(sh->owner_addr));
+        }
+        pg.barrier(rank);
+
+        if (rank == 2) {
+            foreign_seg seg(sh->owner_addr.pid, sh->owner_addr.seg_fd);
+            uct_o2m_iface_seg_t *hdr = seg.at<uct_o2m_iface_seg_t>();
+            uint64_t head = __atomic_fetch_add(&hdr->head, 1,
+                                               __ATOMIC_ACQ_REL);
+            uct_o2m_elem_t *elem = seg.at<uct_o2m_elem_t>(
+                    hdr->fifo_offset +
+                    ((head & (hdr->fifo_depth - 1)) * hdr->elem_size));
+
+            elem->am_id = AM_ID;
+            fault.write(elem);
+            uct_o2m_elem_publish(elem, head);
+        }
+        pg.barrier(rank);
+
+        if (rank == 1) {
+            uct_ep_params_t ep_params;
+            uint64_t word = 42;
+            uct_ep_h ep;
+
+            memset(&ep_params, 0, sizeof(ep_params));
+            ep_params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                                   UCT_EP_PARAM_FIELD_DEV_ADDR |
+                                   UCT_EP_PARAM_FIELD_IFACE_ADDR;
+            ep_params.iface      = env.iface();
+            ep_params.dev_addr   = (const uct_device_addr_t*)dev.data();
+            ep_params.iface_addr = (const uct_iface_addr_t*)&sh->owner_addr;
+            CHILD_CHECK_OK(uct_ep_create(&ep_params, &ep));
+            CHILD_CHECK_OK(uct_ep_am_short(ep, AM_ID, 7, &word,
+                                           sizeof(word)));
+            bool ok = progress_wait(env, [&]() {
+                return uct_ep_flush(ep, 0, NULL) == UCS_OK;
+            });
+            CHILD_CHECK(ok, "%s: good message not consumed", fault.name);
+            uct_ep_destroy(ep);
+        } else if (rank == 0) {
+            bool ok = progress_wait(env, [&]() { return sh->am_calls > 0; });
+            CHILD_CHECK(ok, "%s: good message after the bad one not "
+                        "delivered", fault.name);
+            progress_for(env, 0.01);
+            CHILD_CHECK(sh->am_calls == 1, "%s: %d messages delivered",
+                        fault.name, sh->am_calls);
+            CHILD_CHECK(sh->am_bad == 0, "%s: handler got %lu bytes",
+                        fault.name, (unsigned long)sh->am_bad);
+            CHILD_CHECK(env.errors.empty(), "%s: error %s", fault.name,
+                        ucs_status_string(env.errors.front()));
+        }
+        pg.barrier(rank);
+    }, 60);
+}
+
+INSTANTIATE_TEST_SUITE_P(field, corrupt_p2p_elem,
+                         ::testing::ValuesIn(elem_faults()),
+                         [](const ::testing::TestParamInfo<elem_fault> &i) {
+                             return name_of(i.param.name);
+                         });
+
+
+/*
+ * Fan-in slots: the corrupting process stamps the slot of the only sender
+ * of a sum reduction (hdr_len 8, int32) with a bad value; the root fails.
+ */
+std::vector<elem_fault> slot_faults()
+{
+    std::vector<elem_fault> faults = elem_faults();
+
+    faults.push_back({"slot_length_below_hdr_len", [](uct_o2m_elem_t *e) {
+        e->length = HDR_LEN - 4;
+        e->flags  = 0;
+    }});
+    faults.push_back({"slot_length_not_whole_elements", [](uct_o2m_elem_t *e) {
+        e->length = HDR_LEN + 6;
+        e->flags  = 0;
+    }});
+    faults.push_back({"slot_shared_flag_without_buffer", [](uct_o2m_elem_t *e) {
+        e->length = HDR_LEN + 4;
+        e->flags  = UCT_O2M_ELEM_FLAG_SHARED;
+    }});
+    faults.push_back({"slot_zcopy_length_above_4g", [](uct_o2m_elem_t *e) {
+        /* 4 GiB + 12: the 32-bit length field says 12 */
+        uct_o2m_zdesc_t z = good_zdesc(12);
+        z.length      = (4ull << 30) + 12;
+        z.iov[0].len  = z.length;
+        write_zdesc(e, z);
+    }});
+    return faults;
+}
+
+class corrupt_incast_slot : public ::testing::TestWithParam<elem_fault> {};
+
+TEST_P(corrupt_incast_slot, root_fails)
+{
+    const elem_fault fault = GetParam();
+    proc_group pg(3, sizeof(corrupt_shared) + 4096);
+    corrupt_shared *sh = static_cast<corrupt_shared*>(pg.shared());
+
+    pg.run_ok([&](unsigned rank) {
+        uct_env env("sm_incast", corrupt_config());
+        std::vector<char> dev = env.dev_addr();
+        uct_ep_h ep = NULL;
+
+        env.set_am_handler(AM_ID, count_am, sh);
+        if (rank == 0) {
+            std::vector<char> a = env.iface_addr();
+            memcpy(&sh->owner_addr, a.data(), sizeof(sh->owner_addr));
+            uct_o2m_group_params_t p = group_params(sh->owner_addr, dev, 0,
+                                                    UCT_O2M_MODE_BATCHED,
+                                                    UCT_O2M_OP_SUM);
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
+        }
+        pg.barrier(rank);
+        if (rank == 1) {
+            uct_o2m_group_params_t p = group_params(sh->owner_addr, dev, 1,
+                                                    UCT_O2M_MODE_BATCHED,
+                                                    UCT_O2M_OP_SUM);
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
+        }
+        pg.barrier(rank);
+
+        if (rank == 2) {
+            foreign_group fg(sh->owner_addr);
+            uct_o2m_elem_t *slot = fg.slot(0, 0);
+
+            slot->am_id = AM_ID;
+            fault.write(slot);
+            uct_o2m_elem_publish(slot, 0); /* A group of 2 is stamped */
+        } else if (rank == 0) {
+            wait_error(env, UCS_ERR_INVALID_PARAM, fault.name);
+            CHILD_CHECK(sh->am_calls == 0, "%s: handler called %d times "
+                        "(length %lu)", fault.name, sh->am_calls,
+                        (unsigned long)sh->am_bad);
+        } else {
+            /* The sender learns of the failure from the root */
+            wait_error(env, UCS_ERR_INVALID_PARAM, fault.name);
+        }
+        pg.barrier(rank);
+
+        if (ep != NULL) {
+            uct_ep_destroy(ep);
+        }
+    }, 60);
+}
+
+INSTANTIATE_TEST_SUITE_P(field, corrupt_incast_slot,
+                         ::testing::ValuesIn(slot_faults()),
+                         [](const ::testing::TestParamInfo<elem_fault> &i) {
+                             return name_of(i.param.name);
+                         });
+
+
+/*
+ * Geometry is read once: after a member attached, the root's header is
+ * overwritten with nonsense, and the group goes on working.
+ */
+TEST(corrupt_group, geometry_changed_after_attach_is_ignored)
+{
+    proc_group pg(3, sizeof(corrupt_shared) + 4096);
+    corrupt_shared *sh = static_cast<corrupt_shared*>(pg.shared());
+    const int count = 100;
+
+    pg.run_ok([&](unsigned rank) {
+        uct_env env("sm_bcast", corrupt_config());
+        std::vector<char> dev = env.dev_addr();
+        uct_ep_h ep = NULL;
+
+        env.set_am_handler(AM_ID, count_am, sh);
+        if (rank == 0) {
+            std::vector<char> a = env.iface_addr();
+            memcpy(&sh->owner_addr, a.data(), sizeof(sh->owner_addr));
+        }
+        pg.barrier(rank);
+        uct_o2m_group_params_t p = group_params(sh->owner_addr, dev, rank,
+                                                UCT_O2M_MODE_BATCHED,
+                                                UCT_O2M_OP_GATHER);
+        p.field_mask &= ~(UCT_O2M_GROUP_FIELD_OP | UCT_O2M_GROUP_FIELD_DTYPE |
+                          UCT_O2M_GROUP_FIELD_HDR_LEN);
+        if (rank == 0) {
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
+        }
+        pg.barrier(rank);
+        if (rank == 1) {
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
+        }
+        pg.barrier(rank);
+
+        if (rank == 2) {
+            foreign_group fg(sh->owner_addr);
+            uct_o2m_group_seg_t *h = fg.hdr();
+            h->acks_offset    = 1ull << 50;
+            h->elems_offset   = 1ull << 50;
+            h->members_offset = 1ull << 50;
+            h->elem_stride    = 1ull << 40;
+            h->depth          = 7;
+            h->max_length     = 0xfffffff0u;
+        }
+        pg.barrier(rank);
+
+        if (rank == 0) {
+            for (int i = 0; i < count; ++i) {
+                uint64_t word = i;
+                bool ok = progress_wait(env, [&]() {
+                    return uct_ep_am_short(ep, AM_ID, i, &word,
+                                           sizeof(word)) == UCS_OK;
+                });
+                CHILD_CHECK(ok, "send %d", i);
+            }
+            bool ok = progress_wait(env, [&]() {
+                return uct_ep_flush(ep, 0, NULL) == UCS_OK;
+            });
+            CHILD_CHECK(ok, "flush");
+        } else if (rank == 1) {
+            bool ok = progress_wait(env, [&]() {
+                return sh->am_calls == count;
+            });
+            CHILD_CHECK(ok, "received %d of %d", sh->am_calls, count);
+            CHILD_CHECK(env.errors.empty(), "error %s",
+                        ucs_status_string(env.errors.front()));
+        }
+        pg.barrier(rank);
+
+        if (ep != NULL) {
+            uct_ep_destroy(ep);
+        }
+    }, 60);
+}
