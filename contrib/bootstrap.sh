@@ -47,6 +47,7 @@ packages=(
     libibverbs-dev librdmacm-dev ibverbs-providers
     libopenmpi-dev openmpi-bin
     python3 python3-matplotlib
+    clang-14 libclang-rt-14-dev
 )
 
 missing=()

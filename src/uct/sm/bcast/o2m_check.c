@@ -52,8 +52,7 @@ ucs_status_t uct_o2m_iface_geom_check(const uct_o2m_iface_seg_t *hdr,
                   "fifo_depth not a power of 2 in range");
     UCT_O2M_CHECK(((hdr->elem_size % UCT_O2M_LINE) == 0) &&
                   (hdr->elem_size >= (sizeof(uct_o2m_elem_t) +
-                                      sizeof(uct_o2m_zdesc_t))) &&
-                  (hdr->elem_size <= UCT_O2M_CHECK_MAX_STRIDE),
+                                      sizeof(uct_o2m_zdesc_t))),
                   "FIFO elem_size out of range");
     UCT_O2M_CHECK((hdr->fifo_offset >= sizeof(*hdr)) &&
                   ((hdr->fifo_offset % UCT_O2M_LINE) == 0),

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+#
+# Build and run the libFuzzer target of the shared-memory checks
+# (src/uct/sm/bcast/o2m_check.c, see test/fuzz/fuzz_o2m_check.c):
+#
+#   test/fuzz/fuzz.sh BUILD_DIR [SECONDS]    build, then fuzz SECONDS (60)
+#   test/fuzz/fuzz.sh BUILD_DIR --seeds      rewrite test/fuzz/corpus/
+#
+# BUILD_DIR is a configured build tree: the target is compiled with the UCX
+# include flags its configure computed (no second UCX build), with clang's
+# -fsanitize=fuzzer,address,undefined (Debian: clang-14, libclang-rt-14-dev;
+# contrib/bootstrap.sh installs them).  The checked-in seed corpus is only
+# read; new inputs go to a temporary directory.  Exits non-zero when the
+# target crashes (the input is kept in BUILD_DIR/test/fuzz/).
+#
+set -euo pipefail
+
+top=$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)
+[ $# -ge 1 ] || { echo "usage: $0 BUILD_DIR [SECONDS|--seeds]" >&2; exit 2; }
+build=$(cd "$1" && pwd)
+arg=${2:-60}
+CLANG=${CLANG:-$(command -v clang-14 || command -v clang || true)}
+[ -n "$CLANG" ] || { echo "fuzz.sh: clang not found (apt-get install clang-14 libclang-rt-14-dev)" >&2; exit 1; }
+
+out=$build/test/fuzz
+mkdir -p "$out"
+
+# The UCX include flags of this build tree; relative to src/uct
+cppflags=$(printf 'o2m-print-cppflags:\n\t@echo $(DEFS) $(DEFAULT_INCLUDES) $(O2M_UCX_INTERNAL_CPPFLAGS)\n' |
+           make -s -C "$build/src/uct" -f Makefile -f - o2m-print-cppflags)
+src=$top/src/uct/sm/bcast
+common=(-g -O1 -Wall -Wno-unused-function -Wno-unknown-attributes $cppflags -I"$src")
+
+cd "$build/src/uct"
+if [ "$arg" = --seeds ]; then
+    "$CLANG" "${common[@]}" "$src/o2m_check.c" "$top/test/fuzz/make_seeds.c" \
+        -o "$out/make_seeds"
+    mkdir -p "$top/test/fuzz/corpus"
+    "$out/make_seeds" "$top/test/fuzz/corpus"
+    exit 0
+fi
+
+"$CLANG" "${common[@]}" -fsanitize=fuzzer,address,undefined \
+    -fno-sanitize-recover=all "$src/o2m_check.c" \
+    "$top/test/fuzz/fuzz_o2m_check.c" -o "$out/o2m_fuzz"
+
+work=$(mktemp -d /tmp/ucx-o2m-fuzz.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+rc=0
+ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 \
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    "$out/o2m_fuzz" -max_total_time="$arg" -timeout=10 -rss_limit_mb=2048 \
+        -print_final_stats=1 -artifact_prefix="$out/" \
+        "$work" "$top/test/fuzz/corpus" || rc=$?
+[ $rc -eq 0 ] || echo "fuzz.sh: the target failed (rc=$rc); input in $out/" >&2
+exit $rc
