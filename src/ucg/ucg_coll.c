@@ -14,9 +14,6 @@
 #include <ucs/sys/math.h>
 #include <string.h>
 
-/* Time given to cancelled requests to complete before they are left to UCP */
-#define UCG_COLL_CANCEL_TIMEOUT 0.5
-
 /* Scratch bytes (per buffer) a group's spare collective keeps */
 #define UCG_COLL_SPARE_SCRATCH_MAX (64 * 1024)
 
@@ -205,29 +202,143 @@ ucs_status_t ucg_p2p_test(ucg_coll_t *coll)
     return result;
 }
 
-/* Cancel what is outstanding (after an error) and give it a bounded time */
+/* Release the completed requests of @a coll (after an error: their status
+ * does not matter any more); returns the receives still outstanding */
+static unsigned ucg_p2p_reap(ucg_coll_t *coll)
+{
+    size_t *lengths  = ucg_p2p_req_lengths(coll);
+    unsigned recvs   = 0;
+    unsigned i, kept = 0;
+
+    for (i = 0; i < coll->num_reqs; ++i) {
+        if (ucp_request_check_status(coll->reqs[i]) != UCS_INPROGRESS) {
+            ucp_request_free(coll->reqs[i]);
+            continue;
+        }
+
+        recvs           += (lengths[i] != SIZE_MAX);
+        coll->reqs[kept] = coll->reqs[i];
+        lengths[kept++]  = lengths[i];
+    }
+
+    coll->num_reqs = kept;
+    return recvs;
+}
+
+/*
+ * Sends that could not complete (a rendezvous whose receiver gave up) keep
+ * reading their buffers: the requests and the collective's scratch buffers
+ * go to the context, which frees the buffers once UCP has completed every
+ * request (ucg_coll_parked_progress).  The collective gets new scratch
+ * buffers if it is started again.
+ */
+static void ucg_p2p_park(ucg_coll_t *coll)
+{
+    ucg_context_h context = coll->group->context;
+    ucg_parked_t *parked;
+    unsigned i;
+
+    parked = ucs_malloc(sizeof(*parked) + (coll->num_reqs * sizeof(void*)),
+                        "ucg parked requests");
+    if (parked == NULL) {
+        /* Nothing to free the buffers with later: they stay allocated */
+        ucs_error("ucg: out of memory for %u outstanding requests; their "
+                  "buffers are kept", coll->num_reqs);
+        for (i = 0; i < coll->num_reqs; ++i) {
+            ucp_request_free(coll->reqs[i]);
+        }
+    } else {
+        parked->num_reqs = coll->num_reqs;
+        memcpy(parked->reqs, coll->reqs, coll->num_reqs * sizeof(void*));
+        memcpy(parked->scratch, coll->scratch, sizeof(parked->scratch));
+        ucs_list_add_tail(&context->parked, &parked->list);
+    }
+
+    for (i = 0; i < UCG_COLL_MAX_SCRATCH; ++i) {
+        coll->scratch[i]     = NULL;
+        coll->scratch_len[i] = 0;
+    }
+    coll->num_reqs = 0;
+}
+
+/*
+ * After an error: cancel what is outstanding, and free nothing UCP may
+ * still write into or read from.  A receive that has not matched completes
+ * at once; one that has matched a message completes when the rest of the
+ * message arrives, which its sender delivers as it progresses (slow is not
+ * dead), unless a member has exited: then no more data comes once UCP has
+ * nothing left to progress, and the receive is left to UCP (a member on
+ * another host that exits fails its requests through the endpoint's error
+ * handling).  Sends cannot be cancelled: those still outstanding when UCP
+ * has nothing left to progress are parked with their buffers.
+ */
 static void ucg_p2p_cancel_all(ucg_coll_t *coll)
 {
-    ucp_worker_h worker = coll->group->context->ucp_worker;
-    ucs_time_t deadline = ucs_get_time() +
-                          ucs_time_from_sec(UCG_COLL_CANCEL_TIMEOUT);
-    unsigned i;
+    ucg_group_h group   = coll->group;
+    ucp_worker_h worker = group->context->ucp_worker;
+    unsigned i, progressed;
+
+    if (coll->num_reqs == 0) {
+        return;
+    }
 
     for (i = 0; i < coll->num_reqs; ++i) {
         ucp_request_cancel(worker, coll->reqs[i]);
     }
 
-    while ((coll->num_reqs > 0) && (ucs_get_time() < deadline)) {
-        ucp_worker_progress(worker);
-        ucg_p2p_test(coll);
+    do {
+        progressed = ucp_worker_progress(worker);
+    } while ((ucg_p2p_reap(coll) > 0) &&
+             ((progressed > 0) || !ucg_group_member_exited(group)));
+
+    while ((coll->num_reqs > 0) && (ucp_worker_progress(worker) > 0)) {
+        ucg_p2p_reap(coll);
     }
 
-    /* Still not complete (a send to a dead peer): UCP releases them when
-     * they complete */
-    for (i = 0; i < coll->num_reqs; ++i) {
-        ucp_request_free(coll->reqs[i]);
+    if (coll->num_reqs > 0) {
+        ucs_debug("ucg group %u %s seq %u: %u requests left to UCP",
+                  group->id, ucg_coll_name(coll->params.type), coll->seq,
+                  coll->num_reqs);
+        ucg_p2p_park(coll);
     }
-    coll->num_reqs = 0;
+}
+
+/* Free the parked requests that completed, and the buffers of those that
+ * all have; @a force (context destroy): release every request to UCP */
+void ucg_coll_parked_progress(ucg_context_h context, int force)
+{
+    ucg_parked_t *parked, *tmp;
+    unsigned i, kept;
+
+    ucs_list_for_each_safe(parked, tmp, &context->parked, list) {
+        kept = 0;
+        for (i = 0; i < parked->num_reqs; ++i) {
+            if (ucp_request_check_status(parked->reqs[i]) !=
+                UCS_INPROGRESS) {
+                ucp_request_free(parked->reqs[i]);
+            } else {
+                parked->reqs[kept++] = parked->reqs[i];
+            }
+        }
+        parked->num_reqs = kept;
+
+        if (force) {
+            for (i = 0; i < parked->num_reqs; ++i) {
+                ucp_request_free(parked->reqs[i]);
+            }
+        }
+
+        if ((parked->num_reqs == 0) || force) {
+            if (parked->num_reqs == 0) {
+                for (i = 0; i < UCG_COLL_MAX_SCRATCH; ++i) {
+                    ucs_free(parked->scratch[i]);
+                }
+            }
+            /* else UCP may still use the buffers: they stay allocated */
+            ucs_list_del(&parked->list);
+            ucs_free(parked);
+        }
+    }
 }
 
 void *ucg_coll_scratch(ucg_coll_t *coll, unsigned idx, size_t size)
@@ -895,6 +1006,11 @@ unsigned ucg_coll_progress_all(ucg_context_h context)
         }
     }
 
+    if (!ucs_list_is_empty(&context->parked)) {
+        ucg_coll_parked_progress(context, 0);
+        need_ucp = 1;
+    }
+
     /* Read by the next ucg_progress (ucg_coll_start sets it too) */
     context->need_ucp = need_ucp || !started;
     return count;
@@ -1028,21 +1144,10 @@ ucs_status_t ucg_coll_plan_print(ucg_group_h group,
 
 void ucg_coll_group_init(ucg_group_h group)
 {
-    ucg_context_h context = group->context;
-    ucs_queue_iter_t iter;
-    ucg_sm_unexp_t *msg;
-
     ucs_list_head_init(&group->colls);
     ucs_queue_head_init(&group->sm_unexp);
     group->next_seq = 0;
     group->failed   = UCS_OK;
-
-    ucs_queue_for_each_safe(msg, iter, &context->sm_orphans, queue) {
-        if (msg->hdr.group_id == group->id) {
-            ucs_queue_del_iter(&context->sm_orphans, iter);
-            ucs_queue_push(&group->sm_unexp, &msg->queue);
-        }
-    }
 }
 
 void ucg_coll_group_cleanup(ucg_group_h group)
@@ -1067,17 +1172,6 @@ void ucg_coll_group_cleanup(ucg_group_h group)
     if (group->spare_coll != NULL) {
         ucg_coll_free(group->spare_coll);
         group->spare_coll = NULL;
-    }
-}
-
-void ucg_coll_context_cleanup(ucg_context_h context)
-{
-    ucg_sm_unexp_t *msg;
-
-    while (!ucs_queue_is_empty(&context->sm_orphans)) {
-        msg = ucs_queue_pull_elem_non_empty(&context->sm_orphans,
-                                            ucg_sm_unexp_t, queue);
-        ucs_free(msg);
     }
 }
 
@@ -1115,9 +1209,19 @@ ucs_status_t ucg_sm_am_cb(void *arg, void *data, size_t length,
         return UCS_OK;
     }
 
+    /* A member receives only on the endpoints of its own groups, which a
+     * group creates after it is in the context and destroys before it
+     * leaves it: a message of no live group (or of an earlier group that
+     * had the id of a live one) is late or forged, and no group of this
+     * context may ever take it */
     group = ucg_context_find_group(context, hdr->group_id);
-    if (group == NULL) {
-        return ucg_sm_keep(&context->sm_orphans, data, length);
+    if ((group == NULL) || (hdr->epoch != group->epoch)) {
+        ++context->sm_dropped;
+        ucs_debug("ucg: dropping an sm message of %zu bytes for group %u "
+                  "epoch %u (%s)", length, hdr->group_id,
+                  (unsigned)hdr->epoch, (group == NULL) ? "no such group" :
+                  "the group has another epoch");
+        return UCS_OK;
     }
 
     ucs_list_for_each(coll, &group->colls, list) {

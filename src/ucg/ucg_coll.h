@@ -23,12 +23,17 @@ typedef struct ucg_coll ucg_coll_t;
 #define UCG_TAG_STEP_BITS  8
 #define UCG_TAG_MAX_RANKS  (1u << UCG_TAG_SRC_BITS)
 
+/** Bits of a group's epoch (ucg_group_t::epoch) in the sm header */
+#define UCG_GROUP_EPOCH_BITS 24
+
 /** Header of every message on UCG's sm_bcast / sm_incast interfaces */
 typedef struct ucg_sm_hdr {
     uint16_t group_id;
     uint16_t seq;       /* collective sequence */
-    uint8_t  phase;     /* phase index in the plan */
-    uint8_t  reserved[3];
+    uint32_t phase : 8; /* phase index in the plan */
+    uint32_t epoch : UCG_GROUP_EPOCH_BITS; /* of the group: a message of an
+                                              earlier group with the same
+                                              id is not taken */
     uint32_t frag;      /* fragment index in the phase */
     uint32_t src;       /* SM_ALLREDUCE: sender's index in its set */
 } ucg_sm_hdr_t;         /* 16 bytes: data after it stays 16-byte aligned */
@@ -133,14 +138,25 @@ ucs_status_t ucg_sm_am_cb(void *arg, void *data, size_t length,
 unsigned ucg_coll_progress_all(ucg_context_h context);
 
 /** Executor state of a new group (called by ucg_group_create once the
- *  group is in context->groups): adopts the context's orphan messages */
+ *  group is in context->groups) */
 void ucg_coll_group_init(ucg_group_h group);
+
+/** Requests a failed collective left to UCP (sends that could not complete)
+ *  and the scratch buffers they use, freed when every request completed */
+typedef struct ucg_parked {
+    ucs_list_link_t list;         /* in context->parked */
+    void            *scratch[UCG_COLL_MAX_SCRATCH];
+    unsigned        num_reqs;
+    void            *reqs[0];
+} ucg_parked_t;
+
+/** Release what completed of the context's parked requests; @a force
+ *  (context destroy): every request goes to UCP, the buffers of those not
+ *  complete stay allocated */
+void ucg_coll_parked_progress(ucg_context_h context, int force);
 
 /** Fail and release the started collectives of a group being destroyed */
 void ucg_coll_group_cleanup(ucg_group_h group);
-
-/** Free the context's orphan messages (ucg_context_destroy) */
-void ucg_coll_context_cleanup(ucg_context_h context);
 
 /** Deliver a message of the current SM phase of @a coll (ucg_sm.c); an
  *  error is kept in the phase state and returned by its progress() */

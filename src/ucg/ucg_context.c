@@ -581,7 +581,9 @@ ucs_status_t ucg_context_create(const ucg_context_params_t *params,
 
     ucs_list_head_init(&context->groups);
     ucs_list_head_init(&context->p2p_conns);
-    ucs_queue_head_init(&context->sm_orphans);
+    ucs_list_head_init(&context->parked);
+    context->next_group_epoch = 0;
+    context->sm_dropped       = 0;
     context->next_group_id = 0;
     context->need_ucp      = 1;
 
@@ -645,9 +647,9 @@ void ucg_context_destroy(ucg_context_h context)
     }
 
     ucg_context_close_p2p_conns(context);
+    ucg_coll_parked_progress(context, 1);
     /* No message arrives once the interfaces are closed */
     ucg_context_o2m_close(context);
-    ucg_coll_context_cleanup(context);
     ucg_context_ucp_cleanup(context);
     ucg_config_release(context->config);
     ucs_free(context);

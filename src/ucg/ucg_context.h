@@ -46,9 +46,12 @@ struct ucg_context {
     uint16_t            next_group_id;
     ucs_list_link_t     groups;       /* ucg_group_t::list */
     ucs_list_link_t     p2p_conns;    /* ucg_p2p_conn_t, shared by groups */
-    /* sm messages for a group this member has not created yet (its peers
-     * did and started a collective): adopted by the group at creation */
-    ucs_queue_head_t    sm_orphans;
+    ucs_list_link_t     parked;       /* ucg_parked_t */
+    uint32_t            next_group_epoch; /* lowest epoch of the next group
+                                             (UCG_GROUP_EPOCH_BITS) */
+    /* sm messages dropped: of no live group of this context, or of an
+     * earlier group with the id of a live one */
+    unsigned long       sm_dropped;
     /* Whether a started collective waits for UCP, or none is started (set
      * by the executor); else ucg_progress progresses UCP only every few
      * calls, counted by ucp_idle_polls */
@@ -115,6 +118,10 @@ struct ucg_group {
                                          among the groups of each member */
     uint64_t            uid;          /* the same on every member; unique on
                                          each host (o2m group ids) */
+    uint32_t            epoch;        /* the same on every member; higher
+                                         (mod 2^UCG_GROUP_EPOCH_BITS) than
+                                         the epoch of each member's earlier
+                                         groups: in every sm header */
     ucg_topo_t          topo;
     ucg_member_t        *members;     /* [size] */
     void                *addr_blob;
@@ -158,6 +165,10 @@ ucs_status_t ucg_group_plan(ucg_group_h group, const ucg_plan_key_t *key,
  * rank) when a member on this real host has exited.
  */
 ucs_status_t ucg_group_check(ucg_group_h group);
+
+/** Whether a member of @a group on this real host is known to have exited
+ *  (whatever group->failed says; members elsewhere are not watched) */
+int ucg_group_member_exited(ucg_group_h group);
 
 /** Close the UCP endpoints of the context (ucg_context_destroy) */
 void ucg_context_close_p2p_conns(ucg_context_h context);

@@ -56,7 +56,8 @@ typedef struct ucg_group_rec {
     uint32_t sm_dev_addr_len[UCG_SM_LAST];
     uint16_t proposed_id;
     uint8_t  o2m;
-    uint8_t  reserved[5];
+    uint8_t  reserved;
+    uint32_t proposed_epoch;   /* the group's is the largest */
 } ucg_group_rec_t;
 
 /* A member's answer in a round of the group id agreement */
@@ -177,6 +178,7 @@ static ucs_status_t ucg_group_pack_local(ucg_group_t *group,
     rec->real_host   = context->host_id;
     rec->pid         = getpid();
     rec->proposed_id = context->next_group_id;
+    rec->proposed_epoch = context->next_group_epoch;
     rec->o2m         = context->o2m;
     rec->created_count = __atomic_fetch_add(&ucg_group_created_count, 1,
                                             __ATOMIC_RELAXED);
@@ -638,9 +640,20 @@ ucs_status_t ucg_group_create(ucg_context_h context,
                  (recs[0].created_count &
                   UCS_MASK(UCG_GROUP_UID_CNT_BITS));
 
+    /* Higher than the epoch of every earlier group of every member (until
+     * 2^24 groups later), so that no member takes a message of an earlier
+     * group that had this id for one of this group */
+    group->epoch = 0;
+    for (i = 0; i < group->size; ++i) {
+        group->epoch = ucs_max(group->epoch,
+                               recs[i].proposed_epoch &
+                               UCS_MASK(UCG_GROUP_EPOCH_BITS));
+    }
+    context->next_group_epoch = (group->epoch + 1) &
+                                UCS_MASK(UCG_GROUP_EPOCH_BITS);
+
     group->next_check = ucs_get_time();
     ucs_list_add_tail(&context->groups, &group->list);
-    /* Adopts messages peers sent before this member had the group */
     ucg_coll_group_init(group);
 
     ucs_debug("UCG group %u (uid 0x%" PRIx64 "): rank %u of %u, %u hosts, "
@@ -1143,4 +1156,26 @@ ucs_status_t ucg_group_check(ucg_group_h group)
     }
 
     return group->failed;
+}
+
+int ucg_group_member_exited(ucg_group_h group)
+{
+    struct pollfd pfd;
+    unsigned i;
+
+    for (i = 0; i < group->size; ++i) {
+        if (group->members[i].pidfd < 0) {
+            continue;
+        }
+
+        pfd.fd      = group->members[i].pidfd;
+        pfd.events  = POLLIN;
+        pfd.revents = 0;
+        if ((poll(&pfd, 1, 0) > 0) &&
+            (pfd.revents & (POLLIN | POLLHUP | POLLERR))) {
+            return 1;
+        }
+    }
+
+    return 0;
 }

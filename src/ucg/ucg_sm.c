@@ -286,6 +286,7 @@ static size_t ucg_sm_pack(void *dest, void *arg)
     hdr->group_id = coll->group->id;
     hdr->seq      = coll->seq;
     hdr->phase    = coll->phase_idx;
+    hdr->epoch    = coll->group->epoch;
     hdr->frag     = UCG_SM_PS_NEXT(coll);
     hdr->src      = coll->my_idx;
 

@@ -962,6 +962,129 @@ void kill_test(unsigned np, const coll_config &cfg, unsigned victim,
     printf("[ ucg      ] %s: %.2f s\n", label.c_str(), now() - start);
 }
 
+/*
+ * A failed collective leaves no request that UCP still writes into: rank 0
+ * gathers 4 MiB blocks (point-to-point, eager); rank 2 sends its block and
+ * stops progressing after the first fragments, so rank 0's receive has
+ * matched it and waits for the rest; rank 1 sends a block of the wrong
+ * length, which fails the gather.  The cancelled collective returns only
+ * once the matched receive is complete: the buffer is rank 0's again, and
+ * what rank 2 sends after its pause does not land in it.
+ */
+struct cancel_shared {
+    int rank2_sent;
+    int rank2_done;
+};
+
+TEST(ucg_coll_errors, cancel_waits_for_matched_recv)
+{
+    const size_t block = 4 << 20;
+    run_opts opts;
+
+    opts.env["UCX_UCG_O2M"]     = "n";
+    opts.env["UCX_RNDV_THRESH"] = "inf"; /* many eager fragments */
+    opts.timeout                = 60;
+    opts.shared_size            = sizeof(cancel_shared);
+    run_ok(3, opts, [&](member &m) {
+        cancel_shared *sh   = static_cast<cancel_shared*>(m.shared);
+        ucp_worker_h worker = m.context->ucp_worker;
+        ucp_request_param_t param;
+        std::vector<char> sbuf(block, (char)(0x10 + m.rank));
+        ucg_coll_h coll = NULL;
+        ucs_status_t st;
+        ucp_ep_h ep;
+        void *req;
+
+        /* connections established */
+        run_coll(m, coll_desc(UCG_COLL_BARRIER, 0, UCG_DT_UINT8));
+        m.procs->barrier(m.rank);
+
+        if (m.rank == 0) {
+            std::vector<char> rbuf(3 * block, 0);
+            ucg_coll_params_t p;
+
+            memset(&p, 0, sizeof(p));
+            p.type  = UCG_COLL_GATHER;
+            p.root  = 0;
+            p.sbuf  = sbuf.data();
+            p.rbuf  = rbuf.data();
+            p.count = block;
+            p.dtype = UCG_DT_UINT8;
+            CHILD_CHECK_OK(ucg_coll_init(m.group, &p, &coll));
+            CHILD_CHECK_OK(ucg_coll_start(coll));
+            m.procs->barrier(m.rank); /* the receives are posted */
+
+            st = wait_coll(coll, "gather with a bad block");
+            CHILD_CHECK(st == UCS_ERR_MESSAGE_TRUNCATED, "gather: %s",
+                        ucs_status_string(st));
+            CHILD_CHECK(__atomic_load_n(&sh->rank2_sent, __ATOMIC_ACQUIRE),
+                        "rank 2 did not send");
+            ucg_coll_finalize(coll);
+            CHILD_CHECK(ucs_list_is_empty(&m.context->parked),
+                        "requests parked after a complete receive");
+
+            /* the buffer is ours again */
+            memset(&rbuf[2 * block], 0xee, block);
+            double deadline = now() + 30;
+            while (!__atomic_load_n(&sh->rank2_done, __ATOMIC_ACQUIRE)) {
+                CHILD_CHECK(now() < deadline, "rank 2 did not finish");
+                ucp_worker_progress(worker);
+            }
+            for (unsigned i = 0; i < 1000; ++i) {
+                ucp_worker_progress(worker);
+            }
+            for (size_t i = 0; i < block; ++i) {
+                CHILD_CHECK(rbuf[2 * block + i] == (char)0xee,
+                            "byte %zu of rank 2's block written after the "
+                            "gather failed", i);
+            }
+        } else {
+            m.procs->barrier(m.rank);
+            CHILD_CHECK_OK(ucg_group_p2p_ep(m.group, 0, &ep));
+            /* the gather's tag: group, seq 1 (after the barrier), phase
+             * 0, step 0, source */
+            ucp_tag_t tag = ((uint64_t)m.group->id << 48) |
+                            ((uint64_t)1 << 32) | m.rank;
+
+            memset(&param, 0, sizeof(param));
+            if (m.rank == 2) {
+                req = ucp_tag_send_nbx(ep, sbuf.data(), block, tag, &param);
+                CHILD_CHECK(!UCS_PTR_IS_ERR(req), "send");
+                CHILD_CHECK(req != NULL, "4 MiB sent at once");
+                for (unsigned i = 0; i < 10; ++i) {
+                    ucp_worker_progress(worker);
+                }
+                __atomic_store_n(&sh->rank2_sent, 1, __ATOMIC_RELEASE);
+                /* longer than the fixed 0.5 s rank 0 waited before */
+                usleep(1500000);
+            } else {
+                double deadline = now() + 30;
+                while (!__atomic_load_n(&sh->rank2_sent, __ATOMIC_ACQUIRE)) {
+                    CHILD_CHECK(now() < deadline, "rank 2 did not send");
+                    usleep(1000);
+                }
+                req = ucp_tag_send_nbx(ep, sbuf.data(), 8, tag, &param);
+                CHILD_CHECK(!UCS_PTR_IS_ERR(req), "send");
+            }
+
+            double deadline = now() + 30;
+            while ((req != NULL) &&
+                   (ucp_request_check_status(req) == UCS_INPROGRESS)) {
+                CHILD_CHECK(now() < deadline, "send not complete");
+                ucp_worker_progress(worker);
+            }
+            if (req != NULL) {
+                CHILD_CHECK_OK(ucp_request_check_status(req));
+                ucp_request_free(req);
+            }
+            if (m.rank == 2) {
+                __atomic_store_n(&sh->rank2_done, 1, __ATOMIC_RELEASE);
+            }
+        }
+        m.procs->barrier(m.rank);
+    });
+}
+
 const coll_config kill_o2m   = {"kill_o2m", 4, "auto", O2M_ON, 0, false,
                                 false};
 const coll_config kill_hier  = {"kill_hier", 4, "2", O2M_ON, 0, false,

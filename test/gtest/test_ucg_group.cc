@@ -306,6 +306,10 @@ TEST_F(ucg_group_test, create_destroy_many)
             check_same(oob, b->id, "id of b");
             check_same(oob, a->uid, "uid of a");
             check_same(oob, b->uid, "uid of b");
+            check_same(oob, a->epoch, "epoch of a");
+            check_same(oob, b->epoch, "epoch of b");
+            CHILD_CHECK(a->epoch != b->epoch, "two groups with epoch %u",
+                        a->epoch);
             CHILD_CHECK(a->uid != b->uid, "two groups with uid 0x%lx",
                         (unsigned long)a->uid);
             CHILD_CHECK(a->failed == UCS_OK, "a failed");
@@ -349,6 +353,71 @@ TEST_F(ucg_group_test, create_destroy_many)
                     fds, count_fds());
         CHILD_CHECK(o2m_resources() == 0, "o2m segments left behind");
     }, 120);
+}
+
+/*
+ * An sm message whose group is unknown is dropped, not kept: a later group
+ * with the same 16-bit id must never take a message of an earlier one.
+ * Nor does a live group take a message with its id but an earlier group's
+ * epoch (an endpoint of the earlier group that outlived it).
+ */
+TEST_F(ucg_group_test, sm_messages_of_earlier_groups)
+{
+    proc_group pg(1);
+
+    pg.run_ok([&](unsigned rank) {
+        ucg_context_h context = make_context();
+        struct {
+            ucg_sm_hdr_t hdr;
+            uint64_t     payload;
+        } msg;
+
+        ucg_group_h a   = make_self_group(context);
+        uint16_t id     = a->id;
+        uint32_t epoch  = a->epoch;
+
+        memset(&msg, 0, sizeof(msg));
+        msg.hdr.group_id = id + 1; /* no such group */
+        msg.hdr.epoch    = epoch;
+        msg.hdr.seq      = 3;
+        CHILD_CHECK_OK(ucg_sm_am_cb(context, &msg, sizeof(msg), 0));
+        CHILD_CHECK(context->sm_dropped == 1, "%lu dropped",
+                    context->sm_dropped);
+
+        /* a's own message, early: kept for its collective */
+        msg.hdr.group_id = id;
+        CHILD_CHECK_OK(ucg_sm_am_cb(context, &msg, sizeof(msg), 0));
+        CHILD_CHECK(!ucs_queue_is_empty(&a->sm_unexp), "a's message");
+        ucg_group_destroy(a);
+
+        /* a is gone: its messages go nowhere */
+        CHILD_CHECK_OK(ucg_sm_am_cb(context, &msg, sizeof(msg), 0));
+        CHILD_CHECK(context->sm_dropped == 2, "%lu dropped",
+                    context->sm_dropped);
+
+        /* b gets a's id again, with a later epoch */
+        context->next_group_id = id;
+        ucg_group_h b          = make_self_group(context);
+        CHILD_CHECK(b->id == id, "b has id %u, not %u", b->id, id);
+        CHILD_CHECK(b->epoch != epoch, "b has a's epoch %u", epoch);
+        CHILD_CHECK(ucs_queue_is_empty(&b->sm_unexp), "b took a message "
+                    "of a");
+
+        CHILD_CHECK_OK(ucg_sm_am_cb(context, &msg, sizeof(msg), 0));
+        CHILD_CHECK(ucs_queue_is_empty(&b->sm_unexp), "b took a message "
+                    "with a's epoch");
+        CHILD_CHECK(context->sm_dropped == 3, "%lu dropped",
+                    context->sm_dropped);
+
+        msg.hdr.epoch = b->epoch;
+        CHILD_CHECK_OK(ucg_sm_am_cb(context, &msg, sizeof(msg), 0));
+        CHILD_CHECK(!ucs_queue_is_empty(&b->sm_unexp), "b's message");
+        CHILD_CHECK(context->sm_dropped == 3, "%lu dropped",
+                    context->sm_dropped);
+
+        ucg_group_destroy(b);
+        ucg_context_destroy(context);
+    }, 60);
 }
 
 /* A proposed id already in use on another member is skipped */
