@@ -83,6 +83,47 @@ for np in $nps; do
     fi
     rm -f "$log"
 done
+# run_extra NAME NP PATTERN [MPIRUN_ARGS...] -- PROGRAM [ARGS...]: one bounded
+# mpirun; fails unless it exits with 0 and its output matches the extended
+# regular expression PATTERN
+run_extra() {
+    local name=$1 np=$2 pattern=$3 args=() log rc
+    shift 3
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do args+=("$1"); shift; done
+    shift
+    log=$(mktemp)
+    timeout -k 10 "$limit" mpirun --allow-run-as-root --oversubscribe \
+        -np "$np" "${extra[@]}" "${args[@]}" "$@" >"$log" 2>&1
+    rc=$?
+    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+        echo "$name: TIMEOUT after ${limit}s"; rc=1
+    elif [ $rc -ne 0 ]; then
+        echo "$name: mpirun exited with $rc"
+    elif ! grep -Eq "$pattern" "$log"; then
+        echo "$name: output does not match '$pattern'"; rc=1
+    fi
+    if [ $rc -ne 0 ]; then
+        grep -v 'coll:ucg: comm' "$log" | tail -15
+        fail=1
+    else
+        echo "$name: passed"
+    fi
+    rm -f "$log"
+}
+
+# coll/ucg only (its test-only knobs): one rank's preparation of one call
+# fails; all ranks fall back together, results stay right, nothing hangs
+if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ]; then
+    make -s -C "$here" coll_fault || exit 1
+    for rc in "0 1" "1 5" "2 13" "1 40"; do
+        set -- $rc
+        run_extra "coll_fault np=3 fail rank $1 call $2" 3 \
+            'could not prepare it, all ranks delegate' \
+            --mca coll_ucg_test_fail_rank "$1" \
+            --mca coll_ucg_test_fail_call "$2" -- "$here/coll_fault" 6
+    done
+fi
+
 echo "run.sh: np {$nps} $([ $fail = 0 ] && echo PASSED || echo FAILED)" \
      "in $(( $(date +%s) - start )) s"
 exit $fail

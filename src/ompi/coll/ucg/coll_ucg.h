@@ -38,6 +38,11 @@ typedef struct mca_coll_ucg_component {
     ucg_context_h                   ucg_context;   /* created lazily */
     bool                            context_failed;
     int                             num_groups;    /* live UCG groups */
+    /* Test only: MPI_COMM_WORLD rank whose preparation of its
+     * test_fail_call-th call that needs an agreement fails (-1: none) */
+    int                             test_fail_rank;
+    int                             test_fail_call;
+    unsigned long                   test_agreed_calls;
 } mca_coll_ucg_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_ucg_component_t mca_coll_ucg_component;
@@ -50,6 +55,7 @@ typedef struct mca_coll_ucg_module {
     unsigned long          n_ucg[COLL_UCG_NUM];
     unsigned long          n_delegated[COLL_UCG_NUM];
     unsigned long          n_reused[COLL_UCG_NUM];  /* of n_ucg: cached */
+    unsigned long          n_agreed[COLL_UCG_NUM];  /* agreements made */
     char                   comm_name[MPI_MAX_OBJECT_NAME];
     uint32_t               comm_cid;
 
@@ -57,6 +63,16 @@ typedef struct mca_coll_ucg_module {
      * same parameters (buffers included, as in loops) only starts it */
     ucg_coll_h             cached[COLL_UCG_NUM];
     ucg_coll_params_t      cached_params[COLL_UCG_NUM];
+
+    /* The parameters of the last call of each type that all ranks
+     * prepared (only those equal on all ranks count): a call with the same
+     * needs no new resources and no agreement.  Updated from values equal
+     * on all ranks only, so every rank has the same. */
+    ucg_coll_params_t      known[COLL_UCG_NUM];
+    bool                   known_valid[COLL_UCG_NUM];
+
+    /* Pack buffers for calls that need no agreement */
+    void                   *scratch[2];
 
     /* The previous module of each collective, to delegate to */
     mca_coll_base_module_bcast_fn_t     prev_bcast;

@@ -73,6 +73,22 @@ static int coll_ucg_register(void)
             MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6,
             MCA_BASE_VAR_SCOPE_LOCAL, &c->verbose);
 
+    c->test_fail_rank = -1;
+    mca_base_component_var_register(v, "test_fail_rank",
+            "Test only: the MPI_COMM_WORLD rank on which the preparation of "
+            "a call fails (see test_fail_call; -1: none)",
+            MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
+            MCA_BASE_VAR_SCOPE_READONLY, &c->test_fail_rank);
+
+    c->test_fail_call = 1;
+    mca_base_component_var_register(v, "test_fail_call",
+            "Test only: on test_fail_rank, the preparation (buffers, UCG "
+            "request) of this call among the calls that need an agreement "
+            "(counted from 1 over all communicators) fails as if out of "
+            "memory",
+            MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
+            MCA_BASE_VAR_SCOPE_READONLY, &c->test_fail_call);
+
     for (i = 0; i < COLL_UCG_NUM; ++i) {
         c->coll_enable[i] = true;
         snprintf(name, sizeof(name), "%s_enable", mca_coll_ucg_coll_names[i]);
@@ -102,6 +118,7 @@ static int coll_ucg_open(void)
     mca_coll_ucg_component.ucg_context    = NULL;
     mca_coll_ucg_component.context_failed = false;
     mca_coll_ucg_component.num_groups     = 0;
+    mca_coll_ucg_component.test_agreed_calls = 0;
     return OMPI_SUCCESS;
 }
 

@@ -3,7 +3,8 @@
  * members.  Every call decides between UCG and the previous module from the
  * arguments MPI requires to be equal on all ranks (counts in bytes, the
  * reduction datatype and op, root) and the MCA parameters, so all ranks
- * take the same path.
+ * take the same path; what one rank alone can fail at is prepared before
+ * communicating and agreed on (see "one call" below).
  */
 #include "coll_ucg.h"
 
@@ -198,6 +199,18 @@ static bool coll_ucg_params_equal(const ucg_coll_params_t *a,
            (a->op != UCG_OP_USER);
 }
 
+/* The parts of @a a and @a b every rank has in common (MPI requires them
+ * equal): no buffers, no op handle */
+static bool coll_ucg_common_equal(const ucg_coll_params_t *a,
+                                  const ucg_coll_params_t *b)
+{
+    return (a->type == b->type) && (a->root == b->root) &&
+           (a->count == b->count) && (a->dtype == b->dtype) &&
+           (a->dt_size == b->dt_size) && (a->op == b->op) &&
+           ((a->op != UCG_OP_USER) ||
+            (a->user_op.commutative == b->user_op.commutative));
+}
+
 static void coll_ucg_uncache(mca_coll_ucg_module_t *m, int coll)
 {
     if (m->cached[coll] != NULL) {
@@ -206,101 +219,99 @@ static void coll_ucg_uncache(mca_coll_ucg_module_t *m, int coll)
     }
 }
 
-/* Run a collective on UCG, progressing Open MPI every
- * COLL_UCG_OPAL_PROGRESS_POLLS polls while it waits (a peer may need our
- * PML progress before it joins the collective; on every poll it would cost
- * more than the collective) */
-static int coll_ucg_run(mca_coll_ucg_module_t *m, int coll,
-                        const ucg_coll_params_t *params)
-{
-    unsigned polls = 0;
-    ucs_status_t status;
-    ucg_coll_h req;
+/* ---- one call: local preparation, agreement, run ----------------------- */
 
-    /* A user op's argument lives on the caller's stack: not kept */
-    req = m->cached[coll];
-    if ((req == NULL) ||
-        !coll_ucg_params_equal(&m->cached_params[coll], params)) {
-        coll_ucg_uncache(m, coll);
-        status = ucg_coll_init(m->group, params, &req);
-        if (status != UCS_OK) {
-            goto out;
-        }
-        if (params->op != UCG_OP_USER) {
-            m->cached[coll]        = req;
-            m->cached_params[coll] = *params;
-        }
-    } else {
-        ++m->n_reused[coll];
-    }
+/*
+ * A collective must not fail on one rank only: the others would wait for it
+ * forever.  So every resource a call needs on this rank (pack buffers, the
+ * UCG request) is acquired before any communication, and when a call may
+ * need new resources on some rank, all ranks agree (the previous module's
+ * allreduce) before they communicate: if any rank could not prepare, all of
+ * them release what they have and delegate the call to the previous module.
+ *
+ * Whether a call may need new resources is decided from values equal on all
+ * ranks: parameters (without buffers) not seen in the previous call of this
+ * type, or packed data that may not fit the module's scratch buffers
+ * (bytes * comm_size > COLL_UCG_SCRATCH_SIZE, whatever the local layout).
+ * Otherwise the call reuses what the previous one prepared: the cached
+ * request, or a new one made from the request UCG recycles and the plan it
+ * keeps, and the scratch buffers.
+ */
 
-    status = ucg_coll_start(req);
-    if (status == UCS_OK) {
-        while ((status = ucg_coll_test(req)) == UCS_INPROGRESS) {
-            if (++polls == COLL_UCG_OPAL_PROGRESS_POLLS) {
-                polls = 0;
-                opal_progress();
-            }
-        }
-    }
-    if ((req != m->cached[coll]) || (status != UCS_OK)) {
-        if (req == m->cached[coll]) {
-            m->cached[coll] = NULL;
-        }
-        ucg_coll_finalize(req);
-    }
-
-out:
-    if (status != UCS_OK) {
-        opal_output(0, "coll:ucg: %s on comm %s failed: %s",
-                    mca_coll_ucg_coll_names[coll], m->comm_name,
-                    ucs_status_string(status));
-        return OMPI_ERROR;
-    }
-    ++m->n_ucg[coll];
-    return OMPI_SUCCESS;
-}
-
-/* ---- local buffers: used in place when contiguous, else packed --------- */
+/* Size of each of the module's two pack buffers (allocated at enable) */
+#define COLL_UCG_SCRATCH_SIZE (64 * 1024)
 
 typedef struct {
-    void *tmp;   /* packed copy, NULL when the user buffer is used */
+    void *tmp;    /* packed copy, NULL when the user buffer is used */
+    bool owned;   /* tmp was allocated for this call (not the scratch) */
 } coll_ucg_buf_t;
 
-/* Address of @a count elements of @a dtype at @a buf as bytes (packing
- * them when they are not contiguous); NULL on failure */
-static void *coll_ucg_buf_in(const void *buf, int count,
-                             struct ompi_datatype_t *dtype, size_t bytes,
-                             bool copy, coll_ucg_buf_t *b)
+typedef struct {
+    ucg_coll_params_t params;
+    coll_ucg_buf_t    sb, rb;
+    ucg_coll_h        req;
+    bool              agree;  /* all ranks agree before communicating */
+    bool              ok;     /* this rank's preparation succeeded */
+} coll_ucg_call_t;
+
+static void coll_ucg_call_init(mca_coll_ucg_module_t *m, int coll,
+                               coll_ucg_call_t *call, size_t pack_bound)
 {
+    call->sb.tmp   = call->rb.tmp   = NULL;
+    call->sb.owned = call->rb.owned = false;
+    call->req      = NULL;
+    call->ok       = true;
+    call->agree    = !m->known_valid[coll] ||
+                     !coll_ucg_common_equal(&m->known[coll], &call->params) ||
+                     (pack_bound > COLL_UCG_SCRATCH_SIZE);
+}
+
+/* Address of @a count elements of @a dtype at @a buf as @a bytes contiguous
+ * bytes: the user buffer when contiguous, else a packed copy (made when @a
+ * copy) in scratch buffer @a slot or, beyond it, in a new allocation.
+ * NULL on failure (call->ok is then false) */
+static void *coll_ucg_buf_in(mca_coll_ucg_module_t *m, coll_ucg_call_t *call,
+                             int slot, const void *buf, int count,
+                             struct ompi_datatype_t *dtype, size_t bytes,
+                             bool copy)
+{
+    coll_ucg_buf_t *b = (slot == 0) ? &call->sb : &call->rb;
     ptrdiff_t true_lb, true_extent;
     int pos = 0;
 
-    b->tmp = NULL;
     if (ompi_datatype_is_contiguous_memory_layout(dtype, count)) {
         ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
         return (char*)buf + true_lb;
     }
     if (bytes > INT_MAX) {
         opal_output(0, "coll:ucg: cannot pack %zu bytes", bytes);
-        return NULL;
+        goto err;
     }
-    b->tmp = malloc(bytes);
-    if (b->tmp == NULL) {
-        opal_output(0, "coll:ucg: cannot allocate %zu bytes", bytes);
-        return NULL;
+    if ((bytes <= COLL_UCG_SCRATCH_SIZE) && (m->scratch[slot] != NULL)) {
+        b->tmp = m->scratch[slot];
+    } else {
+        b->tmp   = malloc(bytes);
+        b->owned = true;
+        if (b->tmp == NULL) {
+            opal_output(0, "coll:ucg: cannot allocate %zu bytes", bytes);
+            b->owned = false;
+            goto err;
+        }
     }
     if (copy &&
         (PMPI_Pack(buf, count, dtype, b->tmp, (int)bytes, &pos,
                    MPI_COMM_SELF) != MPI_SUCCESS)) {
-        free(b->tmp);
-        b->tmp = NULL;
-        return NULL;
+        goto err;
     }
     return b->tmp;
+
+err:
+    call->ok = false;
+    return NULL;
 }
 
-/* Unpack into the user buffer (if a packed copy was used) and release */
+/* Unpack into the user buffer (if a packed copy was used and @a copy) and
+ * release the copy */
 static int coll_ucg_buf_out(void *buf, int count,
                             struct ompi_datatype_t *dtype, size_t bytes,
                             bool copy, coll_ucg_buf_t *b)
@@ -314,9 +325,204 @@ static int coll_ucg_buf_out(void *buf, int count,
         ret = PMPI_Unpack(b->tmp, (int)bytes, &pos, buf, count, dtype,
                           MPI_COMM_SELF);
     }
-    free(b->tmp);
-    b->tmp = NULL;
+    if (b->owned) {
+        free(b->tmp);
+    }
+    b->tmp   = NULL;
+    b->owned = false;
     return (ret == MPI_SUCCESS) ? OMPI_SUCCESS : OMPI_ERROR;
+}
+
+/* Pack @a count elements of @a dtype at @a buf into @a dst of @a bytes
+ * (the own block of an in-place gather/allgather with a packed buffer) */
+static void coll_ucg_pack_block(coll_ucg_call_t *call, const void *buf,
+                                int count, struct ompi_datatype_t *dtype,
+                                void *dst, size_t bytes)
+{
+    int pos = 0;
+
+    if (call->ok &&
+        (PMPI_Pack(buf, count, dtype, dst, (int)bytes, &pos,
+                   MPI_COMM_SELF) != MPI_SUCCESS)) {
+        call->ok = false;
+    }
+}
+
+/* Test only (coll_ucg_test_fail_rank/_call): whether this call's
+ * preparation is made to fail */
+static bool coll_ucg_test_fail(void)
+{
+    mca_coll_ucg_component_t *c = &mca_coll_ucg_component;
+
+    if ((c->test_fail_rank < 0) ||
+        (ompi_comm_rank(&ompi_mpi_comm_world.comm) != c->test_fail_rank) ||
+        (++c->test_agreed_calls != (unsigned long)c->test_fail_call)) {
+        return false;
+    }
+    opal_output(0, "coll:ucg: test: failing the preparation of call %lu "
+                "that needs an agreement on this rank",
+                c->test_agreed_calls);
+    return true;
+}
+
+/* The UCG request of the call: the cached one if its parameters are the
+ * same, else a new one */
+static void coll_ucg_prepare_req(mca_coll_ucg_module_t *m, int coll,
+                                 coll_ucg_call_t *call)
+{
+    ucs_status_t status;
+
+    if (!call->ok) {
+        return;
+    }
+    if (call->agree && coll_ucg_test_fail()) {
+        call->ok = false;
+        return;
+    }
+
+    call->req = m->cached[coll];
+    if ((call->req != NULL) &&
+        coll_ucg_params_equal(&m->cached_params[coll], &call->params)) {
+        ++m->n_reused[coll];
+        return;
+    }
+
+    /* released first: UCG makes the new request from it */
+    coll_ucg_uncache(m, coll);
+    status = ucg_coll_init(m->group, &call->params, &call->req);
+    if (status != UCS_OK) {
+        opal_output(0, "coll:ucg: %s on comm %s: ucg_coll_init failed: %s",
+                    mca_coll_ucg_coll_names[coll], m->comm_name,
+                    ucs_status_string(status));
+        call->req = NULL;
+        call->ok  = false;
+        return;
+    }
+    /* A user op's argument lives on the caller's stack: not kept */
+    if (call->params.op != UCG_OP_USER) {
+        m->cached[coll]        = call->req;
+        m->cached_params[coll] = call->params;
+    }
+}
+
+/* Release the request of a call that does not run */
+static void coll_ucg_release_req(mca_coll_ucg_module_t *m, int coll,
+                                 coll_ucg_call_t *call)
+{
+    if (call->req == NULL) {
+        return;
+    }
+    if (call->req == m->cached[coll]) {
+        m->cached[coll] = NULL;
+    }
+    ucg_coll_finalize(call->req);
+    call->req = NULL;
+}
+
+enum {
+    COLL_UCG_GO       = 0, /* every rank runs the call on UCG */
+    COLL_UCG_DELEGATE = 1, /* every rank hands it to the previous module
+                            * (> 0: not an Open MPI return code) */
+    COLL_UCG_FAIL     = 2  /* this rank failed where no agreement was
+                            * planned */
+};
+
+/*
+ * After the local preparation: the agreement, when planned.  On
+ * COLL_UCG_DELEGATE and COLL_UCG_FAIL the request is released; the caller
+ * releases its buffers without unpacking.
+ */
+static int coll_ucg_decide(mca_coll_ucg_module_t *m, int coll,
+                           struct ompi_communicator_t *comm,
+                           coll_ucg_call_t *call)
+{
+    int ok = call->ok;
+
+    if (call->agree) {
+        ++m->n_agreed[coll];
+        if (m->prev_allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm,
+                              m->prev_allreduce_module) != OMPI_SUCCESS) {
+            /* the previous module is broken: no path is safe */
+            coll_ucg_release_req(m, coll, call);
+            return COLL_UCG_FAIL;
+        }
+        /* the same on every rank: known parameters are symmetric */
+        m->known_valid[coll] = ok;
+        m->known[coll]       = call->params;
+        if (!ok) {
+            if (mca_coll_ucg_component.verbose >= 1) {
+                opal_output(0, "coll:ucg: %s on comm %s: a rank could not "
+                            "prepare it, all ranks delegate",
+                            mca_coll_ucg_coll_names[coll], m->comm_name);
+            }
+            coll_ucg_release_req(m, coll, call);
+            ++m->n_delegated[coll];
+            return COLL_UCG_DELEGATE;
+        }
+        return COLL_UCG_GO;
+    }
+
+    if (!ok) {
+        /* Nothing new was needed, yet preparing failed (UCG did not
+         * recycle, or a datatype does not pack): the other ranks may wait */
+        opal_output(0, "coll:ucg: %s on comm %s failed on this rank without "
+                    "new resources; the other ranks may wait for it",
+                    mca_coll_ucg_coll_names[coll], m->comm_name);
+        coll_ucg_release_req(m, coll, call);
+        return COLL_UCG_FAIL;
+    }
+    return COLL_UCG_GO;
+}
+
+/* Run a prepared collective on UCG, progressing Open MPI every
+ * COLL_UCG_OPAL_PROGRESS_POLLS polls while it waits (a peer may need our
+ * PML progress before it joins the collective; on every poll it would cost
+ * more than the collective) */
+static int coll_ucg_run(mca_coll_ucg_module_t *m, int coll,
+                        coll_ucg_call_t *call)
+{
+    ucg_coll_h req = call->req;
+    unsigned polls = 0;
+    ucs_status_t status;
+
+    status = ucg_coll_start(req);
+    if (status == UCS_OK) {
+        while ((status = ucg_coll_test(req)) == UCS_INPROGRESS) {
+            if (++polls == COLL_UCG_OPAL_PROGRESS_POLLS) {
+                polls = 0;
+                opal_progress();
+            }
+        }
+    }
+    if ((req != m->cached[coll]) || (status != UCS_OK)) {
+        coll_ucg_release_req(m, coll, call);
+    }
+    call->req = NULL;
+
+    if (status != UCS_OK) {
+        opal_output(0, "coll:ucg: %s on comm %s failed: %s",
+                    mca_coll_ucg_coll_names[coll], m->comm_name,
+                    ucs_status_string(status));
+        return OMPI_ERROR;
+    }
+    ++m->n_ucg[coll];
+    return OMPI_SUCCESS;
+}
+
+/* Decide and run: OMPI_SUCCESS/error of the UCG run, or
+ * COLL_UCG_DELEGATE when the caller delegates */
+static int coll_ucg_go(mca_coll_ucg_module_t *m, int coll,
+                       struct ompi_communicator_t *comm, coll_ucg_call_t *call)
+{
+    coll_ucg_prepare_req(m, coll, call);
+    switch (coll_ucg_decide(m, coll, comm, call)) {
+    case COLL_UCG_GO:
+        return coll_ucg_run(m, coll, call);
+    case COLL_UCG_DELEGATE:
+        return COLL_UCG_DELEGATE;
+    default:
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
 }
 
 static void coll_ucg_bytes_params(ucg_coll_params_t *params, int type,
@@ -336,30 +542,30 @@ static int coll_ucg_bcast(void *buff, int count, struct ompi_datatype_t *dtype,
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
     size_t bytes             = coll_ucg_bytes(dtype, count);
-    ucg_coll_params_t params = {0};
-    coll_ucg_buf_t b;
+    coll_ucg_call_t call     = {{0}};
     int ret;
 
     if (!coll_ucg_use(m, COLL_UCG_BCAST, bytes)) {
         ++m->n_delegated[COLL_UCG_BCAST];
-        return m->prev_bcast(buff, count, dtype, root, comm,
-                             m->prev_bcast_module);
+        goto delegate;
     }
 
-    coll_ucg_bytes_params(&params, UCG_COLL_BCAST, bytes);
-    params.root = root;
-    params.rbuf = coll_ucg_buf_in(buff, count, dtype, bytes,
-                                  m->comm_rank == root, &b);
-    if (params.rbuf == NULL) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    ret = coll_ucg_run(m, COLL_UCG_BCAST, &params);
+    coll_ucg_bytes_params(&call.params, UCG_COLL_BCAST, bytes);
+    call.params.root = root;
+    coll_ucg_call_init(m, COLL_UCG_BCAST, &call, bytes);
+    call.params.rbuf = coll_ucg_buf_in(m, &call, 1, buff, count, dtype, bytes,
+                                       m->comm_rank == root);
+    ret = coll_ucg_go(m, COLL_UCG_BCAST, comm, &call);
     if (coll_ucg_buf_out(buff, count, dtype, bytes,
                          (ret == OMPI_SUCCESS) && (m->comm_rank != root),
-                         &b) != OMPI_SUCCESS) {
+                         &call.rb) != OMPI_SUCCESS) {
         ret = OMPI_ERROR;
     }
-    return ret;
+    if (ret != COLL_UCG_DELEGATE) {
+        return ret;
+    }
+delegate:
+    return m->prev_bcast(buff, count, dtype, root, comm, m->prev_bcast_module);
 }
 
 static int coll_ucg_allreduce(const void *sbuf, void *rbuf, int count,
@@ -369,21 +575,28 @@ static int coll_ucg_allreduce(const void *sbuf, void *rbuf, int count,
                               mca_coll_base_module_t *module)
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
-    ucg_coll_params_t params = {0};
+    coll_ucg_call_t call     = {{0}};
     coll_ucg_user_op_arg_t user_arg;
+    int ret;
 
     if (!coll_ucg_use(m, COLL_UCG_ALLREDUCE, coll_ucg_bytes(dtype, count)) ||
-        !coll_ucg_reduce_params(dtype, op, &user_arg, &params)) {
+        !coll_ucg_reduce_params(dtype, op, &user_arg, &call.params)) {
         ++m->n_delegated[COLL_UCG_ALLREDUCE];
-        return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm,
-                                 m->prev_allreduce_module);
+        goto delegate;
     }
 
-    params.type  = UCG_COLL_ALLREDUCE;
-    params.sbuf  = (sbuf == MPI_IN_PLACE) ? UCG_IN_PLACE : sbuf;
-    params.rbuf  = rbuf;
-    params.count = count;
-    return coll_ucg_run(m, COLL_UCG_ALLREDUCE, &params);
+    call.params.type  = UCG_COLL_ALLREDUCE;
+    call.params.count = count;
+    coll_ucg_call_init(m, COLL_UCG_ALLREDUCE, &call, 0);
+    call.params.sbuf  = (sbuf == MPI_IN_PLACE) ? UCG_IN_PLACE : sbuf;
+    call.params.rbuf  = rbuf;
+    ret = coll_ucg_go(m, COLL_UCG_ALLREDUCE, comm, &call);
+    if (ret != COLL_UCG_DELEGATE) {
+        return ret;
+    }
+delegate:
+    return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm,
+                             m->prev_allreduce_module);
 }
 
 static int coll_ucg_reduce(const void *sbuf, void *rbuf, int count,
@@ -392,37 +605,51 @@ static int coll_ucg_reduce(const void *sbuf, void *rbuf, int count,
                            mca_coll_base_module_t *module)
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
-    ucg_coll_params_t params = {0};
+    coll_ucg_call_t call     = {{0}};
     coll_ucg_user_op_arg_t user_arg;
+    int ret;
 
     if (!coll_ucg_use(m, COLL_UCG_REDUCE, coll_ucg_bytes(dtype, count)) ||
-        !coll_ucg_reduce_params(dtype, op, &user_arg, &params)) {
+        !coll_ucg_reduce_params(dtype, op, &user_arg, &call.params)) {
         ++m->n_delegated[COLL_UCG_REDUCE];
-        return m->prev_reduce(sbuf, rbuf, count, dtype, op, root, comm,
-                              m->prev_reduce_module);
+        goto delegate;
     }
 
-    params.type  = UCG_COLL_REDUCE;
-    params.root  = root;
-    params.sbuf  = (sbuf == MPI_IN_PLACE) ? UCG_IN_PLACE : sbuf;
-    params.rbuf  = rbuf;
-    params.count = count;
-    return coll_ucg_run(m, COLL_UCG_REDUCE, &params);
+    call.params.type  = UCG_COLL_REDUCE;
+    call.params.root  = root;
+    call.params.count = count;
+    coll_ucg_call_init(m, COLL_UCG_REDUCE, &call, 0);
+    call.params.sbuf  = (sbuf == MPI_IN_PLACE) ? UCG_IN_PLACE : sbuf;
+    call.params.rbuf  = rbuf;
+    ret = coll_ucg_go(m, COLL_UCG_REDUCE, comm, &call);
+    if (ret != COLL_UCG_DELEGATE) {
+        return ret;
+    }
+delegate:
+    return m->prev_reduce(sbuf, rbuf, count, dtype, op, root, comm,
+                          m->prev_reduce_module);
 }
 
 static int coll_ucg_barrier(struct ompi_communicator_t *comm,
                             mca_coll_base_module_t *module)
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
-    ucg_coll_params_t params = {0};
+    coll_ucg_call_t call     = {{0}};
+    int ret;
 
     if (!coll_ucg_use(m, COLL_UCG_BARRIER, 0)) {
         ++m->n_delegated[COLL_UCG_BARRIER];
-        return m->prev_barrier(comm, m->prev_barrier_module);
+        goto delegate;
     }
-    params.type  = UCG_COLL_BARRIER;
-    params.dtype = UCG_DT_UINT8;
-    return coll_ucg_run(m, COLL_UCG_BARRIER, &params);
+    call.params.type  = UCG_COLL_BARRIER;
+    call.params.dtype = UCG_DT_UINT8;
+    coll_ucg_call_init(m, COLL_UCG_BARRIER, &call, 0);
+    ret = coll_ucg_go(m, COLL_UCG_BARRIER, comm, &call);
+    if (ret != COLL_UCG_DELEGATE) {
+        return ret;
+    }
+delegate:
+    return m->prev_barrier(comm, m->prev_barrier_module);
 }
 
 static int coll_ucg_gather(const void *sbuf, int scount,
@@ -433,8 +660,7 @@ static int coll_ucg_gather(const void *sbuf, int scount,
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
     int is_root              = (m->comm_rank == root);
-    ucg_coll_params_t params = {0};
-    coll_ucg_buf_t sb = {0}, rb = {0};
+    coll_ucg_call_t call     = {{0}};
     ptrdiff_t lb, extent;
     size_t bytes;
     int ret;
@@ -444,45 +670,44 @@ static int coll_ucg_gather(const void *sbuf, int scount,
                         coll_ucg_bytes(sdtype, scount);
     if (!coll_ucg_use(m, COLL_UCG_GATHER, bytes)) {
         ++m->n_delegated[COLL_UCG_GATHER];
-        return m->prev_gather(sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                              root, comm, m->prev_gather_module);
+        goto delegate;
     }
 
-    coll_ucg_bytes_params(&params, UCG_COLL_GATHER, bytes);
-    params.root = root;
+    coll_ucg_bytes_params(&call.params, UCG_COLL_GATHER, bytes);
+    call.params.root = root;
+    coll_ucg_call_init(m, COLL_UCG_GATHER, &call, bytes * m->comm_size);
     if (is_root) {
-        params.rbuf = coll_ucg_buf_in(rbuf, rcount * m->comm_size, rdtype,
-                                      bytes * m->comm_size, false, &rb);
-        if (params.rbuf == NULL) {
-            return OMPI_ERR_OUT_OF_RESOURCE;
-        }
-        if ((sbuf == MPI_IN_PLACE) && (rb.tmp != NULL)) {
+        call.params.rbuf = coll_ucg_buf_in(m, &call, 1, rbuf,
+                                           rcount * m->comm_size, rdtype,
+                                           bytes * m->comm_size, false);
+        if ((sbuf == MPI_IN_PLACE) && (call.rb.tmp != NULL)) {
             /* UCG finds the root's block in rbuf */
-            int pos = 0;
             ompi_datatype_get_extent(rdtype, &lb, &extent);
-            PMPI_Pack((char*)rbuf + (ptrdiff_t)root * rcount * extent, rcount,
-                      rdtype, (char*)rb.tmp + bytes * root, (int)bytes, &pos,
-                      MPI_COMM_SELF);
+            coll_ucg_pack_block(&call,
+                                (char*)rbuf + (ptrdiff_t)root * rcount * extent,
+                                rcount, rdtype,
+                                (char*)call.rb.tmp + bytes * root, bytes);
         }
     }
     if (sbuf == MPI_IN_PLACE) {
-        params.sbuf = UCG_IN_PLACE;
+        call.params.sbuf = UCG_IN_PLACE;
     } else {
-        params.sbuf = coll_ucg_buf_in(sbuf, scount, sdtype, bytes, true, &sb);
-        if (params.sbuf == NULL) {
-            coll_ucg_buf_out(rbuf, 0, rdtype, 0, false, &rb);
-            return OMPI_ERR_OUT_OF_RESOURCE;
-        }
+        call.params.sbuf = coll_ucg_buf_in(m, &call, 0, sbuf, scount, sdtype,
+                                           bytes, true);
     }
-    ret = coll_ucg_run(m, COLL_UCG_GATHER, &params);
-    coll_ucg_buf_out((void*)sbuf, scount, sdtype, bytes, false, &sb);
-    if (is_root &&
-        (coll_ucg_buf_out(rbuf, rcount * m->comm_size, rdtype,
-                          bytes * m->comm_size, ret == OMPI_SUCCESS,
-                          &rb) != OMPI_SUCCESS)) {
+    ret = coll_ucg_go(m, COLL_UCG_GATHER, comm, &call);
+    coll_ucg_buf_out((void*)sbuf, scount, sdtype, bytes, false, &call.sb);
+    if (coll_ucg_buf_out(rbuf, rcount * m->comm_size, rdtype,
+                         bytes * m->comm_size, ret == OMPI_SUCCESS,
+                         &call.rb) != OMPI_SUCCESS) {
         ret = OMPI_ERROR;
     }
-    return ret;
+    if (ret != COLL_UCG_DELEGATE) {
+        return ret;
+    }
+delegate:
+    return m->prev_gather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
+                          comm, m->prev_gather_module);
 }
 
 static int coll_ucg_scatter(const void *sbuf, int scount,
@@ -493,8 +718,7 @@ static int coll_ucg_scatter(const void *sbuf, int scount,
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
     int is_root              = (m->comm_rank == root);
-    ucg_coll_params_t params = {0};
-    coll_ucg_buf_t sb = {0}, rb = {0};
+    coll_ucg_call_t call     = {{0}};
     size_t bytes;
     int ret;
 
@@ -502,35 +726,35 @@ static int coll_ucg_scatter(const void *sbuf, int scount,
                         coll_ucg_bytes(rdtype, rcount);
     if (!coll_ucg_use(m, COLL_UCG_SCATTER, bytes)) {
         ++m->n_delegated[COLL_UCG_SCATTER];
-        return m->prev_scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                               root, comm, m->prev_scatter_module);
+        goto delegate;
     }
 
-    coll_ucg_bytes_params(&params, UCG_COLL_SCATTER, bytes);
-    params.root = root;
+    coll_ucg_bytes_params(&call.params, UCG_COLL_SCATTER, bytes);
+    call.params.root = root;
+    coll_ucg_call_init(m, COLL_UCG_SCATTER, &call, bytes * m->comm_size);
     if (is_root) {
-        params.sbuf = coll_ucg_buf_in(sbuf, scount * m->comm_size, sdtype,
-                                      bytes * m->comm_size, true, &sb);
-        if (params.sbuf == NULL) {
-            return OMPI_ERR_OUT_OF_RESOURCE;
-        }
+        call.params.sbuf = coll_ucg_buf_in(m, &call, 0, sbuf,
+                                           scount * m->comm_size, sdtype,
+                                           bytes * m->comm_size, true);
     }
     if (rbuf == MPI_IN_PLACE) {
-        params.rbuf = UCG_IN_PLACE;
+        call.params.rbuf = UCG_IN_PLACE;
     } else {
-        params.rbuf = coll_ucg_buf_in(rbuf, rcount, rdtype, bytes, false, &rb);
-        if (params.rbuf == NULL) {
-            coll_ucg_buf_out((void*)sbuf, 0, sdtype, 0, false, &sb);
-            return OMPI_ERR_OUT_OF_RESOURCE;
-        }
+        call.params.rbuf = coll_ucg_buf_in(m, &call, 1, rbuf, rcount, rdtype,
+                                           bytes, false);
     }
-    ret = coll_ucg_run(m, COLL_UCG_SCATTER, &params);
-    coll_ucg_buf_out((void*)sbuf, 0, sdtype, 0, false, &sb);
+    ret = coll_ucg_go(m, COLL_UCG_SCATTER, comm, &call);
+    coll_ucg_buf_out((void*)sbuf, 0, sdtype, 0, false, &call.sb);
     if (coll_ucg_buf_out(rbuf, rcount, rdtype, bytes, ret == OMPI_SUCCESS,
-                         &rb) != OMPI_SUCCESS) {
+                         &call.rb) != OMPI_SUCCESS) {
         ret = OMPI_ERROR;
     }
-    return ret;
+    if (ret != COLL_UCG_DELEGATE) {
+        return ret;
+    }
+delegate:
+    return m->prev_scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
+                           comm, m->prev_scatter_module);
 }
 
 static int coll_ucg_allgather(const void *sbuf, int scount,
@@ -540,8 +764,7 @@ static int coll_ucg_allgather(const void *sbuf, int scount,
                               mca_coll_base_module_t *module)
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
-    ucg_coll_params_t params = {0};
-    coll_ucg_buf_t sb = {0}, rb = {0};
+    coll_ucg_call_t call     = {{0}};
     ptrdiff_t lb, extent;
     size_t bytes;
     int ret;
@@ -549,40 +772,41 @@ static int coll_ucg_allgather(const void *sbuf, int scount,
     bytes = coll_ucg_bytes(rdtype, rcount);
     if (!coll_ucg_use(m, COLL_UCG_ALLGATHER, bytes)) {
         ++m->n_delegated[COLL_UCG_ALLGATHER];
-        return m->prev_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                                 comm, m->prev_allgather_module);
+        goto delegate;
     }
 
-    coll_ucg_bytes_params(&params, UCG_COLL_ALLGATHER, bytes);
-    params.rbuf = coll_ucg_buf_in(rbuf, rcount * m->comm_size, rdtype,
-                                  bytes * m->comm_size, false, &rb);
-    if (params.rbuf == NULL) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
+    coll_ucg_bytes_params(&call.params, UCG_COLL_ALLGATHER, bytes);
+    coll_ucg_call_init(m, COLL_UCG_ALLGATHER, &call, bytes * m->comm_size);
+    call.params.rbuf = coll_ucg_buf_in(m, &call, 1, rbuf,
+                                       rcount * m->comm_size, rdtype,
+                                       bytes * m->comm_size, false);
     if (sbuf == MPI_IN_PLACE) {
-        params.sbuf = UCG_IN_PLACE;
-        if (rb.tmp != NULL) {
-            int pos = 0;
+        call.params.sbuf = UCG_IN_PLACE;
+        if (call.rb.tmp != NULL) {
             ompi_datatype_get_extent(rdtype, &lb, &extent);
-            PMPI_Pack((char*)rbuf + (ptrdiff_t)m->comm_rank * rcount * extent,
-                      rcount, rdtype, (char*)rb.tmp + bytes * m->comm_rank,
-                      (int)bytes, &pos, MPI_COMM_SELF);
+            coll_ucg_pack_block(&call, (char*)rbuf +
+                                (ptrdiff_t)m->comm_rank * rcount * extent,
+                                rcount, rdtype,
+                                (char*)call.rb.tmp + bytes * m->comm_rank,
+                                bytes);
         }
     } else {
-        params.sbuf = coll_ucg_buf_in(sbuf, scount, sdtype, bytes, true, &sb);
-        if (params.sbuf == NULL) {
-            coll_ucg_buf_out(rbuf, 0, rdtype, 0, false, &rb);
-            return OMPI_ERR_OUT_OF_RESOURCE;
-        }
+        call.params.sbuf = coll_ucg_buf_in(m, &call, 0, sbuf, scount, sdtype,
+                                           bytes, true);
     }
-    ret = coll_ucg_run(m, COLL_UCG_ALLGATHER, &params);
-    coll_ucg_buf_out((void*)sbuf, 0, sdtype, 0, false, &sb);
+    ret = coll_ucg_go(m, COLL_UCG_ALLGATHER, comm, &call);
+    coll_ucg_buf_out((void*)sbuf, 0, sdtype, 0, false, &call.sb);
     if (coll_ucg_buf_out(rbuf, rcount * m->comm_size, rdtype,
                          bytes * m->comm_size, ret == OMPI_SUCCESS,
-                         &rb) != OMPI_SUCCESS) {
+                         &call.rb) != OMPI_SUCCESS) {
         ret = OMPI_ERROR;
     }
-    return ret;
+    if (ret != COLL_UCG_DELEGATE) {
+        return ret;
+    }
+delegate:
+    return m->prev_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                             m->prev_allgather_module);
 }
 
 
@@ -687,7 +911,13 @@ static int coll_ucg_module_enable(mca_coll_base_module_t *module,
         ++mca_coll_ucg_component.num_groups;
     }
 
-    ret = coll_ucg_all_ok(m, comm, m->group != NULL, &ok);
+    /* pack buffers of calls that acquire nothing (coll_ucg_call_init) */
+    m->scratch[0] = malloc(COLL_UCG_SCRATCH_SIZE);
+    m->scratch[1] = malloc(COLL_UCG_SCRATCH_SIZE);
+
+    ret = coll_ucg_all_ok(m, comm, (m->group != NULL) &&
+                          (m->scratch[0] != NULL) && (m->scratch[1] != NULL),
+                          &ok);
     if (((ret != OMPI_SUCCESS) || !ok) && (m->group != NULL)) {
         ucg_group_destroy(m->group);
         --mca_coll_ucg_component.num_groups;
@@ -718,9 +948,10 @@ static void coll_ucg_module_destruct(mca_coll_ucg_module_t *m)
                 continue;
             }
             opal_output(0, "coll:ucg: comm %s (cid %u) rank %d: %s ucg=%lu "
-                        "delegated=%lu reused=%lu", m->comm_name, m->comm_cid,
-                        m->comm_rank, mca_coll_ucg_coll_names[i], m->n_ucg[i],
-                        m->n_delegated[i], m->n_reused[i]);
+                        "delegated=%lu reused=%lu agreed=%lu", m->comm_name,
+                        m->comm_cid, m->comm_rank, mca_coll_ucg_coll_names[i],
+                        m->n_ucg[i], m->n_delegated[i], m->n_reused[i],
+                        m->n_agreed[i]);
         }
     }
     for (i = 0; i < COLL_UCG_NUM; ++i) {
@@ -730,6 +961,8 @@ static void coll_ucg_module_destruct(mca_coll_ucg_module_t *m)
         ucg_group_destroy(m->group);
         --mca_coll_ucg_component.num_groups;
     }
+    free(m->scratch[0]);
+    free(m->scratch[1]);
 #define COLL_UCG_RELEASE(_coll) \
     if (m->prev_##_coll##_module != NULL) { \
         OBJ_RELEASE(m->prev_##_coll##_module); \
