@@ -61,16 +61,23 @@ static size_t *ucg_p2p_req_lengths(ucg_coll_t *coll)
     return (size_t*)(coll->reqs + coll->max_reqs);
 }
 
-static ucs_status_t ucg_p2p_track(ucg_coll_t *coll, void *req, size_t length)
+/* Peer rank of each outstanding request */
+static unsigned *ucg_p2p_req_peers(ucg_coll_t *coll)
 {
+    return (unsigned*)(ucg_p2p_req_lengths(coll) + coll->max_reqs);
+}
+
+static ucs_status_t ucg_p2p_track(ucg_coll_t *coll, void *req, size_t length,
+                                  unsigned peer)
+{
+    const size_t entry = sizeof(void*) + sizeof(size_t) + sizeof(unsigned);
     unsigned new_max;
     void **reqs;
 
     if (coll->num_reqs == coll->max_reqs) {
         new_max = ucs_max(16, coll->max_reqs * 2);
-        /* one allocation: the request pointers, then their lengths */
-        reqs    = ucs_malloc(new_max * (sizeof(void*) + sizeof(size_t)),
-                             "ucg reqs");
+        /* one allocation: the request pointers, their lengths, peers */
+        reqs    = ucs_malloc(new_max * entry, "ucg reqs");
         if (reqs == NULL) {
             ucs_error("ucg: out of memory for %u requests", new_max);
             ucp_request_cancel(coll->group->context->ucp_worker, req);
@@ -81,6 +88,8 @@ static ucs_status_t ucg_p2p_track(ucg_coll_t *coll, void *req, size_t length)
             memcpy(reqs, coll->reqs, coll->num_reqs * sizeof(void*));
             memcpy(reqs + new_max, ucg_p2p_req_lengths(coll),
                    coll->num_reqs * sizeof(size_t));
+            memcpy((size_t*)(reqs + new_max) + new_max,
+                   ucg_p2p_req_peers(coll), coll->num_reqs * sizeof(unsigned));
         }
         ucs_free(coll->reqs);
         coll->reqs     = reqs;
@@ -88,6 +97,7 @@ static ucs_status_t ucg_p2p_track(ucg_coll_t *coll, void *req, size_t length)
     }
 
     ucg_p2p_req_lengths(coll)[coll->num_reqs] = length;
+    ucg_p2p_req_peers(coll)[coll->num_reqs]   = peer;
     coll->reqs[coll->num_reqs++]              = req;
     return UCS_OK;
 }
@@ -115,7 +125,7 @@ ucs_status_t ucg_p2p_send(ucg_coll_t *coll, unsigned peer, unsigned step,
         return UCS_PTR_STATUS(req);
     }
 
-    return (req == NULL) ? UCS_OK : ucg_p2p_track(coll, req, SIZE_MAX);
+    return (req == NULL) ? UCS_OK : ucg_p2p_track(coll, req, SIZE_MAX, peer);
 }
 
 static ucs_status_t ucg_p2p_check_length(ucg_coll_t *coll, size_t expected,
@@ -138,6 +148,12 @@ ucs_status_t ucg_p2p_recv(ucg_coll_t *coll, unsigned peer, unsigned step,
     ucg_group_h group         = coll->group;
     ucp_request_param_t param = {0};
     ucs_status_ptr_t req;
+    ucs_status_t status;
+
+    status = ucg_group_p2p_watch(group, peer);
+    if (status != UCS_OK) {
+        return status;
+    }
 
     /* Always a request: UCX 1.13 does not fill recv_info on immediate
      * completion, and the length must be checked */
@@ -154,13 +170,14 @@ ucs_status_t ucg_p2p_recv(ucg_coll_t *coll, unsigned peer, unsigned step,
     }
 
     ucs_assert(req != NULL);
-    return ucg_p2p_track(coll, req, len);
+    return ucg_p2p_track(coll, req, len, peer);
 }
 
 ucs_status_t ucg_p2p_test(ucg_coll_t *coll)
 {
     ucs_status_t result = UCS_OK;
     size_t *lengths     = ucg_p2p_req_lengths(coll);
+    unsigned *peers     = ucg_p2p_req_peers(coll);
     unsigned i, kept    = 0;
     ucp_tag_recv_info_t info;
     ucs_status_t status;
@@ -177,6 +194,7 @@ ucs_status_t ucg_p2p_test(ucg_coll_t *coll)
 
         if (status == UCS_INPROGRESS) {
             coll->reqs[kept] = coll->reqs[i];
+            peers[kept]      = peers[i];
             lengths[kept++]  = lengths[i];
             continue;
         }
@@ -203,10 +221,12 @@ ucs_status_t ucg_p2p_test(ucg_coll_t *coll)
 }
 
 /* Release the completed requests of @a coll (after an error: their status
- * does not matter any more); returns the receives still outstanding */
+ * does not matter any more); returns the receives still outstanding from
+ * members not known to have exited */
 static unsigned ucg_p2p_reap(ucg_coll_t *coll)
 {
     size_t *lengths  = ucg_p2p_req_lengths(coll);
+    unsigned *peers  = ucg_p2p_req_peers(coll);
     unsigned recvs   = 0;
     unsigned i, kept = 0;
 
@@ -216,8 +236,10 @@ static unsigned ucg_p2p_reap(ucg_coll_t *coll)
             continue;
         }
 
-        recvs           += (lengths[i] != SIZE_MAX);
+        recvs           += (lengths[i] != SIZE_MAX) &&
+                           !ucg_group_member_exited(coll->group, peers[i]);
         coll->reqs[kept] = coll->reqs[i];
+        peers[kept]      = peers[i];
         lengths[kept++]  = lengths[i];
     }
 
@@ -266,11 +288,11 @@ static void ucg_p2p_park(ucg_coll_t *coll)
  * still write into or read from.  A receive that has not matched completes
  * at once; one that has matched a message completes when the rest of the
  * message arrives, which its sender delivers as it progresses (slow is not
- * dead), unless a member has exited: then no more data comes once UCP has
- * nothing left to progress, and the receive is left to UCP (a member on
- * another host that exits fails its requests through the endpoint's error
- * handling).  Sends cannot be cancelled: those still outstanding when UCP
- * has nothing left to progress are parked with their buffers.
+ * dead), unless the sender has exited (its pidfd, or UCP's error handling
+ * for a member on another host): then no more data comes once UCP has
+ * nothing left to progress, and the receive is parked.  Sends cannot be
+ * cancelled: those still outstanding when UCP has nothing left to progress
+ * are parked with their buffers.
  */
 static void ucg_p2p_cancel_all(ucg_coll_t *coll)
 {
@@ -288,12 +310,8 @@ static void ucg_p2p_cancel_all(ucg_coll_t *coll)
 
     do {
         progressed = ucp_worker_progress(worker);
-    } while ((ucg_p2p_reap(coll) > 0) &&
-             ((progressed > 0) || !ucg_group_member_exited(group)));
-
-    while ((coll->num_reqs > 0) && (ucp_worker_progress(worker) > 0)) {
-        ucg_p2p_reap(coll);
-    }
+    } while (((ucg_p2p_reap(coll) > 0) || (progressed > 0)) &&
+             (coll->num_reqs > 0));
 
     if (coll->num_reqs > 0) {
         ucs_debug("ucg group %u %s seq %u: %u requests left to UCP",

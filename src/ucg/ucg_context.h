@@ -65,7 +65,12 @@ struct ucg_context {
  *  destroy (not collective) cannot count on. */
 typedef struct ucg_p2p_conn {
     ucs_list_link_t     list;
+    ucg_context_t       *context;
     ucp_ep_h            ep;
+    int                 peer_err;     /* UCP_ERR_HANDLING_MODE_PEER: to a
+                                         member on another host */
+    ucs_status_t        status;       /* UCS_OK, or the error UCP reported
+                                         (the endpoint is not used again) */
     size_t              addr_len;
     char                addr[0];      /* peer worker address */
 } ucg_p2p_conn_t;
@@ -82,6 +87,8 @@ typedef struct ucg_member {
     size_t              worker_addr_len;
     const void          *sm_iface_addr[UCG_SM_LAST];
     const void          *sm_dev_addr[UCG_SM_LAST];
+    int                 ep_failed;    /* UCP failed the endpoint (another
+                                         host: PEER error handling) */
 } ucg_member_t;
 
 /** A cached sm_bcast / sm_incast group endpoint */
@@ -166,9 +173,15 @@ ucs_status_t ucg_group_plan(ucg_group_h group, const ucg_plan_key_t *key,
  */
 ucs_status_t ucg_group_check(ucg_group_h group);
 
-/** Whether a member of @a group on this real host is known to have exited
- *  (whatever group->failed says; members elsewhere are not watched) */
-int ucg_group_member_exited(ucg_group_h group);
+/** Whether member @a rank of @a group is known to have exited: on this
+ *  real host through its pidfd, on another host through UCP's error
+ *  handling (whatever group->failed says) */
+int ucg_group_member_exited(ucg_group_h group, unsigned rank);
+
+/** Watch @a rank if it is on another host: its UCP endpoint (with error
+ *  handling) is created, so that UCP reports its failure while this member
+ *  only receives from it; the error if UCP already has */
+ucs_status_t ucg_group_p2p_watch(ucg_group_h group, unsigned rank);
 
 /** Close the UCP endpoints of the context (ucg_context_destroy) */
 void ucg_context_close_p2p_conns(ucg_context_h context);

@@ -774,16 +774,68 @@ unsigned ucg_group_rank(ucg_group_h group)
     return group->rank;
 }
 
+/*
+ * UCP reports the failure of an endpoint to a member on another host (its
+ * process died, its host is unreachable): every group with that member
+ * fails, and their requests on the endpoint complete with the error.
+ */
+static void ucg_p2p_conn_err_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    ucg_p2p_conn_t *conn   = arg;
+    ucg_context_t *context = conn->context;
+    int logged             = 0;
+    ucg_group_t *group;
+    unsigned i;
+
+    conn->status = status;
+    ucs_list_for_each(group, &context->groups, list) {
+        for (i = 0; i < group->size; ++i) {
+            if (group->members[i].ep != ep) {
+                continue;
+            }
+
+            if (!logged) {
+                ucs_error("UCG group %u rank %u: the connection to rank %u "
+                          "(pid %d, another host) failed: %s", group->id,
+                          group->rank, i, group->members[i].pid,
+                          ucs_status_string(status));
+                logged = 1;
+            }
+            if (group->failed == UCS_OK) {
+                group->failed = status;
+            }
+            group->members[i].ep_failed = 1;
+        }
+    }
+
+    if (!logged) {
+        ucs_diag("UCG: a connection to another host failed: %s",
+                 ucs_status_string(status));
+    }
+}
+
+/*
+ * Endpoints to members on this host have no error handling: with
+ * UCP_ERR_HANDLING_MODE_PEER, UCX 1.13 does not use its shared-memory
+ * transports (10x the latency); dead members on this host are found
+ * through their pidfds.  Endpoints to members on other hosts (@a peer_err)
+ * use the PEER mode, so that UCP fails them in bounded time when the
+ * member dies.
+ */
 static ucs_status_t ucg_p2p_conn_get(ucg_context_t *context, const void *addr,
-                                     size_t addr_len, ucp_ep_h *ep_p)
+                                     size_t addr_len, int peer_err,
+                                     ucp_ep_h *ep_p)
 {
     ucp_ep_params_t params;
     ucg_p2p_conn_t *conn;
     ucs_status_t status;
 
     ucs_list_for_each(conn, &context->p2p_conns, list) {
-        if ((conn->addr_len == addr_len) &&
+        if ((conn->addr_len == addr_len) && (conn->peer_err == peer_err) &&
             !memcmp(conn->addr, addr, addr_len)) {
+            if (conn->status != UCS_OK) {
+                return conn->status;
+            }
             *ep_p = conn->ep;
             return UCS_OK;
         }
@@ -794,14 +846,22 @@ static ucs_status_t ucg_p2p_conn_get(ucg_context_t *context, const void *addr,
         return UCS_ERR_NO_MEMORY;
     }
 
-    /* No error handling mode: with UCP_ERR_HANDLING_MODE_PEER, UCX 1.13
-     * does not use its shared-memory transports (10x the latency).  Dead
-     * members on this host are found through their pidfds instead. */
+    conn->context  = context;
+    conn->peer_err = peer_err;
+    conn->status   = UCS_OK;
+
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
                         UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
     params.address    = addr;
-    params.err_mode   = UCP_ERR_HANDLING_MODE_NONE;
+    if (peer_err) {
+        params.field_mask    |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        params.err_mode       = UCP_ERR_HANDLING_MODE_PEER;
+        params.err_handler.cb  = ucg_p2p_conn_err_cb;
+        params.err_handler.arg = conn;
+    } else {
+        params.err_mode       = UCP_ERR_HANDLING_MODE_NONE;
+    }
 
     status = ucp_ep_create(context->ucp_worker, &params, &conn->ep);
     if (status != UCS_OK) {
@@ -818,9 +878,9 @@ static ucs_status_t ucg_p2p_conn_get(ucg_context_t *context, const void *addr,
 
 /*
  * Close the endpoints, flushed (every peer is closing its context too, or
- * is gone; UCP refuses the FORCE mode without error handling).  A flush
- * that cannot complete is bounded by PEER_TIMEOUT, and its request is then
- * left to UCP.
+ * is gone; UCP refuses the FORCE mode without error handling), those that
+ * UCP failed with FORCE.  A flush that cannot complete is bounded by
+ * PEER_TIMEOUT, and its request is then left to UCP.
  */
 void ucg_context_close_p2p_conns(ucg_context_h context)
 {
@@ -839,7 +899,8 @@ void ucg_context_close_p2p_conns(ucg_context_h context)
         ucs_list_del(&conn->list);
         memset(&param, 0, sizeof(param));
         param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        param.flags        = 0; /* flush */
+        param.flags        = (conn->status != UCS_OK) ?
+                             UCP_EP_CLOSE_FLAG_FORCE : 0; /* else flush */
         req = ucp_ep_close_nbx(conn->ep, &param);
         if (UCS_PTR_IS_ERR(req)) {
             ucs_diag("UCG: closing an endpoint failed: %s",
@@ -882,8 +943,13 @@ ucs_status_t ucg_group_p2p_ep(ucg_group_h group, unsigned rank,
 
     member = &group->members[rank];
     if (member->ep == NULL) {
+        /* Another host of the group's topology: real, or virtual (HOSTS),
+         * which then behaves as a host of its own */
         status = ucg_p2p_conn_get(group->context, member->worker_addr,
-                                  member->worker_addr_len, &member->ep);
+                                  member->worker_addr_len,
+                                  group->topo.host_of[rank] !=
+                                  group->topo.host_of[group->rank],
+                                  &member->ep);
         if (status != UCS_OK) {
             ucs_error("UCG group %u rank %u: failed to connect to rank %u: "
                       "%s", group->id, group->rank, rank,
@@ -1158,24 +1224,40 @@ ucs_status_t ucg_group_check(ucg_group_h group)
     return group->failed;
 }
 
-int ucg_group_member_exited(ucg_group_h group)
+int ucg_group_member_exited(ucg_group_h group, unsigned rank)
 {
+    const ucg_member_t *member;
     struct pollfd pfd;
-    unsigned i;
 
-    for (i = 0; i < group->size; ++i) {
-        if (group->members[i].pidfd < 0) {
-            continue;
-        }
-
-        pfd.fd      = group->members[i].pidfd;
-        pfd.events  = POLLIN;
-        pfd.revents = 0;
-        if ((poll(&pfd, 1, 0) > 0) &&
-            (pfd.revents & (POLLIN | POLLHUP | POLLERR))) {
-            return 1;
-        }
+    if (rank >= group->size) {
+        return 0;
     }
 
-    return 0;
+    member = &group->members[rank];
+    if (member->ep_failed) {
+        return 1;
+    }
+
+    if (member->pidfd < 0) {
+        return 0;
+    }
+
+    /* A pidfd becomes readable when its process exits */
+    pfd.fd      = member->pidfd;
+    pfd.events  = POLLIN;
+    pfd.revents = 0;
+    return (poll(&pfd, 1, 0) > 0) &&
+           (pfd.revents & (POLLIN | POLLHUP | POLLERR));
+}
+
+ucs_status_t ucg_group_p2p_watch(ucg_group_h group, unsigned rank)
+{
+    ucp_ep_h ep;
+
+    if ((rank >= group->size) ||
+        (group->topo.host_of[rank] == group->topo.host_of[group->rank])) {
+        return UCS_OK;
+    }
+
+    return ucg_group_p2p_ep(group, rank, &ep);
 }

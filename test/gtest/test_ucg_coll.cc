@@ -1085,6 +1085,83 @@ TEST(ucg_coll_errors, cancel_waits_for_matched_recv)
     });
 }
 
+/*
+ * A member on another host dies: UCP's error handling on the endpoints to
+ * members on other hosts fails the survivors' collective in bounded time.
+ * Three virtual hosts of one member each (every endpoint is to another
+ * host), and a CHECK_INTERVAL so long that the pidfds (which see members on
+ * the same real host) are not looked at during the test: only UCP's error
+ * handling can end the wait.  The time to the error is printed.
+ */
+TEST(ucg_coll_errors, kill_remote_member)
+{
+    const double bound = 30.0; /* against hangs only */
+    const unsigned victim = 1;
+    run_opts opts;
+
+    opts.env["UCX_UCG_HOSTS"]          = "1";
+    opts.env["UCX_UCG_CHECK_INTERVAL"] = "1000s";
+    opts.env["UCX_UCG_PEER_TIMEOUT"]   = "1s";
+    opts.env["UCX_UCG_ALLGATHER_P2P"]  = "linear"; /* all receive from all */
+    /* UCX 1.13's own failures on a dead peer, not what is tested here:
+     * rendezvous over cma aborts (see kill_test), and a zero-copy send over
+     * tcp is completed twice (assertion in ucp_proto_am_zcopy_completion)
+     * when the endpoint fails: UCP sends eagerly, by copy */
+    opts.env["UCX_RNDV_THRESH"]        = "inf";
+    opts.env["UCX_ZCOPY_THRESH"]       = "inf";
+    opts.final_barrier = false;
+    opts.timeout       = 120;
+    opts.shared_size   = sizeof(kill_shared);
+
+    std::vector<int> status = run(3, opts, [&](member &m) {
+        kill_shared *sh = static_cast<kill_shared*>(m.shared);
+        coll_desc d(UCG_COLL_ALLGATHER, 1 << 20, UCG_DT_INT32);
+        ucs_status_t st;
+        ucg_coll_h coll;
+
+        /* the group's first liveness check is done, connections exist */
+        run_coll(m, coll_desc(UCG_COLL_ALLGATHER, 10, UCG_DT_INT32));
+        m.procs->barrier(m.rank);
+
+        coll_bufs bufs(d, m.rank, m.size);
+        ucg_coll_params_t params = bufs.params();
+        CHILD_CHECK_OK(ucg_coll_init(m.group, &params, &coll));
+        CHILD_CHECK_OK(ucg_coll_start(coll));
+        if (m.rank == victim) {
+            for (unsigned i = 0; i < 3; ++i) {
+                ucg_coll_test(coll);
+            }
+            double t = now();
+            __atomic_store(&sh->kill_time, &t, __ATOMIC_SEQ_CST);
+            kill(getpid(), SIGKILL);
+            _exit(2); /* not reached */
+        }
+
+        st = wait_coll(coll, "allgather with a dead member", bound + 10);
+        double t = now();
+        double kill_time;
+        __atomic_load(&sh->kill_time, &kill_time, __ATOMIC_SEQ_CST);
+        CHILD_CHECK(st != UCS_OK, "rank %u: completed although rank %u "
+                    "died", m.rank, victim);
+        CHILD_CHECK(kill_time > 0, "no kill time");
+        CHILD_CHECK(m.group->members[victim].ep_failed,
+                    "rank %u: the error (%s) did not come from UCP's error "
+                    "handling", m.rank, ucs_status_string(st));
+        CHILD_CHECK(t - kill_time <= bound, "rank %u: error %.2f s after "
+                    "the kill", m.rank, t - kill_time);
+        printf("[ ucg      ] kill_remote_member: rank %u got '%s' %.3f s "
+               "after the kill\n", m.rank, ucs_status_string(st),
+               t - kill_time);
+        fflush(stdout);
+        ucg_coll_finalize(coll);
+    }, "kill_remote_member");
+
+    for (unsigned r = 0; r < 3; ++r) {
+        EXPECT_EQ((r == victim) ? (128 + SIGKILL) : 0, status[r])
+            << "child rank " << r;
+    }
+}
+
 const coll_config kill_o2m   = {"kill_o2m", 4, "auto", O2M_ON, 0, false,
                                 false};
 const coll_config kill_hier  = {"kill_hier", 4, "2", O2M_ON, 0, false,
