@@ -818,3 +818,215 @@ TEST(corrupt_group, geometry_changed_after_attach_is_ignored)
         }
     }, 60);
 }
+
+
+/*
+ * Segment size: a peer cannot shrink a segment under our mappings (which
+ * would raise SIGBUS in every process that maps it), and a segment that
+ * could be resized is refused.
+ */
+TEST(corrupt_seg, resize_refused_group_goes_on)
+{
+    proc_group pg(3, sizeof(corrupt_shared) + 4096);
+    corrupt_shared *sh = static_cast<corrupt_shared*>(pg.shared());
+    const int count = 10;
+
+    pg.run_ok([&](unsigned rank) {
+        uct_env env("sm_bcast", corrupt_config());
+        std::vector<char> dev = env.dev_addr();
+        uct_ep_h ep = NULL;
+
+        env.set_am_handler(AM_ID, count_am, sh);
+        if (rank == 0) {
+            std::vector<char> a = env.iface_addr();
+            memcpy(&sh->owner_addr, a.data(), sizeof(sh->owner_addr));
+        }
+        pg.barrier(rank);
+        uct_o2m_group_params_t p = group_params(sh->owner_addr, dev, rank,
+                                                UCT_O2M_MODE_BATCHED,
+                                                UCT_O2M_OP_GATHER);
+        p.field_mask &= ~(UCT_O2M_GROUP_FIELD_OP | UCT_O2M_GROUP_FIELD_DTYPE |
+                          UCT_O2M_GROUP_FIELD_HDR_LEN);
+        if (rank == 0) {
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
+        }
+        pg.barrier(rank);
+        if (rank == 1) {
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
+        }
+        pg.barrier(rank);
+
+        if (rank == 2) {
+            foreign_group fg(sh->owner_addr);
+            char path[64];
+            int fds[2], i;
+
+            snprintf(path, sizeof(path), "/proc/%d/fd/%d",
+                     (int)sh->owner_addr.pid, sh->owner_addr.seg_fd);
+            fds[0] = open(path, O_RDWR | O_CLOEXEC);
+            uct_o2m_iface_seg_t *ih = fg.iface.at<uct_o2m_iface_seg_t>();
+            for (i = 0; i < (int)ih->max_groups; ++i) {
+                uct_o2m_dir_entry_t *e = fg.iface.at<uct_o2m_dir_entry_t>(
+                        ih->dir_offset + (i * sizeof(*e)));
+                if (e->in_use && (e->group_id == GROUP_ID)) {
+                    break;
+                }
+            }
+            uct_o2m_dir_entry_t *e = fg.iface.at<uct_o2m_dir_entry_t>(
+                    ih->dir_offset + (i * sizeof(*e)));
+            snprintf(path, sizeof(path), "/proc/%d/fd/%d",
+                     (int)sh->owner_addr.pid, e->seg_fd);
+            fds[1] = open(path, O_RDWR | O_CLOEXEC);
+            for (i = 0; i < 2; ++i) {
+                CHILD_CHECK(fds[i] >= 0, "open: %m");
+                CHILD_CHECK(ftruncate(fds[i], 0) != 0,
+                            "segment %d could be shrunk", i);
+                CHILD_CHECK(ftruncate(fds[i], 1 << 30) != 0,
+                            "segment %d could be grown", i);
+                close(fds[i]);
+            }
+        }
+        pg.barrier(rank);
+
+        if (rank == 0) {
+            for (int i = 0; i < count; ++i) {
+                uint64_t word = i;
+                bool ok = progress_wait(env, [&]() {
+                    return uct_ep_am_short(ep, AM_ID, i, &word,
+                                           sizeof(word)) == UCS_OK;
+                });
+                CHILD_CHECK(ok, "send %d", i);
+            }
+        } else if (rank == 1) {
+            bool ok = progress_wait(env, [&]() {
+                return sh->am_calls == count;
+            });
+            CHILD_CHECK(ok, "received %d of %d", sh->am_calls, count);
+            CHILD_CHECK(env.errors.empty(), "error %s",
+                        ucs_status_string(env.errors.front()));
+        }
+        pg.barrier(rank);
+
+        if (ep != NULL) {
+            uct_ep_destroy(ep);
+        }
+    }, 60);
+}
+
+TEST(corrupt_seg, unsealed_segment_refused)
+{
+    proc_group pg(2, sizeof(corrupt_shared) + 4096);
+    corrupt_shared *sh = static_cast<corrupt_shared*>(pg.shared());
+
+    pg.run_ok([&](unsigned rank) {
+        uct_env env("sm_bcast", corrupt_config());
+        std::vector<char> dev = env.dev_addr();
+        int fd = -1;
+
+        if (rank == 0) {
+            /* A copy of our real segment in a memfd that can be resized */
+            std::vector<char> a = env.iface_addr();
+            uct_o2m_iface_addr_t addr;
+
+            memcpy(&addr, a.data(), sizeof(addr));
+            foreign_seg real(addr.pid, addr.seg_fd);
+            fd = memfd_create("o2m-test-unsealed", MFD_CLOEXEC);
+            CHILD_CHECK(fd >= 0, "memfd_create: %m");
+            CHILD_CHECK(ftruncate(fd, real.size()) == 0, "ftruncate: %m");
+            CHILD_CHECK(pwrite(fd, real.at<char>(), real.size(), 0) ==
+                        (ssize_t)real.size(), "pwrite: %m");
+            addr.seg_fd    = fd;
+            sh->owner_addr = addr;
+        }
+        pg.barrier(rank);
+
+        if (rank == 1) {
+            uct_ep_params_t ep_params;
+            uct_ep_h ep = NULL;
+
+            memset(&ep_params, 0, sizeof(ep_params));
+            ep_params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                                   UCT_EP_PARAM_FIELD_DEV_ADDR |
+                                   UCT_EP_PARAM_FIELD_IFACE_ADDR;
+            ep_params.iface      = env.iface();
+            ep_params.dev_addr   = (const uct_device_addr_t*)dev.data();
+            ep_params.iface_addr = (const uct_iface_addr_t*)&sh->owner_addr;
+            ucs_status_t status = uct_ep_create(&ep_params, &ep);
+            CHILD_CHECK(status == UCS_ERR_INVALID_PARAM,
+                        "p2p ep to an unsealed segment: %s",
+                        ucs_status_string(status));
+        }
+        pg.barrier(rank);
+
+        if (fd >= 0) {
+            close(fd);
+        }
+    }, 60);
+}
+
+
+/*
+ * A fan-in sender whose own limit (SEG_SIZE) is above the root's: a bcopy
+ * contribution longer than the root's limit is refused before anything is
+ * written past the sender's slot.
+ */
+TEST(corrupt_incast, bcopy_above_root_limit_stays_in_slot)
+{
+    proc_group pg(3, sizeof(corrupt_shared) + 4096);
+    corrupt_shared *sh = static_cast<corrupt_shared*>(pg.shared());
+
+    pg.run_ok([&](unsigned rank) {
+        std::map<std::string, std::string> config = corrupt_config();
+        if (rank == 0) {
+            config["SEG_SIZE"] = "1024";
+        }
+        uct_env env("sm_incast", config);
+        std::vector<char> dev = env.dev_addr();
+        uct_ep_h ep = NULL;
+
+        if (rank == 0) {
+            std::vector<char> a = env.iface_addr();
+            memcpy(&sh->owner_addr, a.data(), sizeof(sh->owner_addr));
+        }
+        pg.barrier(rank);
+        uct_o2m_group_params_t p = group_params(sh->owner_addr, dev, rank,
+                                                UCT_O2M_MODE_BATCHED,
+                                                UCT_O2M_OP_GATHER);
+        p.field_mask &= ~(UCT_O2M_GROUP_FIELD_DTYPE |
+                          UCT_O2M_GROUP_FIELD_HDR_LEN);
+        p.size = 3;
+        if (rank == 0) {
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
+        }
+        pg.barrier(rank);
+        if (rank != 0) {
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
+        }
+        pg.barrier(rank);
+
+        if (rank == 1) {
+            ssize_t len = uct_ep_am_bcopy(ep, AM_ID, [](void *dest,
+                                                         void *arg) {
+                memset(dest, 0xaa, 4000);
+                return (size_t)4000;
+            }, NULL, 0);
+            CHILD_CHECK(len == UCS_ERR_INVALID_PARAM,
+                        "bcopy above the root's limit: %zd", len);
+
+            /* The slot of the other sender, and the rest of the ring */
+            foreign_group fg(sh->owner_addr);
+            uct_o2m_group_seg_t *h = fg.hdr();
+            const uint8_t *next = reinterpret_cast<const uint8_t*>(
+                    fg.slot(0, 1));
+            for (size_t i = 0; i < h->slot_stride; ++i) {
+                CHILD_CHECK(next[i] == 0, "byte %zu of the next slot "
+                            "overwritten", i);
+            }
+        }
+        pg.barrier(rank);
+
+        if (ep != NULL) {
+            uct_ep_destroy(ep);
+        }
+    }, 60);
+}

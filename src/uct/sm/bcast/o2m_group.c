@@ -144,7 +144,9 @@ ucs_status_t uct_o2m_group_attach(uct_o2m_group_ep_t *ep)
     }
 
     status = uct_o2m_seg_attach(ep->root_proc.pid, fd, (void**)&seg, &size);
-    if (status != UCS_OK) {
+    if (status == UCS_ERR_INVALID_PARAM) {
+        return status; /* Not a segment we can trust */
+    } else if (status != UCS_OK) {
         return UCS_ERR_NO_RESOURCE; /* Raced with the root closing it */
     }
 

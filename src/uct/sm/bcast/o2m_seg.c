@@ -28,13 +28,17 @@
 #include <limits.h>
 
 
+/* A segment's size never changes once created */
+#define UCT_O2M_SEG_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+
+
 ucs_status_t uct_o2m_seg_create(const char *name, size_t size, int *fd_p,
                                 void **addr_p)
 {
     void *addr;
     int fd;
 
-    fd = memfd_create(name, MFD_CLOEXEC);
+    fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0) {
         ucs_error("memfd_create(%s) failed: %m", name);
         return UCS_ERR_IO_ERROR;
@@ -48,6 +52,13 @@ ucs_status_t uct_o2m_seg_create(const char *name, size_t size, int *fd_p,
 
     if (ftruncate(fd, size) != 0) {
         ucs_error("ftruncate(memfd %s, %zu) failed: %m", name, size);
+        goto err_close;
+    }
+
+    /* A segment that shrank under a mapping would raise SIGBUS in every
+     * process that maps it: nobody may resize it (peers check the seals) */
+    if (fcntl(fd, F_ADD_SEALS, UCT_O2M_SEG_SEALS) != 0) {
+        ucs_error("sealing memfd %s failed: %m", name);
         goto err_close;
     }
 
@@ -79,7 +90,7 @@ ucs_status_t uct_o2m_seg_attach(pid_t pid, int fd, void **addr_p,
     char path[64];
     struct stat st;
     void *addr;
-    int local_fd;
+    int local_fd, seals;
 
     snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
     local_fd = open(path, O_RDWR | O_CLOEXEC);
@@ -92,6 +103,16 @@ ucs_status_t uct_o2m_seg_attach(pid_t pid, int fd, void **addr_p,
     if (fstat(local_fd, &st) != 0) {
         ucs_error("fstat(%s) failed: %m", path);
         goto err_close;
+    }
+
+    /* Its size is the one checked against its header only if it is fixed */
+    seals = fcntl(local_fd, F_GET_SEALS);
+    if ((seals < 0) ||
+        ((seals & UCT_O2M_SEG_SEALS) != UCT_O2M_SEG_SEALS)) {
+        ucs_error("%s is not a sealed o2m segment (seals 0x%x)", path,
+                  seals);
+        close(local_fd);
+        return UCS_ERR_INVALID_PARAM;
     }
 
     addr = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE,

@@ -28,7 +28,9 @@ ucs_status_t uct_o2m_seg_create(const char *name, size_t size, int *fd_p,
 
 void uct_o2m_seg_destroy(int fd, void *addr, size_t size);
 
-/* Map the segment held open as @a fd by process @a pid. */
+/* Map the segment held open as @a fd by process @a pid: returns its size,
+ * which cannot change (UCS_ERR_INVALID_PARAM for a segment not sealed
+ * against resizing). */
 ucs_status_t uct_o2m_seg_attach(pid_t pid, int fd, void **addr_p,
                                 size_t *size_p);
 
