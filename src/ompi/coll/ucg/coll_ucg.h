@@ -47,6 +47,9 @@ typedef struct mca_coll_ucg_component {
 
 OMPI_MODULE_DECLSPEC extern mca_coll_ucg_component_t mca_coll_ucg_component;
 
+/* Parameter sets of each collective remembered as prepared by all ranks */
+#define COLL_UCG_KNOWN 8
+
 typedef struct mca_coll_ucg_module {
     mca_coll_base_module_t super;
     ucg_group_h            group;   /* NULL: delegate everything */
@@ -64,12 +67,13 @@ typedef struct mca_coll_ucg_module {
     ucg_coll_h             cached[COLL_UCG_NUM];
     ucg_coll_params_t      cached_params[COLL_UCG_NUM];
 
-    /* The parameters of the last call of each type that all ranks
-     * prepared (only those equal on all ranks count): a call with the same
-     * needs no new resources and no agreement.  Updated from values equal
-     * on all ranks only, so every rank has the same. */
-    ucg_coll_params_t      known[COLL_UCG_NUM];
-    bool                   known_valid[COLL_UCG_NUM];
+    /* Parameters of recent calls of each type that all ranks prepared
+     * (only the parts equal on all ranks count; UCG keeps their plans): a
+     * call with the same needs no new resources and no agreement.  Updated
+     * from values equal on all ranks only, so every rank has the same. */
+    ucg_coll_params_t      known[COLL_UCG_NUM][COLL_UCG_KNOWN];
+    unsigned               num_known[COLL_UCG_NUM];
+    unsigned               next_known[COLL_UCG_NUM];  /* to replace next */
 
     /* Pack buffers for calls that need no agreement */
     void                   *scratch[2];

@@ -230,12 +230,13 @@ static void coll_ucg_uncache(mca_coll_ucg_module_t *m, int coll)
  * them release what they have and delegate the call to the previous module.
  *
  * Whether a call may need new resources is decided from values equal on all
- * ranks: parameters (without buffers) not seen in the previous call of this
- * type, or packed data that may not fit the module's scratch buffers
- * (bytes * comm_size > COLL_UCG_SCRATCH_SIZE, whatever the local layout).
- * Otherwise the call reuses what the previous one prepared: the cached
- * request, or a new one made from the request UCG recycles and the plan it
- * keeps, and the scratch buffers.
+ * ranks: parameters (without buffers) not among the last COLL_UCG_KNOWN
+ * sets of this type all ranks prepared, or packed data that may not fit the
+ * module's scratch buffers (bytes * comm_size > COLL_UCG_SCRATCH_SIZE,
+ * whatever the local layout).  Otherwise the call reuses what was prepared
+ * before: the cached request, or a new one made from the request UCG
+ * recycles and the plan it keeps (UCG never drops a group's plans), and
+ * the scratch buffers.
  */
 
 /* Size of each of the module's two pack buffers (allocated at enable) */
@@ -254,6 +255,20 @@ typedef struct {
     bool              ok;     /* this rank's preparation succeeded */
 } coll_ucg_call_t;
 
+/* Whether all ranks prepared a call of these parameters before */
+static bool coll_ucg_known(mca_coll_ucg_module_t *m, int coll,
+                           const ucg_coll_params_t *params)
+{
+    unsigned i;
+
+    for (i = 0; i < m->num_known[coll]; ++i) {
+        if (coll_ucg_common_equal(&m->known[coll][i], params)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static void coll_ucg_call_init(mca_coll_ucg_module_t *m, int coll,
                                coll_ucg_call_t *call, size_t pack_bound)
 {
@@ -261,8 +276,7 @@ static void coll_ucg_call_init(mca_coll_ucg_module_t *m, int coll,
     call->sb.owned = call->rb.owned = false;
     call->req      = NULL;
     call->ok       = true;
-    call->agree    = !m->known_valid[coll] ||
-                     !coll_ucg_common_equal(&m->known[coll], &call->params) ||
+    call->agree    = !coll_ucg_known(m, coll, &call->params) ||
                      (pack_bound > COLL_UCG_SCRATCH_SIZE);
 }
 
@@ -447,8 +461,13 @@ static int coll_ucg_decide(mca_coll_ucg_module_t *m, int coll,
             return COLL_UCG_FAIL;
         }
         /* the same on every rank: known parameters are symmetric */
-        m->known_valid[coll] = ok;
-        m->known[coll]       = call->params;
+        if (ok && !coll_ucg_known(m, coll, &call->params)) {
+            m->known[coll][m->next_known[coll]] = call->params;
+            m->next_known[coll] = (m->next_known[coll] + 1) % COLL_UCG_KNOWN;
+            if (m->num_known[coll] < COLL_UCG_KNOWN) {
+                ++m->num_known[coll];
+            }
+        }
         if (!ok) {
             if (mca_coll_ucg_component.verbose >= 1) {
                 opal_output(0, "coll:ucg: %s on comm %s: a rank could not "
