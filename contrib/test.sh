@@ -131,11 +131,11 @@ run_gtest_beside_mpi() {
         run_gtest "$dir" || rc=$?
     fi
     touch "$tmp/stop"
-    for i in $(seq 60); do
+    for i in $(seq 80); do
         kill -0 $pid 2>/dev/null || break
+        [ $i -ne 60 ] || kill -TERM $pid 2>/dev/null  # timeout passes it on
         sleep 0.5
     done
-    kill -KILL $pid 2>/dev/null
     if ! wait $pid || ! grep -q ' 0 wrong results' "$tmp/log"; then
         echo "test.sh: the busy MPI job failed:" >&2
         [ $rc -ne 0 ] || rc=1
