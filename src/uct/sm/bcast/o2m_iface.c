@@ -277,8 +277,11 @@ ucs_status_t uct_o2m_iface_map_peer(uct_o2m_iface_t *iface,
     status = uct_o2m_seg_attach(addr->pid, addr->seg_fd, (void**)&peer->seg,
                                 &peer->size);
     if (status != UCS_OK) {
-        ucs_error("cannot map the segment of interface pid %d fd %d: %s",
-                  addr->pid, addr->seg_fd, ucs_status_string(status));
+        /* An untrusted segment was already reported */
+        if (status != UCS_ERR_INVALID_PARAM) {
+            ucs_error("cannot map the segment of interface pid %d fd %d: %s",
+                      addr->pid, addr->seg_fd, ucs_status_string(status));
+        }
         goto err_free;
     }
 
