@@ -14,6 +14,9 @@
 #include <ucs/sys/math.h>
 #include <string.h>
 
+/* No wait for sends after an error lasts longer, whatever PEER_TIMEOUT */
+#define UCG_COLL_MAX_WAIT_SEC (24.0 * 3600.0)
+
 /* Scratch bytes (per buffer) a group's spare collective keeps */
 #define UCG_COLL_SPARE_SCRATCH_MAX (64 * 1024)
 
@@ -221,30 +224,32 @@ ucs_status_t ucg_p2p_test(ucg_coll_t *coll)
 }
 
 /* Release the completed requests of @a coll (after an error: their status
- * does not matter any more); returns the receives still outstanding from
- * members not known to have exited */
-static unsigned ucg_p2p_reap(ucg_coll_t *coll)
+ * does not matter any more); *recvs_p and *sends_p get the receives and
+ * sends still outstanding with members not known to have exited */
+static void ucg_p2p_reap(ucg_coll_t *coll, unsigned *recvs_p,
+                         unsigned *sends_p)
 {
     size_t *lengths  = ucg_p2p_req_lengths(coll);
     unsigned *peers  = ucg_p2p_req_peers(coll);
-    unsigned recvs   = 0;
     unsigned i, kept = 0;
 
+    *recvs_p = 0;
+    *sends_p = 0;
     for (i = 0; i < coll->num_reqs; ++i) {
         if (ucp_request_check_status(coll->reqs[i]) != UCS_INPROGRESS) {
             ucp_request_free(coll->reqs[i]);
             continue;
         }
 
-        recvs           += (lengths[i] != SIZE_MAX) &&
-                           !ucg_group_member_exited(coll->group, peers[i]);
+        if (!ucg_group_member_exited(coll->group, peers[i])) {
+            ++*((lengths[i] != SIZE_MAX) ? recvs_p : sends_p);
+        }
         coll->reqs[kept] = coll->reqs[i];
         peers[kept]      = peers[i];
         lengths[kept++]  = lengths[i];
     }
 
     coll->num_reqs = kept;
-    return recvs;
 }
 
 /*
@@ -291,14 +296,20 @@ static void ucg_p2p_park(ucg_coll_t *coll)
  * dead), unless the sender has exited (its pidfd, or UCP's error handling
  * for a member on another host): then no more data comes once UCP has
  * nothing left to progress, and the receive is parked.  Sends cannot be
- * cancelled: those still outstanding when UCP has nothing left to progress
- * are parked with their buffers.
+ * cancelled: a send to a live member completes when the member progresses
+ * (eager), or never if it has given up its receive (a rendezvous waits for
+ * it): sends still outstanding when UCP has nothing left to progress and
+ * PEER_TIMEOUT has passed are parked with their buffers, as are those to
+ * members that exited.
  */
 static void ucg_p2p_cancel_all(ucg_coll_t *coll)
 {
     ucg_group_h group   = coll->group;
     ucp_worker_h worker = group->context->ucp_worker;
-    unsigned i, progressed;
+    double timeout      = ucs_min(group->context->config->peer_timeout,
+                                  UCG_COLL_MAX_WAIT_SEC);
+    ucs_time_t deadline = ucs_get_time() + ucs_time_from_sec(timeout);
+    unsigned i, progressed, recvs, sends;
 
     if (coll->num_reqs == 0) {
         return;
@@ -310,8 +321,9 @@ static void ucg_p2p_cancel_all(ucg_coll_t *coll)
 
     do {
         progressed = ucp_worker_progress(worker);
-    } while (((ucg_p2p_reap(coll) > 0) || (progressed > 0)) &&
-             (coll->num_reqs > 0));
+        ucg_p2p_reap(coll, &recvs, &sends);
+    } while ((recvs > 0) || (progressed > 0) ||
+             ((sends > 0) && (ucs_get_time() < deadline)));
 
     if (coll->num_reqs > 0) {
         ucs_debug("ucg group %u %s seq %u: %u requests left to UCP",
@@ -935,6 +947,41 @@ static void ucg_coll_progress_one(ucg_coll_t *coll)
     ucg_coll_complete(coll, status);
 }
 
+/*
+ * The host-local endpoints of the plan must fit in what their roots
+ * reserved (SM_GROUP_EPS of SM_MAX_GROUPS, agreed at group creation);
+ * when they do not, the collective takes the flat plan.  Decided at the
+ * start, where collectives are in the same order on every member, from
+ * state every member has: every member decides the same.
+ */
+static ucs_status_t ucg_coll_sm_admit(ucg_coll_t *coll)
+{
+    ucg_group_h group = coll->group;
+    ucg_plan_key_t key;
+
+    if (!coll->plan->hier || coll->plan->sm_admitted) {
+        return UCS_OK;
+    }
+
+    if (ucg_sm_admit(coll)) {
+        /* The plan cache's: admitted for the group's lifetime */
+        ((ucg_plan_t*)coll->plan)->sm_admitted = 1;
+        return UCS_OK;
+    }
+
+    if (!group->sm_denied_logged) {
+        ucs_diag("UCG group %u rank %u: %s of %zu bytes needs more host-local "
+                 "endpoints than the group has (SM_GROUP_EPS, "
+                 "SM_MAX_GROUPS): point-to-point", group->id, group->rank,
+                 ucg_coll_name(coll->params.type), coll->len);
+        group->sm_denied_logged = 1;
+    }
+
+    ucg_coll_plan_key(coll, &key);
+    key.flat = 1;
+    return ucg_group_plan(group, &key, &coll->plan);
+}
+
 ucs_status_t ucg_coll_start(ucg_coll_h coll)
 {
     ucg_group_h group = coll->group;
@@ -965,7 +1012,10 @@ ucs_status_t ucg_coll_start(ucg_coll_h coll)
         return UCS_OK;
     }
 
-    status = ucg_coll_setup_buffers(coll);
+    status = ucg_coll_sm_admit(coll);
+    if (status == UCS_OK) {
+        status = ucg_coll_setup_buffers(coll);
+    }
     if (status != UCS_OK) {
         ucg_coll_complete(coll, status);
         --group->next_seq;

@@ -162,6 +162,11 @@ void ucg_coll_group_cleanup(ucg_group_h group);
  *  error is kept in the phase state and returned by its progress() */
 void ucg_sm_deliver(ucg_coll_t *coll, const void *data, size_t length);
 
+/** Admit the host-local endpoints of @a coll's plan in its group (see
+ *  ucg_group_sm_admit): 1 when the plan may run, 0 when it needs more
+ *  endpoints than the roots have reserved */
+int ucg_sm_admit(ucg_coll_t *coll);
+
 /** Whether @a coll, in an SM phase, is waiting for messages of it */
 int ucg_sm_expects(const ucg_coll_t *coll);
 

@@ -227,9 +227,10 @@ ucs_config_field_t ucg_config_table[] = {
     {"PEER_TIMEOUT", "10s",
      "How long UCG waits for a member that does not answer where waiting is\n"
      "not the application's choice: a member that never joins a host-local\n"
-     "group (sm transports), and flushes and closes when a group or context\n"
-     "is destroyed.  A collective itself waits as long as its members take to\n"
-     "arrive; a member that died on this host fails it within CHECK_INTERVAL.",
+     "group (sm transports), flushes and closes when a group or context is\n"
+     "destroyed, and the sends of a collective that failed.  A collective\n"
+     "itself waits as long as its members take to arrive; a member that died\n"
+     "on this host fails it within CHECK_INTERVAL.",
      ucs_offsetof(ucg_config_t, peer_timeout), UCS_CONFIG_TYPE_TIME},
 
     {"CHECK_INTERVAL", "100ms",
@@ -241,6 +242,14 @@ ucs_config_field_t ucg_config_table[] = {
      "Host-local groups that can be rooted at each of the sm_bcast /\n"
      "sm_incast interfaces UCG opens at the same time (their MAX_GROUPS).",
      ucs_offsetof(ucg_config_t, sm_max_groups), UCS_CONFIG_TYPE_UINT},
+
+    {"SM_GROUP_EPS", "8",
+     "Host-local endpoints a UCG group may root at each member, per sm\n"
+     "interface: reserved out of SM_MAX_GROUPS when the group is created (as\n"
+     "many as are left), agreed by all members.  A collective whose plan\n"
+     "needs more uses point-to-point messages instead.  With SM_MAX_GROUPS,\n"
+     "bounds the shared memory a group keeps mapped (docs/ucg.md).",
+     ucs_offsetof(ucg_config_t, sm_group_eps), UCS_CONFIG_TYPE_UINT},
 
     {"LOG_PLANS", "n",
      "Print every new plan (ucs_info level, visible with UCX_LOG_LEVEL=info).",

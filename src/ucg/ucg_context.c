@@ -13,6 +13,7 @@
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/string.h>
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,6 +259,7 @@ static ucs_status_t ucg_context_open_sm_iface(ucg_context_t *context,
 {
     const ucg_config_t *config = context->config;
     uct_iface_config_t *iface_config;
+    uct_o2m_iface_attr_t o2m_attr;
     uct_iface_params_t params;
     uct_iface_attr_t attr;
     ucs_status_t status;
@@ -324,6 +326,15 @@ static ucs_status_t ucg_context_open_sm_iface(ucg_context_t *context,
      * limit applies */
     context->sm_max_bcopy = ucs_min(context->sm_max_bcopy,
                                     attr.cap.am.max_bcopy);
+
+    status = uct_o2m_iface_query(context->sm_iface[tl], &o2m_attr);
+    if (status != UCS_OK) {
+        ucs_diag("failed to query the limits of %s: %s", ucg_sm_tl_names[tl],
+                 ucs_status_string(status));
+        goto out_release;
+    }
+    context->sm_max_members = ucs_min(context->sm_max_members,
+                                      o2m_attr.max_members);
 
     /* Synchronous: called from ucg_progress() */
     status = uct_iface_set_am_handler(context->sm_iface[tl], UCG_SM_AM_ID,
@@ -418,7 +429,8 @@ static ucs_status_t ucg_context_o2m_open(ucg_context_t *context)
         goto err;
     }
 
-    context->sm_max_bcopy = SIZE_MAX;
+    context->sm_max_bcopy   = SIZE_MAX;
+    context->sm_max_members = UINT_MAX;
     for (tl = 0; tl < UCG_SM_LAST; ++tl) {
         status = ucg_context_open_sm_iface(context, tl);
         if (status != UCS_OK) {
@@ -582,6 +594,7 @@ ucs_status_t ucg_context_create(const ucg_context_params_t *params,
     ucs_list_head_init(&context->groups);
     ucs_list_head_init(&context->p2p_conns);
     ucs_list_head_init(&context->parked);
+    memset(context->sm_reserved, 0, sizeof(context->sm_reserved));
     context->next_group_epoch = 0;
     context->sm_dropped       = 0;
     context->next_group_id = 0;

@@ -47,6 +47,10 @@ struct ucg_context {
     ucs_list_link_t     groups;       /* ucg_group_t::list */
     ucs_list_link_t     p2p_conns;    /* ucg_p2p_conn_t, shared by groups */
     ucs_list_link_t     parked;       /* ucg_parked_t */
+    /* Directory entries of each sm interface reserved by live groups (at
+     * most SM_MAX_GROUPS) */
+    unsigned            sm_reserved[UCG_SM_LAST];
+    unsigned            sm_max_members; /* of both interfaces */
     uint32_t            next_group_epoch; /* lowest epoch of the next group
                                              (UCG_GROUP_EPOCH_BITS) */
     /* sm messages dropped: of no live group of this context, or of an
@@ -113,8 +117,19 @@ typedef struct ucg_plan_entry {
     ucg_dtype_t         dtype;
     size_t              dt_size;      /* UCG_DT_BYTES: fragment rounding */
     int                 commutative;
+    int                 flat;
     ucg_plan_t          *plan;
 } ucg_plan_entry_t;
+
+/** A host-local endpoint the group has admitted (the same list on every
+ *  member: admissions happen at collective starts, in start order) */
+typedef struct ucg_sm_slot {
+    ucg_sm_tl_t         tl;
+    unsigned            root;         /* group rank */
+    uct_o2m_mode_t      mode;
+    uct_o2m_op_t        op;
+    uct_o2m_dtype_t     dtype;
+} ucg_sm_slot_t;
 
 struct ucg_group {
     ucg_context_h       context;
@@ -145,6 +160,17 @@ struct ucg_group {
                                          clock for the next check */
     struct ucg_coll     *spare_coll;  /* a finalized collective, reused by
                                          the next ucg_coll_init */
+
+    /* Host-local endpoints: each member reserved sm_budget[tl][rank]
+     * directory entries of its interfaces for the endpoints it roots
+     * (agreed at creation); sm_slots are those admitted so far */
+    unsigned            *sm_budget[UCG_SM_LAST];   /* [size] */
+    unsigned            sm_reserved[UCG_SM_LAST];  /* this member's, given
+                                                      back at destroy */
+    ucg_sm_slot_t       *sm_slots;
+    unsigned            num_sm_slots;
+    unsigned            max_sm_slots;
+    int                 sm_denied_logged;
 };
 
 /** The UCP endpoint to @a rank (created on first use) */
@@ -177,6 +203,15 @@ ucs_status_t ucg_group_check(ucg_group_h group);
  *  real host through its pidfd, on another host through UCP's error
  *  handling (whatever group->failed says) */
 int ucg_group_member_exited(ucg_group_h group, unsigned rank);
+
+/**
+ * Admit the host-local endpoints the plan of @a coll needs (all, or none):
+ * 1 when they are admitted (now or before), 0 when a root's budget does not
+ * allow them.  Called at collective starts, in the same order on every
+ * member, so every member decides the same.
+ */
+int ucg_group_sm_admit(ucg_group_h group, const ucg_sm_slot_t *slots,
+                       unsigned count);
 
 /** Watch @a rank if it is on another host: its UCP endpoint (with error
  *  handling) is created, so that UCP reports its failure while this member

@@ -15,6 +15,7 @@
 #include <ucs/time/time.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <poll.h>
@@ -58,6 +59,10 @@ typedef struct ucg_group_rec {
     uint8_t  o2m;
     uint8_t  reserved;
     uint32_t proposed_epoch;   /* the group's is the largest */
+    uint32_t sm_max_members;   /* MAX_MEMBERS of the sm interfaces */
+    uint32_t sm_budget[UCG_SM_LAST]; /* directory entries reserved for the
+                                        endpoints this member roots */
+    uint32_t reserved2;
 } ucg_group_rec_t;
 
 /* A member's answer in a round of the group id agreement */
@@ -160,6 +165,174 @@ static ucs_status_t ucg_group_host_label(ucg_context_t *context,
     return UCS_OK;
 }
 
+/*
+ * Directory entries of this member's sm interfaces for the endpoints the
+ * group roots here: SM_GROUP_EPS per interface, or as many as the live
+ * groups left of SM_MAX_GROUPS.  UCG is the only user of its interfaces,
+ * so a reserved entry is free when the endpoint is created.
+ */
+static void ucg_group_sm_reserve(ucg_group_t *group, unsigned size)
+{
+    ucg_context_t *context     = group->context;
+    const ucg_config_t *config = context->config;
+    unsigned free_entries;
+    ucg_sm_tl_t tl;
+
+    for (tl = 0; tl < UCG_SM_LAST; ++tl) {
+        free_entries = config->sm_max_groups -
+                       ucs_min(config->sm_max_groups,
+                               context->sm_reserved[tl]);
+        group->sm_reserved[tl]    = (size > 1) ?
+                                    ucs_min(config->sm_group_eps,
+                                            free_entries) : 0;
+        context->sm_reserved[tl] += group->sm_reserved[tl];
+    }
+}
+
+static void ucg_group_sm_release(ucg_group_t *group)
+{
+    ucg_sm_tl_t tl;
+
+    for (tl = 0; tl < UCG_SM_LAST; ++tl) {
+        group->context->sm_reserved[tl] -= group->sm_reserved[tl];
+        group->sm_reserved[tl]           = 0;
+    }
+}
+
+/* What the members reserved, and the largest group every member's
+ * interfaces accept (both agreed: every member has every record) */
+static ucs_status_t ucg_group_sm_limits(ucg_group_t *group,
+                                        const ucg_group_rec_t *recs)
+{
+    unsigned max_members = UINT_MAX;
+    ucg_sm_tl_t tl;
+    unsigned i;
+
+    for (tl = 0; tl < UCG_SM_LAST; ++tl) {
+        group->sm_budget[tl] = ucs_calloc(group->size, sizeof(unsigned),
+                                          "ucg sm budget");
+        if (group->sm_budget[tl] == NULL) {
+            ucs_error("UCG group: out of memory");
+            return UCS_ERR_NO_MEMORY;
+        }
+        for (i = 0; i < group->size; ++i) {
+            group->sm_budget[tl][i] = recs[i].sm_budget[tl];
+        }
+    }
+
+    for (i = 0; i < group->size; ++i) {
+        max_members = ucs_min(max_members, recs[i].sm_max_members);
+    }
+    group->topo.sm_max_members = max_members;
+
+    if (!group->topo.o2m) {
+        ucg_group_sm_release(group); /* no host-local endpoint, ever */
+    }
+    return UCS_OK;
+}
+
+static void ucg_group_sm_cleanup(ucg_group_t *group)
+{
+    ucg_sm_tl_t tl;
+
+    ucg_group_sm_release(group);
+    for (tl = 0; tl < UCG_SM_LAST; ++tl) {
+        ucs_free(group->sm_budget[tl]);
+        group->sm_budget[tl] = NULL;
+    }
+    ucs_free(group->sm_slots);
+    group->sm_slots     = NULL;
+    group->num_sm_slots = 0;
+    group->max_sm_slots = 0;
+}
+
+static int ucg_sm_slot_equal(const ucg_sm_slot_t *a, const ucg_sm_slot_t *b)
+{
+    return (a->tl == b->tl) && (a->root == b->root) && (a->mode == b->mode) &&
+           (a->op == b->op) && (a->dtype == b->dtype);
+}
+
+static int ucg_group_sm_admitted(const ucg_group_t *group,
+                                 const ucg_sm_slot_t *slot)
+{
+    unsigned i;
+
+    for (i = 0; i < group->num_sm_slots; ++i) {
+        if (ucg_sm_slot_equal(&group->sm_slots[i], slot)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Admitted endpoints rooted at @a slot's root on its interface */
+static unsigned ucg_group_sm_used(const ucg_group_t *group,
+                                  const ucg_sm_slot_t *slot)
+{
+    unsigned i, used = 0;
+
+    for (i = 0; i < group->num_sm_slots; ++i) {
+        used += (group->sm_slots[i].tl == slot->tl) &&
+                (group->sm_slots[i].root == slot->root);
+    }
+    return used;
+}
+
+int ucg_group_sm_admit(ucg_group_h group, const ucg_sm_slot_t *slots,
+                       unsigned count)
+{
+    unsigned i, j, needed, new_max;
+    ucg_sm_slot_t *new_slots;
+
+    /* All or none: check every new endpoint against its root's budget */
+    for (i = 0; i < count; ++i) {
+        if ((slots[i].tl >= UCG_SM_LAST) || (slots[i].root >= group->size)) {
+            return 0;
+        }
+        if (ucg_group_sm_admitted(group, &slots[i])) {
+            continue;
+        }
+
+        needed = 1;
+        for (j = 0; j < i; ++j) {
+            if (ucg_sm_slot_equal(&slots[j], &slots[i])) {
+                break; /* counted with j */
+            }
+            needed += (slots[j].tl == slots[i].tl) &&
+                      (slots[j].root == slots[i].root) &&
+                      !ucg_group_sm_admitted(group, &slots[j]);
+        }
+        if ((j == i) && (ucg_group_sm_used(group, &slots[i]) + needed >
+                         group->sm_budget[slots[i].tl][slots[i].root])) {
+            return 0;
+        }
+    }
+
+    if (group->num_sm_slots + count > group->max_sm_slots) {
+        new_max   = ucs_max(2 * group->max_sm_slots,
+                            group->num_sm_slots + count);
+        new_slots = ucs_realloc(group->sm_slots, new_max * sizeof(*new_slots),
+                                "ucg sm slots");
+        if (new_slots == NULL) {
+            /* The other members may decide otherwise: no way to agree */
+            ucs_error("UCG group %u: out of memory for %u endpoint slots",
+                      group->id, new_max);
+            return 0;
+        }
+        group->sm_slots     = new_slots;
+        group->max_sm_slots = new_max;
+    }
+
+    for (i = 0; i < count; ++i) {
+        if (!ucg_group_sm_admitted(group, &slots[i])) {
+            group->sm_slots[group->num_sm_slots++] = slots[i];
+        }
+    }
+
+    return 1;
+}
+
+
 /* Fill my record and the variable part (UCP worker address, then the
  * interface and device addresses of sm_bcast and sm_incast) */
 static ucs_status_t ucg_group_pack_local(ucg_group_t *group,
@@ -189,7 +362,12 @@ static ucs_status_t ucg_group_pack_local(ucg_group_t *group,
     }
 
     if (context->o2m) {
-        rec->sm_max_bcopy = context->sm_max_bcopy;
+        rec->sm_max_bcopy   = context->sm_max_bcopy;
+        rec->sm_max_members = context->sm_max_members;
+        ucg_group_sm_reserve(group, params->size);
+        for (tl = 0; tl < UCG_SM_LAST; ++tl) {
+            rec->sm_budget[tl] = group->sm_reserved[tl];
+        }
         for (tl = 0; tl < UCG_SM_LAST; ++tl) {
             status = uct_iface_query(context->sm_iface[tl], &attr);
             if (status != UCS_OK) {
@@ -627,7 +805,10 @@ ucs_status_t ucg_group_create(ucg_context_h context,
         if (o2m && !ucg_group_hosts_are_real(group)) {
             group->topo.o2m = 0;
         }
-        local_status = ucg_group_open_pidfds(group);
+        local_status = ucg_group_sm_limits(group, recs);
+        if (local_status == UCS_OK) {
+            local_status = ucg_group_open_pidfds(group);
+        }
     }
 
     status = ucg_group_agree_id(group, params, recs, local_status);
@@ -670,6 +851,7 @@ err_no_memory:
     status = UCS_ERR_NO_MEMORY;
 err_free:
     if (group != NULL) {
+        ucg_group_sm_cleanup(group);
         if (topo_ok) {
             ucg_topo_cleanup(&group->topo);
         }
@@ -754,6 +936,7 @@ void ucg_group_destroy(ucg_group_h group)
     /* Drop what arrived for the group while flushing */
     ucg_coll_group_cleanup(group);
     ucg_group_destroy_plans(group);
+    ucg_group_sm_cleanup(group);
     ucg_group_close_pidfds(group);
     ucg_topo_cleanup(&group->topo);
     ucs_list_del(&group->list);
@@ -1151,7 +1334,8 @@ ucs_status_t ucg_group_plan(ucg_group_h group, const ucg_plan_key_t *key,
             (entry->root == key->root) && (entry->op == key->op) &&
             (entry->dtype == key->dtype) &&
             (entry->dt_size == key->dt_size) &&
-            (entry->commutative == key->commutative)) {
+            (entry->commutative == key->commutative) &&
+            (entry->flat == key->flat)) {
             *plan_p = entry->plan;
             return UCS_OK;
         }
@@ -1177,6 +1361,7 @@ ucs_status_t ucg_group_plan(ucg_group_h group, const ucg_plan_key_t *key,
     entry->dtype       = key->dtype;
     entry->dt_size     = key->dt_size;
     entry->commutative = key->commutative;
+    entry->flat        = key->flat;
     ucs_list_add_tail(&group->plans, &entry->list);
 
     if (config->log_plans) {

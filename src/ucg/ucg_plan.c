@@ -152,6 +152,7 @@ ucs_status_t ucg_topo_init(ucg_topo_t *topo, unsigned size,
     topo->num_hosts  = num_hosts;
     topo->o2m        = o2m;
     topo->sm_max_bcopy = o2m ? sm_max_bcopy : 0;
+    topo->sm_max_members = UINT_MAX;
     topo->host_of    = ucs_malloc(sizeof(unsigned) * size, "ucg_topo_host_of");
     topo->host_size  = ucs_malloc(sizeof(unsigned) * num_hosts,
                                   "ucg_topo_host_size");
@@ -1123,9 +1124,11 @@ ucs_status_t ucg_plan_create(const ucg_config_t *config,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    hier = topo->o2m && (config->hier != UCG_HIER_OFF) &&
+    /* Host-local phases have a set of a host's members */
+    hier = topo->o2m && !key->flat && (config->hier != UCG_HIER_OFF) &&
            ((config->hier == UCG_HIER_ON) || (topo->max_ppn > 1)) &&
-           (topo->num_hosts < topo->size);
+           (topo->num_hosts < topo->size) &&
+           (topo->max_ppn <= topo->sm_max_members);
     if (ucg_plan_sm_too_large(config, key->type, key->msg_size)) {
         hier = 0;
     }

@@ -79,6 +79,8 @@ typedef struct ucg_topo {
     unsigned max_ppn;      /* largest host_size */
     int      o2m;          /* sm_bcast / sm_incast usable */
     size_t   sm_max_bcopy; /* their largest bcopy message (with o2m) */
+    unsigned sm_max_members; /* their largest group (every member's
+                                MAX_MEMBERS); UINT_MAX from ucg_topo_init */
 } ucg_topo_t;
 
 /** Build a topology from host_of[] (any host labels; renumbered). */
@@ -122,6 +124,10 @@ typedef struct ucg_plan_key {
      * SM_REDUCE (a multiple of it); 0: ucg_dtype_size(dtype).  Needed for
      * UCG_DT_BYTES (ucg_coll_params_t::dt_size). */
     size_t          dt_size;
+    /* Flat (point-to-point) plan although the group could use host-local
+     * phases: the endpoints they need are not available (the group's
+     * share of SM_MAX_GROUPS, SM_GROUP_EPS, is used up) */
+    int             flat;
 } ucg_plan_key_t;
 
 typedef struct ucg_plan {
@@ -129,6 +135,9 @@ typedef struct ucg_plan {
     int             hier;         /* hierarchical plan */
     unsigned        num_phases;
     ucg_phase_t     phases[UCG_PLAN_MAX_PHASES];
+    /* Set by the executor when the group has admitted every host-local
+     * endpoint of the plan (they stay admitted while the group lives) */
+    int             sm_admitted;
 } ucg_plan_t;
 
 /**

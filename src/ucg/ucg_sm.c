@@ -590,6 +590,117 @@ int ucg_sm_expects(const ucg_coll_t *coll)
     }
 }
 
+/* The host-local endpoint @a tl rooted at @a root, as the endpoint cache
+ * of ucg_group_sm_ep() keys it */
+static void ucg_sm_slot_add(ucg_sm_slot_t *slots, unsigned *count_p,
+                            ucg_sm_tl_t tl, unsigned root, uct_o2m_mode_t mode,
+                            uct_o2m_op_t op, uct_o2m_dtype_t dtype)
+{
+    ucg_sm_slot_t *slot = &slots[(*count_p)++];
+
+    if (tl == UCG_SM_BCAST) {
+        op = UCT_O2M_OP_GATHER;
+    }
+    slot->tl    = tl;
+    slot->root  = root;
+    slot->mode  = mode;
+    slot->op    = op;
+    slot->dtype = (op == UCT_O2M_OP_GATHER) ? UCT_O2M_DT_INT8 : dtype;
+}
+
+/* Endpoints the phases of @a coll's plan create, on every host; with
+ * @a slots NULL, only counts them */
+static unsigned ucg_sm_plan_slots(const ucg_coll_t *coll, ucg_sm_slot_t *slots)
+{
+    const ucg_phase_set_t *set;
+    const ucg_phase_t *phase;
+    uct_o2m_dtype_t dtype;
+    unsigned i, s, r, root;
+    unsigned count = 0;
+    uct_o2m_op_t op;
+
+    for (i = 0; i < coll->plan->num_phases; ++i) {
+        phase = &coll->plan->phases[i];
+        ucg_sm_phase_op(coll, phase, &op, &dtype);
+        for (s = 0; s < phase->num_sets; ++s) {
+            set  = &phase->sets[s];
+            root = set->ranks[set->root];
+            switch (phase->method) {
+            case UCG_PHASE_SM_BCAST:
+                if (slots != NULL) {
+                    ucg_sm_slot_add(slots, &count, UCG_SM_BCAST, root,
+                                    phase->sm_mode, op, dtype);
+                } else {
+                    ++count;
+                }
+                break;
+            case UCG_PHASE_SM_REDUCE:
+            case UCG_PHASE_SM_GATHER:
+                if (slots != NULL) {
+                    ucg_sm_slot_add(slots, &count, UCG_SM_INCAST, root,
+                                    phase->sm_mode, op, dtype);
+                } else {
+                    ++count;
+                }
+                break;
+            case UCG_PHASE_SM_ALLREDUCE:
+                for (r = 0; r < set->count; ++r) {
+                    if (slots != NULL) {
+                        ucg_sm_slot_add(slots, &count, UCG_SM_BCAST,
+                                        set->ranks[r], phase->sm_mode, op,
+                                        dtype);
+                    } else {
+                        ++count;
+                    }
+                }
+                break;
+            case UCG_PHASE_SM_BCAST_CMA:
+            case UCG_PHASE_SM_REDUCE_CMA:
+                if (slots == NULL) {
+                    count += 2;
+                    break;
+                }
+                ucg_sm_slot_add(slots, &count,
+                                (phase->method == UCG_PHASE_SM_BCAST_CMA) ?
+                                UCG_SM_BCAST : UCG_SM_INCAST, root,
+                                phase->sm_mode, UCT_O2M_OP_GATHER, dtype);
+                ucg_sm_slot_add(slots, &count,
+                                (phase->method == UCG_PHASE_SM_BCAST_CMA) ?
+                                UCG_SM_INCAST : UCG_SM_BCAST, root,
+                                phase->sm_ack_mode, UCT_O2M_OP_GATHER, dtype);
+                break;
+            default:
+                break;
+            }
+        }
+    }
+
+    return count;
+}
+
+int ucg_sm_admit(ucg_coll_t *coll)
+{
+    ucg_sm_slot_t *slots;
+    unsigned count;
+    int admitted;
+
+    count = ucg_sm_plan_slots(coll, NULL);
+    if (count == 0) {
+        return 1;
+    }
+
+    slots = ucs_malloc(count * sizeof(*slots), "ucg sm slots");
+    if (slots == NULL) {
+        ucs_error("ucg: out of memory for %u endpoint slots", count);
+        return 0;
+    }
+
+    ucg_sm_plan_slots(coll, slots);
+    admitted = ucg_group_sm_admit(coll->group, slots, count);
+    ucs_free(slots);
+    return admitted;
+}
+
 /* Messages of this phase that arrived before it began */
 static void ucg_sm_take_early(ucg_coll_t *coll)
 {

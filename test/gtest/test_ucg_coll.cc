@@ -1014,6 +1014,14 @@ TEST(ucg_coll_errors, cancel_waits_for_matched_recv)
             CHILD_CHECK_OK(ucg_coll_start(coll));
             m.procs->barrier(m.rank); /* the receives are posted */
 
+            /* no progress until rank 2 has sent what fits in our FIFO: its
+             * send then waits for us */
+            double deadline = now() + 30;
+            while (!__atomic_load_n(&sh->rank2_sent, __ATOMIC_ACQUIRE)) {
+                CHILD_CHECK(now() < deadline, "rank 2 did not send");
+                usleep(1000);
+            }
+
             st = wait_coll(coll, "gather with a bad block");
             CHILD_CHECK(st == UCS_ERR_MESSAGE_TRUNCATED, "gather: %s",
                         ucs_status_string(st));
@@ -1025,7 +1033,7 @@ TEST(ucg_coll_errors, cancel_waits_for_matched_recv)
 
             /* the buffer is ours again */
             memset(&rbuf[2 * block], 0xee, block);
-            double deadline = now() + 30;
+            deadline = now() + 30;
             while (!__atomic_load_n(&sh->rank2_done, __ATOMIC_ACQUIRE)) {
                 CHILD_CHECK(now() < deadline, "rank 2 did not finish");
                 ucp_worker_progress(worker);
@@ -1051,9 +1059,6 @@ TEST(ucg_coll_errors, cancel_waits_for_matched_recv)
                 req = ucp_tag_send_nbx(ep, sbuf.data(), block, tag, &param);
                 CHILD_CHECK(!UCS_PTR_IS_ERR(req), "send");
                 CHILD_CHECK(req != NULL, "4 MiB sent at once");
-                for (unsigned i = 0; i < 10; ++i) {
-                    ucp_worker_progress(worker);
-                }
                 __atomic_store_n(&sh->rank2_sent, 1, __ATOMIC_RELEASE);
                 /* longer than the fixed 0.5 s rank 0 waited before */
                 usleep(1500000);
@@ -1370,6 +1375,154 @@ INSTANTIATE_TEST_SUITE_P(cfg, ucg_coll_elems, ::testing::ValuesIn(elem_configs),
                              return std::string(info.param.name);
                          });
 
+
+/* ---- exhaustion of the host-local resources ---- */
+
+/* Collectives whose plans need many different host-local endpoints: every
+ * root of bcast, natives reductions of several (op, type) pairs, the
+ * single-copy phases, sm_allreduce */
+std::vector<coll_desc> exhaustion_colls(unsigned size)
+{
+    std::vector<coll_desc> list;
+    const std::pair<ucg_op_t, ucg_dtype_t> reductions[] = {
+        {UCG_OP_SUM, UCG_DT_INT32}, {UCG_OP_SUM, UCG_DT_DOUBLE},
+        {UCG_OP_MAX, UCG_DT_INT32}, {UCG_OP_MIN, UCG_DT_FLOAT},
+        {UCG_OP_PROD, UCG_DT_INT64}, {UCG_OP_BAND, UCG_DT_UINT8},
+        {UCG_OP_BOR, UCG_DT_UINT16}, {UCG_OP_MAX, UCG_DT_DOUBLE},
+        {UCG_OP_SUM, UCG_DT_UINT64}, {UCG_OP_MIN, UCG_DT_INT16}
+    };
+
+    for (unsigned root = 0; root < size; ++root) {
+        list.push_back(coll_desc(UCG_COLL_BCAST, 3000, UCG_DT_UINT8,
+                                 UCG_OP_LAST, root));
+        list.push_back(coll_desc(UCG_COLL_BCAST, 40000, UCG_DT_UINT8,
+                                 UCG_OP_LAST, root));
+    }
+    for (const auto &r : reductions) {
+        list.push_back(coll_desc(UCG_COLL_REDUCE, 1000, r.second, r.first,
+                                 0));
+        list.push_back(coll_desc(UCG_COLL_ALLREDUCE, 3000, r.second,
+                                 r.first));
+    }
+    list.push_back(coll_desc(UCG_COLL_ALLREDUCE, 16, UCG_DT_INT32,
+                             UCG_OP_SUM));
+    list.push_back(coll_desc(UCG_COLL_REDUCE, 20000, UCG_DT_FLOAT,
+                             UCG_OP_SUM, size - 1));
+    list.push_back(coll_desc(UCG_COLL_GATHER, 500, UCG_DT_INT32,
+                             UCG_OP_LAST, 1));
+    list.push_back(coll_desc(UCG_COLL_SCATTER, 500, UCG_DT_INT32,
+                             UCG_OP_LAST, 1));
+    list.push_back(coll_desc(UCG_COLL_ALLGATHER, 300, UCG_DT_INT32));
+    list.push_back(coll_desc(UCG_COLL_BARRIER, 0, UCG_DT_UINT8));
+    for (size_t i = 0; i < list.size(); ++i) {
+        list[i].seed = 700 + i;
+    }
+    return list;
+}
+
+/* Every collective of exhaustion_colls() on every group, interleaved (in
+ * the same order on every member), twice: results checked */
+void run_on_groups(member &m, const std::vector<ucg_group_h> &groups)
+{
+    std::vector<coll_desc> list = exhaustion_colls(m.size);
+
+    for (unsigned round = 0; round < 2; ++round) {
+        for (const coll_desc &d : list) {
+            for (ucg_group_h g : groups) {
+                run_coll(m, g, d);
+            }
+        }
+    }
+}
+
+/*
+ * Many groups at once on one host with a directory of 6 entries per
+ * interface (SM_MAX_GROUPS=6, fewer than one group would take): the first
+ * group reserves them all and uses host-local phases until its collectives
+ * need more endpoints at one root; the other groups have none and are
+ * point-to-point.  Every collective is correct, none fails with "limit
+ * reached".  Before, the seventh endpoint rooted at an interface failed.
+ */
+TEST(ucg_coll_exhaustion, small_max_groups)
+{
+    run_opts opts;
+
+    opts.env["UCX_UCG_SM_MAX_GROUPS"] = "6";
+    opts.timeout                      = 300;
+    run_ok(4, opts, [&](member &m) {
+        std::vector<ucg_group_h> groups = {m.group};
+
+        for (unsigned i = 0; i < 4; ++i) {
+            groups.push_back(create_group(m));
+        }
+        CHILD_CHECK(m.group->topo.o2m, "no o2m transports");
+        CHILD_CHECK((m.group->sm_reserved[UCG_SM_BCAST] == 6) &&
+                    (m.group->sm_reserved[UCG_SM_INCAST] == 6),
+                    "first group reserved %u, %u entries",
+                    m.group->sm_reserved[UCG_SM_BCAST],
+                    m.group->sm_reserved[UCG_SM_INCAST]);
+
+        run_on_groups(m, groups);
+
+        /* the first group ran host-local phases up to its budget, then
+         * point-to-point; the others never had an endpoint */
+        CHILD_CHECK(m.group->num_sm_slots > 0, "first group: no sm phase");
+        CHILD_CHECK(m.group->sm_denied_logged, "first group: never out of "
+                    "endpoints");
+        for (size_t i = 1; i < groups.size(); ++i) {
+            CHILD_CHECK(groups[i]->num_sm_slots == 0, "group %zu: %u sm "
+                        "endpoints without a budget", i,
+                        groups[i]->num_sm_slots);
+        }
+
+        /* destroyed groups give their entries back */
+        m.procs->barrier(m.rank);
+        for (size_t i = 1; i < groups.size(); ++i) {
+            ucg_group_destroy(groups[i]);
+        }
+        ucg_group_destroy(m.group);
+        m.group = create_group(m);
+        CHILD_CHECK(m.group->sm_reserved[UCG_SM_BCAST] == 6, "a new group "
+                    "reserved %u entries", m.group->sm_reserved[UCG_SM_BCAST]);
+        run_coll(m, coll_desc(UCG_COLL_ALLREDUCE, 3000, UCG_DT_INT32,
+                              UCG_OP_SUM));
+        CHILD_CHECK(m.group->num_sm_slots > 0, "new group: no sm phase");
+    });
+}
+
+/*
+ * Interfaces that accept groups of at most 2 members (MAX_MEMBERS of both
+ * transports; on rank 0 only, so members differ): hosts of 4 are
+ * point-to-point on every member, hosts of 2 keep their host-local phases.
+ */
+TEST(ucg_coll_exhaustion, small_max_members)
+{
+    for (const char *hosts : {"auto", "2"}) {
+        run_opts opts;
+
+        opts.env["UCX_UCG_HOSTS"] = hosts;
+        opts.timeout              = 300;
+        opts.create_group         = false;
+        run_ok(4, opts, [&](member &m) {
+            if (m.rank == 0) {
+                /* a context of its own: only this member's interfaces */
+                ucg_context_destroy(m.context);
+                setenv("UCX_SM_BCAST_MAX_MEMBERS", "2", 1);
+                setenv("UCX_SM_INCAST_MAX_MEMBERS", "2", 1);
+                CHILD_CHECK_OK(ucg_context_create(NULL, NULL, &m.context));
+            }
+            m.group = create_group(m);
+
+            bool hier = !strcmp(hosts, "2");
+            CHILD_CHECK(m.group->topo.sm_max_members == 2,
+                        "largest sm group %u", m.group->topo.sm_max_members);
+            run_on_groups(m, {m.group});
+            CHILD_CHECK((m.group->num_sm_slots > 0) == hier,
+                        "hosts %s: %u sm endpoints", hosts,
+                        m.group->num_sm_slots);
+        }, std::string("hosts=") + hosts);
+    }
+}
 
 TEST(ucg_coll_big, size_16m_o2m)
 {

@@ -1203,6 +1203,36 @@ TEST_F(test_ucg_plan, sm_elem_larger_than_frag)
     EXPECT_EQ(0u, plan(one, make_key(UCG_COLL_BCAST, 8228, 0)).find("sm_"));
 }
 
+/* Hosts larger than the transports' MAX_MEMBERS, and the flat key (the
+ * group's host-local endpoints used up): point-to-point plans */
+TEST_F(test_ucg_plan, sm_limits_flat)
+{
+    topo_holder topo("3", 6);
+    ucg_plan_key_t key = make_key(UCG_COLL_ALLREDUCE, 64, 0);
+    bool hier;
+
+    EXPECT_EQ(0u, plan(topo, key, &hier).find("sm_reduce:"));
+    EXPECT_TRUE(hier);
+
+    topo.t.sm_max_members = 3;
+    EXPECT_EQ(0u, plan(topo, key, &hier).find("sm_reduce:"));
+    topo.t.sm_max_members = 2;
+    EXPECT_EQ("p2p_allreduce_rd {0*,1,2,3,4,5}", plan(topo, key, &hier));
+    EXPECT_FALSE(hier);
+
+    topo.t.sm_max_members = UINT_MAX;
+    key.flat = 1;
+    EXPECT_EQ("p2p_allreduce_rd {0*,1,2,3,4,5}", plan(topo, key, &hier));
+    EXPECT_FALSE(hier);
+    EXPECT_EQ("p2p_bcast:r4 {2*,3} | sm_bcast:batched:f1024 {0,1,2*}"
+              "{3*,4,5}", plan(topo, make_key(UCG_COLL_BCAST, 64, 2), &hier));
+    EXPECT_TRUE(hier);
+    ucg_plan_key_t bkey = make_key(UCG_COLL_BCAST, 64, 2);
+    bkey.flat = 1;
+    EXPECT_EQ("p2p_bcast:r4 {0,1,2*,3,4,5}", plan(topo, bkey, &hier));
+    EXPECT_FALSE(hier);
+}
+
 TEST_F(test_ucg_plan, sm_modes_by_ppn)
 {
     topo_holder topo9("9,1", 10);   /* [0-8][9] */
