@@ -293,7 +293,7 @@ static void ucg_p2p_park(ucg_coll_t *coll)
  * still write into or read from.  A receive that has not matched completes
  * at once; one that has matched a message completes when the rest of the
  * message arrives, which its sender delivers as it progresses (slow is not
- * dead), unless the sender has exited (its pidfd, or UCP's error handling
+ * dead), unless the sender has exited (its liveness watch, or UCP's error handling
  * for a member on another host): then no more data comes once UCP has
  * nothing left to progress, and the receive is parked.  Sends cannot be
  * cancelled: a send to a live member completes when the member progresses

@@ -616,9 +616,14 @@ ucs_status_t ucg_context_create(const ucg_context_params_t *params,
         goto err_release_config;
     }
 
-    status = ucg_context_ucp_init(context, params);
+    status = uct_o2m_watch_table_create(&context->watches);
     if (status != UCS_OK) {
         goto err_release_config;
+    }
+
+    status = ucg_context_ucp_init(context, params);
+    if (status != UCS_OK) {
+        goto err_destroy_watches;
     }
 
     context->host_id = ucg_context_host_id();
@@ -636,6 +641,8 @@ ucs_status_t ucg_context_create(const ucg_context_params_t *params,
 
 err_ucp_cleanup:
     ucg_context_ucp_cleanup(context);
+err_destroy_watches:
+    uct_o2m_watch_table_destroy(context->watches);
 err_release_config:
     ucg_config_release(context->config);
 err_free:
@@ -664,6 +671,7 @@ void ucg_context_destroy(ucg_context_h context)
     /* No message arrives once the interfaces are closed */
     ucg_context_o2m_close(context);
     ucg_context_ucp_cleanup(context);
+    uct_o2m_watch_table_destroy(context->watches);
     ucg_config_release(context->config);
     ucs_free(context);
 }

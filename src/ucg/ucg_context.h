@@ -43,6 +43,8 @@ struct ucg_context {
     size_t              sm_max_bcopy; /* min over both interfaces */
 
     uint64_t            host_id;      /* this host (hostname + boot id) */
+    /* Members on this host, each process watched once for all groups */
+    uct_o2m_watch_table_t *watches;
     uint16_t            next_group_id;
     ucs_list_link_t     groups;       /* ucg_group_t::list */
     ucs_list_link_t     p2p_conns;    /* ucg_p2p_conn_t, shared by groups */
@@ -84,7 +86,10 @@ typedef struct ucg_member {
     uint64_t            host_label;   /* for planning (HOSTS may override) */
     uint64_t            real_host;    /* real host identity */
     pid_t               pid;
-    int                 pidfd;        /* same real host: liveness; else -1 */
+    uint64_t            start_time;   /* with pid: the process, see
+                                         uct_o2m_proc_t */
+    uct_o2m_watch_t     *watch;       /* same real host: liveness; else
+                                         NULL */
     ucp_ep_h            ep;           /* from context->p2p_conns, on first
                                          use */
     const void          *worker_addr; /* in the group's address blob */
@@ -200,7 +205,7 @@ ucs_status_t ucg_group_plan(ucg_group_h group, const ucg_plan_key_t *key,
 ucs_status_t ucg_group_check(ucg_group_h group);
 
 /** Whether member @a rank of @a group is known to have exited: on this
- *  real host through its pidfd, on another host through UCP's error
+ *  real host through its liveness watch, on another host through UCP's error
  *  handling (whatever group->failed says) */
 int ucg_group_member_exited(ucg_group_h group, unsigned rank);
 

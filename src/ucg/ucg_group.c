@@ -49,6 +49,7 @@ typedef struct ucg_group_rec {
     uint64_t real_host;
     uint64_t host_label;
     uint64_t sm_max_bcopy;
+    uint64_t start_time;       /* with pid: see uct_o2m_proc_t */
     int32_t  status;           /* a local failure makes every member fail */
     uint32_t pid;
     uint32_t created_count;    /* rank 0's makes the uid */
@@ -341,6 +342,7 @@ static ucs_status_t ucg_group_pack_local(ucg_group_t *group,
 {
     ucg_context_t *context = group->context;
     uct_iface_attr_t attr;
+    uct_o2m_proc_t self;
     ucp_address_t *worker_addr;
     size_t worker_addr_len, var_len;
     ucs_status_t status;
@@ -349,7 +351,9 @@ static ucs_status_t ucg_group_pack_local(ucg_group_t *group,
 
     memset(rec, 0, sizeof(*rec));
     rec->real_host   = context->host_id;
-    rec->pid         = getpid();
+    uct_o2m_proc_self(&self);
+    rec->pid         = self.pid;
+    rec->start_time  = self.start_time;
     rec->proposed_id = context->next_group_id;
     rec->proposed_epoch = context->next_group_epoch;
     rec->o2m         = context->o2m;
@@ -457,7 +461,8 @@ static void ucg_group_unpack(ucg_group_t *group, const ucg_group_rec_t *recs,
         member->host_label = rec->host_label;
         member->real_host  = rec->real_host;
         member->pid        = rec->pid;
-        member->pidfd      = -1;
+        member->start_time = rec->start_time;
+        member->watch      = NULL;
         member->ep         = NULL;
 
         p                   = UCS_PTR_BYTE_OFFSET(group->addr_blob,
@@ -537,21 +542,13 @@ static int ucg_group_hosts_are_real(const ucg_group_t *group)
     return 1;
 }
 
-static int ucg_group_pidfd_open(pid_t pid)
-{
-#ifdef SYS_pidfd_open
-    return syscall(SYS_pidfd_open, pid, 0);
-#else
-    errno = ENOSYS;
-    return -1;
-#endif
-}
-
 /* Watch the other members on this real host */
-static ucs_status_t ucg_group_open_pidfds(ucg_group_t *group)
+static ucs_status_t ucg_group_watch_members(ucg_group_t *group)
 {
     ucg_member_t *me = &group->members[group->rank];
+    uct_o2m_proc_t proc;
     ucg_member_t *member;
+    ucs_status_t status;
     unsigned i;
 
     for (i = 0; i < group->size; ++i) {
@@ -560,20 +557,19 @@ static ucs_status_t ucg_group_open_pidfds(ucg_group_t *group)
             continue;
         }
 
-        member->pidfd = ucg_group_pidfd_open(member->pid);
-        if (member->pidfd >= 0) {
-            continue;
+        proc.pid        = member->pid;
+        proc.start_time = member->start_time;
+        status          = uct_o2m_watch_get(group->context->watches, &proc,
+                                            &member->watch);
+        if (status != UCS_OK) {
+            return status;
         }
 
-        if (errno == ESRCH) {
+        if (uct_o2m_watch_has_exited(member->watch)) {
             ucs_error("UCG group rank %u: rank %u (pid %d) has already "
                       "exited", group->rank, i, member->pid);
             return UCS_ERR_CONNECTION_RESET;
         }
-
-        /* Liveness is then left to the transports' timeouts */
-        ucs_diag("UCG group rank %u: pidfd_open(%d) of rank %u failed: %m",
-                 group->rank, member->pid, i);
     }
     return UCS_OK;
 }
@@ -667,15 +663,13 @@ out:
     return status;
 }
 
-static void ucg_group_close_pidfds(ucg_group_t *group)
+static void ucg_group_unwatch_members(ucg_group_t *group)
 {
     unsigned i;
 
     for (i = 0; i < group->size; ++i) {
-        if (group->members[i].pidfd >= 0) {
-            close(group->members[i].pidfd);
-            group->members[i].pidfd = -1;
-        }
+        uct_o2m_watch_put(group->context->watches, group->members[i].watch);
+        group->members[i].watch = NULL;
     }
 }
 
@@ -723,10 +717,6 @@ ucs_status_t ucg_group_create(ucg_context_h context,
     recs           = ucs_malloc(params->size * sizeof(*recs), "ucg records");
     if ((group->members == NULL) || (recs == NULL)) {
         goto err_no_memory;
-    }
-
-    for (i = 0; i < params->size; ++i) {
-        group->members[i].pidfd = -1;
     }
 
     /* Round 1: fixed-size records; a local failure is reported, not
@@ -807,7 +797,7 @@ ucs_status_t ucg_group_create(ucg_context_h context,
         }
         local_status = ucg_group_sm_limits(group, recs);
         if (local_status == UCS_OK) {
-            local_status = ucg_group_open_pidfds(group);
+            local_status = ucg_group_watch_members(group);
         }
     }
 
@@ -856,7 +846,7 @@ err_free:
             ucg_topo_cleanup(&group->topo);
         }
         if (group->members != NULL) {
-            ucg_group_close_pidfds(group);
+            ucg_group_unwatch_members(group);
         }
         ucs_free(group->addr_blob);
         ucs_free(group->members);
@@ -937,7 +927,7 @@ void ucg_group_destroy(ucg_group_h group)
     ucg_coll_group_cleanup(group);
     ucg_group_destroy_plans(group);
     ucg_group_sm_cleanup(group);
-    ucg_group_close_pidfds(group);
+    ucg_group_unwatch_members(group);
     ucg_topo_cleanup(&group->topo);
     ucs_list_del(&group->list);
 
@@ -1001,8 +991,8 @@ static void ucg_p2p_conn_err_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
  * Endpoints to members on this host have no error handling: with
  * UCP_ERR_HANDLING_MODE_PEER, UCX 1.13 does not use its shared-memory
  * transports (10x the latency); dead members on this host are found
- * through their pidfds.  Endpoints to members on other hosts (@a peer_err)
- * use the PEER mode, so that UCP fails them in bounded time when the
+ * through the liveness watches.  Endpoints to members on other hosts
+ * (@a peer_err) use the PEER mode, so that UCP fails them in bounded time when the
  * member dies.
  */
 static ucs_status_t ucg_p2p_conn_get(ucg_context_t *context, const void *addr,
@@ -1376,9 +1366,7 @@ ucs_status_t ucg_group_check(ucg_group_h group)
 {
     ucs_time_t now = ucs_get_time();
     ucg_member_t *member;
-    struct pollfd pfd;
     unsigned i;
-    int ret;
 
     if ((group->failed != UCS_OK) || (now < group->next_check)) {
         return group->failed;
@@ -1389,16 +1377,8 @@ ucs_status_t ucg_group_check(ucg_group_h group)
 
     for (i = 0; i < group->size; ++i) {
         member = &group->members[i];
-        if (member->pidfd < 0) {
-            continue;
-        }
-
-        /* A pidfd becomes readable when its process exits */
-        pfd.fd      = member->pidfd;
-        pfd.events  = POLLIN;
-        pfd.revents = 0;
-        ret         = poll(&pfd, 1, 0);
-        if ((ret > 0) && (pfd.revents & (POLLIN | POLLHUP | POLLERR))) {
+        if ((member->watch != NULL) &&
+            uct_o2m_watch_has_exited(member->watch)) {
             ucs_error("UCG group %u rank %u: rank %u (pid %d) has exited",
                       group->id, group->rank, i, member->pid);
             group->failed = UCS_ERR_CONNECTION_RESET;
@@ -1412,7 +1392,6 @@ ucs_status_t ucg_group_check(ucg_group_h group)
 int ucg_group_member_exited(ucg_group_h group, unsigned rank)
 {
     const ucg_member_t *member;
-    struct pollfd pfd;
 
     if (rank >= group->size) {
         return 0;
@@ -1423,16 +1402,7 @@ int ucg_group_member_exited(ucg_group_h group, unsigned rank)
         return 1;
     }
 
-    if (member->pidfd < 0) {
-        return 0;
-    }
-
-    /* A pidfd becomes readable when its process exits */
-    pfd.fd      = member->pidfd;
-    pfd.events  = POLLIN;
-    pfd.revents = 0;
-    return (poll(&pfd, 1, 0) > 0) &&
-           (pfd.revents & (POLLIN | POLLHUP | POLLERR));
+    return (member->watch != NULL) && uct_o2m_watch_has_exited(member->watch);
 }
 
 ucs_status_t ucg_group_p2p_watch(ucg_group_h group, unsigned rank)

@@ -535,9 +535,11 @@ TEST_F(ucg_group_test, host_layout)
 
             /* Every other member is on this real host: watched */
             for (unsigned r = 0; r < 4; ++r) {
-                CHILD_CHECK((r == rank) == (group->members[r].pidfd < 0),
-                            "pidfd of rank %u: %d", r,
-                            group->members[r].pidfd);
+                CHILD_CHECK((r == rank) == (group->members[r].watch == NULL),
+                            "watch of rank %u: %p", r,
+                            group->members[r].watch);
+                CHILD_CHECK(group->members[r].start_time != 0,
+                            "start time of rank %u", r);
                 CHILD_CHECK(group->members[r].pid == pg.pids()[r],
                             "pid of rank %u", r);
             }
@@ -586,9 +588,9 @@ TEST_F(ucg_group_test, real_hosts)
 
             for (unsigned r = 0; r < 4; ++r) {
                 bool same = ((r >= 2) == (rank >= 2)) && (r != rank);
-                CHILD_CHECK(same == (group->members[r].pidfd >= 0),
-                            "HOSTS=%s: pidfd of rank %u: %d", hosts, r,
-                            group->members[r].pidfd);
+                CHILD_CHECK(same == (group->members[r].watch != NULL),
+                            "HOSTS=%s: watch of rank %u: %p", hosts, r,
+                            group->members[r].watch);
             }
 
             pg.barrier(rank);

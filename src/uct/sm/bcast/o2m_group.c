@@ -227,6 +227,17 @@ static void uct_o2m_group_fail(uct_o2m_group_ep_t *ep, ucs_status_t status,
     uct_o2m_ep_set_failed(&ep->super, status);
 }
 
+/* Watch member @a index through the interface's table */
+static ucs_status_t uct_o2m_group_watch(uct_o2m_group_ep_t *ep,
+                                        unsigned index,
+                                        const uct_o2m_proc_t *proc)
+{
+    uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
+                                            uct_o2m_iface_t);
+
+    return uct_o2m_watch_get(iface->watches, proc, &ep->watches[index]);
+}
+
 static int uct_o2m_group_timed_out(const uct_o2m_group_ep_t *ep)
 {
     uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
@@ -259,10 +270,11 @@ static void uct_o2m_group_check_members(uct_o2m_group_ep_t *ep, int stalled)
         member = &ep->members[i];
         switch (__atomic_load_n(&member->state, __ATOMIC_ACQUIRE)) {
         case UCT_O2M_MEMBER_ATTACHED:
-            if (ep->pidfds[i] < 0) {
-                ep->pidfds[i] = uct_o2m_proc_watch(&member->proc);
+            if ((ep->watches[i] == NULL) &&
+                (uct_o2m_group_watch(ep, i, &member->proc) != UCS_OK)) {
+                return;
             }
-            if (uct_o2m_proc_has_exited(ep->pidfds[i])) {
+            if (uct_o2m_watch_has_exited(ep->watches[i])) {
                 uct_o2m_group_fail(ep, UCS_ERR_CONNECTION_RESET,
                                    "member process died", i);
                 return;
@@ -318,7 +330,7 @@ ucs_status_t uct_o2m_group_check(uct_o2m_group_ep_t *ep, int stalled)
         }
         uct_o2m_group_fail(ep, failed, "root reported a failed group",
                            ep->root_index);
-    } else if (uct_o2m_proc_has_exited(ep->pidfds[ep->root_index]) &&
+    } else if (uct_o2m_watch_has_exited(ep->watches[ep->root_index]) &&
                !__atomic_load_n(&ep->seg->closed, __ATOMIC_ACQUIRE)) {
         uct_o2m_group_fail(ep, UCS_ERR_CONNECTION_RESET, "root process died",
                            ep->root_index);
@@ -419,7 +431,6 @@ static UCS_CLASS_INIT_FUNC(uct_o2m_group_ep_t, uct_o2m_iface_t *iface,
                            size_t hdr_len)
 {
     ucs_status_t status;
-    unsigned i;
 
     UCS_CLASS_CALL_SUPER_INIT(uct_o2m_ep_t, iface, type);
 
@@ -446,12 +457,10 @@ static UCS_CLASS_INIT_FUNC(uct_o2m_group_ep_t, uct_o2m_iface_t *iface,
     self->acks       = NULL;
     self->created    = ucs_get_time();
 
-    self->pidfds = ucs_malloc(sizeof(int) * params->size, "o2m pidfds");
-    if (self->pidfds == NULL) {
+    self->watches = ucs_calloc(params->size, sizeof(*self->watches),
+                               "o2m watches");
+    if (self->watches == NULL) {
         return UCS_ERR_NO_MEMORY;
-    }
-    for (i = 0; i < params->size; ++i) {
-        self->pidfds[i] = -1;
     }
 
     if (uct_o2m_group_is_root(self)) {
@@ -491,19 +500,24 @@ static UCS_CLASS_INIT_FUNC(uct_o2m_group_ep_t, uct_o2m_iface_t *iface,
             goto err_free;
         }
 
-        self->root_proc                = self->root_peer->owner;
-        self->pidfds[self->root_index] = uct_o2m_proc_watch(&self->root_proc);
-        if (self->pidfds[self->root_index] < 0) {
+        self->root_proc = self->root_peer->owner;
+        status          = uct_o2m_group_watch(self, self->root_index,
+                                              &self->root_proc);
+        if (status != UCS_OK) {
+            goto err_unmap;
+        }
+
+        if (uct_o2m_watch_has_exited(self->watches[self->root_index])) {
             ucs_error("group 0x%" PRIx64 ": root process %d is gone",
                       self->group_id, self->root_proc.pid);
             status = UCS_ERR_UNREACHABLE;
-            goto err_unmap;
+            goto err_put;
         }
 
         /* The root may not have created the group yet: progress retries */
         status = uct_o2m_group_attach(self);
         if ((status != UCS_OK) && (status != UCS_ERR_NO_RESOURCE)) {
-            goto err_close;
+            goto err_put;
         }
     }
 
@@ -516,12 +530,12 @@ static UCS_CLASS_INIT_FUNC(uct_o2m_group_ep_t, uct_o2m_iface_t *iface,
 err_destroy_seg:
     uct_o2m_seg_destroy(self->seg_fd, self->seg, self->seg_size);
     goto err_free;
-err_close:
-    close(self->pidfds[self->root_index]);
+err_put:
+    uct_o2m_watch_put(iface->watches, self->watches[self->root_index]);
 err_unmap:
     uct_o2m_iface_unmap_peer(iface, self->root_peer);
 err_free:
-    ucs_free(self->pidfds);
+    ucs_free(self->watches);
     return status;
 }
 
@@ -545,11 +559,9 @@ static UCS_CLASS_CLEANUP_FUNC(uct_o2m_group_ep_t)
     }
 
     for (i = 0; i < self->size; ++i) {
-        if (self->pidfds[i] >= 0) {
-            close(self->pidfds[i]);
-        }
+        uct_o2m_watch_put(iface->watches, self->watches[i]);
     }
-    ucs_free(self->pidfds);
+    ucs_free(self->watches);
     ucs_free(self->scratch);
     ucs_free(self->rx_slots);
 }

@@ -121,7 +121,7 @@ typedef struct uct_o2m_group_ep {
                                          copied out and checked */
     uct_o2m_peer_seg_t   *root_peer;  /* Non-root: the root's iface segment */
     uct_o2m_proc_t       root_proc;
-    int                  *pidfds;     /* Watched members (root: all; others:
+    uct_o2m_watch_t      **watches;   /* Watched members (root: all; others:
                                          only the root, at [root_index]) */
     uint64_t             completed;   /* Fan-out root: acked by all below
                                          this; fan-in sender: delivered */

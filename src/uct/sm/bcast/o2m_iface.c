@@ -405,6 +405,7 @@ static void uct_o2m_iface_check_peers(uct_o2m_iface_t *iface)
 {
     uct_o2m_ep_t *ep, *tmp;
 
+    uct_o2m_p2p_rx_check(iface);
     ucs_list_for_each_safe(ep, tmp, &iface->eps, list) {
         if (ep->status != UCS_OK) {
             continue;
@@ -864,6 +865,12 @@ UCS_CLASS_INIT_FUNC(uct_o2m_iface_t, uct_iface_ops_t *ops, uct_md_h md,
     uct_o2m_proc_self(&self->self);
     uct_o2m_cma_allow_peers();
 
+    self->rx_stall.watch = NULL;
+    status = uct_o2m_watch_table_create(&self->watches);
+    if (status != UCS_OK) {
+        return status;
+    }
+
     hdr_size       = sizeof(uct_o2m_iface_seg_t);
     dir_size       = uct_o2m_iface_dir_size(self->config.max_groups);
     fifo_size      = (size_t)self->config.p2p_fifo_size *
@@ -875,6 +882,7 @@ UCS_CLASS_INIT_FUNC(uct_o2m_iface_t, uct_iface_ops_t *ops, uct_md_h md,
     status = uct_o2m_seg_create(name, self->seg_size, &self->seg_fd,
                                 (void**)&self->seg);
     if (status != UCS_OK) {
+        uct_o2m_watch_table_destroy(self->watches);
         return status;
     }
 
@@ -924,6 +932,8 @@ static UCS_CLASS_CLEANUP_FUNC(uct_o2m_iface_t)
     ucs_free(self->rx_buf[0]);
     ucs_free(self->rx_buf[1]);
     uct_o2m_seg_destroy(self->seg_fd, self->seg, self->seg_size);
+    uct_o2m_watch_put(self->watches, self->rx_stall.watch);
+    uct_o2m_watch_table_destroy(self->watches);
 }
 
 UCS_CLASS_DEFINE(uct_o2m_iface_t, uct_sm_iface_t);

@@ -185,6 +185,12 @@ typedef struct uct_o2m_iface {
     uint64_t              rx_dropped; /* FIFO elements dropped as corrupt */
     ucs_list_link_t       peer_segs; /* uct_o2m_peer_seg_t */
     ucs_list_link_t       eps;       /* All endpoints, see uct_o2m_ep_t */
+    uct_o2m_watch_table_t *watches;  /* Peer processes, each watched once */
+    /* Receive FIFO element claimed and not published: its claimer */
+    struct {
+        uint64_t          seq;
+        uct_o2m_watch_t   *watch;    /* NULL when no element is stuck */
+    } rx_stall;
     /* Private buffers for large messages and fan-in results; grown on
      * demand up to the configured max_zcopy (times members for gather) */
     void                  *rx_buf[2];

@@ -73,6 +73,80 @@ static void uct_o2m_p2p_rx_drop(uct_o2m_iface_t *iface, uint64_t seq,
     }
 }
 
+/* The seq word of a claimed element: never a published value (bit 63),
+ * names the claimer (pids are below 2^22) and the sequence claimed */
+#define UCT_O2M_CLAIM_FLAG     UCS_BIT(63)
+#define UCT_O2M_CLAIM_PID_BITS 22
+#define UCT_O2M_CLAIM_SEQ_MASK UCS_MASK(63 - UCT_O2M_CLAIM_PID_BITS)
+
+static UCS_F_ALWAYS_INLINE uint64_t uct_o2m_p2p_claim_word(uint64_t seq,
+                                                           pid_t pid)
+{
+    return UCT_O2M_CLAIM_FLAG |
+           ((seq & UCT_O2M_CLAIM_SEQ_MASK) << UCT_O2M_CLAIM_PID_BITS) |
+           ((uint64_t)pid & UCS_MASK(UCT_O2M_CLAIM_PID_BITS));
+}
+
+/* Value of the seq word of element @a seq before it is claimed */
+static UCS_F_ALWAYS_INLINE uint64_t uct_o2m_p2p_free_word(uint64_t seq,
+                                                          unsigned depth)
+{
+    return (seq >= depth) ? (seq - depth + 1) : 0;
+}
+
+void uct_o2m_p2p_rx_check(uct_o2m_iface_t *iface)
+{
+    uct_o2m_iface_seg_t *seg = iface->seg;
+    uint64_t tail            = iface->rx_tail;
+    uct_o2m_proc_t claimer;
+    uct_o2m_elem_t *elem;
+    uint64_t word;
+    char state;
+
+    elem = uct_o2m_elem_at(iface->fifo, iface->config.seg_size, tail,
+                           iface->config.p2p_fifo_size);
+    word = __atomic_load_n(&elem->seq, __ATOMIC_ACQUIRE);
+    if (!(word & UCT_O2M_CLAIM_FLAG) ||
+        (((word >> UCT_O2M_CLAIM_PID_BITS) & UCT_O2M_CLAIM_SEQ_MASK) !=
+         (tail & UCT_O2M_CLAIM_SEQ_MASK))) {
+        /* Empty or published: nothing is stuck */
+        uct_o2m_watch_put(iface->watches, iface->rx_stall.watch);
+        iface->rx_stall.watch = NULL;
+        return;
+    }
+
+    claimer.pid = word & UCS_MASK(UCT_O2M_CLAIM_PID_BITS);
+    if ((iface->rx_stall.watch == NULL) || (iface->rx_stall.seq != tail)) {
+        /* First seen stuck: the claimer is whoever has that pid now (a
+         * claimer that died and whose pid was reused before this check is
+         * taken for alive) */
+        uct_o2m_watch_put(iface->watches, iface->rx_stall.watch);
+        iface->rx_stall.watch = NULL;
+        if (uct_o2m_proc_stat(claimer.pid, &state, &claimer.start_time) !=
+            UCS_OK) {
+            claimer.start_time = 0; /* Unknown; a free pid reads as exited */
+        }
+        if (uct_o2m_watch_get(iface->watches, &claimer,
+                              &iface->rx_stall.watch) != UCS_OK) {
+            return;
+        }
+        iface->rx_stall.seq = tail;
+    }
+
+    if (!uct_o2m_watch_has_exited(iface->rx_stall.watch)) {
+        return; /* Slow is not dead */
+    }
+
+    ucs_error("receive FIFO: sender pid %d died while writing message %"
+              PRIu64 "; skipped it", claimer.pid, tail);
+    uct_o2m_watch_put(iface->watches, iface->rx_stall.watch);
+    iface->rx_stall.watch = NULL;
+    /* Free for the next round, then consumed */
+    __atomic_store_n(&elem->seq, tail + 1, __ATOMIC_RELAXED);
+    iface->rx_tail = tail + 1;
+    __atomic_store_n(&seg->tail, tail + 1, __ATOMIC_RELEASE);
+}
+
 unsigned uct_o2m_p2p_rx_progress(uct_o2m_iface_t *iface)
 {
     uct_o2m_iface_seg_t *seg = iface->seg;
@@ -116,20 +190,42 @@ static UCS_F_ALWAYS_INLINE uct_o2m_elem_t *
 uct_o2m_p2p_claim(uct_o2m_p2p_ep_t *ep, uint64_t *seq_p)
 {
     uct_o2m_iface_seg_t *seg = ep->seg;
-    uint64_t head            = __atomic_load_n(&seg->head, __ATOMIC_RELAXED);
+    uint64_t head            = __atomic_load_n(&seg->head, __ATOMIC_ACQUIRE);
+    uct_o2m_elem_t *elem;
+    uint64_t word;
 
-    do {
-        if ((head - __atomic_load_n(&seg->tail, __ATOMIC_ACQUIRE)) >=
-            ep->depth) {
+    for (;;) {
+        /* Signed: a stale head may be behind tail */
+        if ((int64_t)(head - __atomic_load_n(&seg->tail, __ATOMIC_ACQUIRE)) >=
+            (int64_t)ep->depth) {
             return NULL;
         }
-    } while (!__atomic_compare_exchange_n(&seg->head, &head, head + 1, 0,
-                                          __ATOMIC_ACQ_REL,
-                                          __ATOMIC_RELAXED));
+
+        elem = uct_o2m_elem_at(ep->fifo, ep->elem_size, head, ep->depth);
+        word = uct_o2m_p2p_free_word(head, ep->depth);
+        if (__atomic_compare_exchange_n(&elem->seq, &word,
+                                        uct_o2m_p2p_claim_word(head,
+                                                               ep->self_pid),
+                                        0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            break;
+        }
+
+        /* Element head is taken: move head past it (or learn the new one) */
+        if (__atomic_compare_exchange_n(&seg->head, &head, head + 1, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            ++head;
+        }
+    }
+
+    /* Fails when a sender that found our claim already moved it */
+    word = head;
+    __atomic_compare_exchange_n(&seg->head, &word, head + 1, 0,
+                                __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 
     *seq_p             = head;
     ep->super.next_seq = head + 1;
-    return uct_o2m_elem_at(ep->fifo, ep->elem_size, head, ep->depth);
+    return elem;
 }
 
 ucs_status_t uct_o2m_p2p_am_short(uct_o2m_p2p_ep_t *ep, uint8_t id,
@@ -252,7 +348,7 @@ unsigned uct_o2m_p2p_ep_progress(uct_o2m_p2p_ep_t *ep)
 
 void uct_o2m_p2p_ep_check_peer(uct_o2m_p2p_ep_t *ep)
 {
-    if (uct_o2m_proc_has_exited(ep->pidfd)) {
+    if (uct_o2m_watch_has_exited(ep->watch)) {
         ucs_debug("ep %p: peer process %d has exited", ep,
                   ep->peer->addr.pid);
         uct_o2m_ep_set_failed(&ep->super, UCS_ERR_CONNECTION_RESET);
@@ -276,19 +372,31 @@ static UCS_CLASS_INIT_FUNC(uct_o2m_p2p_ep_t, const uct_ep_params_t *params)
     }
 
     /* The geometry checked when the segment was mapped */
+    self->self_pid  = iface->self.pid;
     self->seg       = self->peer->seg;
     self->fifo      = self->peer->fifo;
     self->depth     = self->peer->geom.fifo_depth;
     self->elem_size = self->peer->geom.elem_size;
-    self->pidfd     = uct_o2m_proc_watch(&self->peer->owner);
-    if (self->pidfd < 0) {
+    status = uct_o2m_watch_get(iface->watches, &self->peer->owner,
+                               &self->watch);
+    if (status != UCS_OK) {
+        goto err_unmap;
+    }
+
+    if (uct_o2m_watch_has_exited(self->watch)) {
         ucs_error("peer process %d is gone", addr->pid);
-        uct_o2m_iface_unmap_peer(iface, self->peer);
-        return UCS_ERR_UNREACHABLE;
+        status = UCS_ERR_UNREACHABLE;
+        goto err_put;
     }
 
     ucs_debug("p2p ep %p to pid %d", self, addr->pid);
     return UCS_OK;
+
+err_put:
+    uct_o2m_watch_put(iface->watches, self->watch);
+err_unmap:
+    uct_o2m_iface_unmap_peer(iface, self->peer);
+    return status;
 }
 
 static UCS_CLASS_CLEANUP_FUNC(uct_o2m_p2p_ep_t)
@@ -296,7 +404,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_o2m_p2p_ep_t)
     uct_o2m_iface_t *iface = ucs_derived_of(self->super.super.super.iface,
                                             uct_o2m_iface_t);
 
-    close(self->pidfd);
+    uct_o2m_watch_put(iface->watches, self->watch);
     uct_o2m_iface_unmap_peer(iface, self->peer);
 }
 

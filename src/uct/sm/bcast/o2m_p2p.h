@@ -1,11 +1,22 @@
 /**
  * ucx-o2m: point-to-point endpoints (what UCP creates with uct_ep_create).
  *
- * Senders write into the receive FIFO of the peer's interface segment: a
- * sender claims sequence number "head" with a compare-and-swap (only while
- * head - tail < depth), fills element head % depth and publishes it; the
- * owner consumes elements in sequence order and advances "tail", which also
- * tells senders that their large (zcopy) messages have been read.
+ * Senders write into the receive FIFO of the peer's interface segment.  A
+ * sender claims sequence number s = "head" (only while head - tail < depth)
+ * with a compare-and-swap on the seq word of element s % depth, from "free
+ * for s" (the previous round's published value, s - depth + 1, or 0) to a
+ * claim naming the sender's pid; then it moves head to s + 1 (any sender
+ * that finds element head claimed helps).  It fills the element and
+ * publishes it (seq = s + 1).  The owner consumes elements in sequence
+ * order and advances "tail", which also tells senders that their large
+ * (zcopy) messages have been read.
+ *
+ * A sender that dies between claim and publish: while element "tail" stays
+ * claimed, the owner's periodic check (CHECK_INTERVAL) watches the claimer
+ * and skips the element once that process has exited; nothing else is
+ * lost.  A claimer that is alive but stopped is waited for, and the
+ * elements behind it wait too: the FIFO keeps one order for all senders,
+ * and a message claimed after the stuck one is not delivered before it.
  */
 #ifndef UCT_O2M_P2P_H_
 #define UCT_O2M_P2P_H_
@@ -20,7 +31,8 @@ typedef struct uct_o2m_p2p_ep {
     void                *fifo;
     unsigned            depth;
     size_t              elem_size;
-    int                 pidfd;  /* Watches the peer process */
+    uct_o2m_watch_t     *watch; /* The peer process */
+    pid_t               self_pid; /* Named in the claims of FIFO elements */
 } uct_o2m_p2p_ep_t;
 
 
@@ -41,6 +53,9 @@ void uct_o2m_p2p_ep_destroy(uct_o2m_p2p_ep_t *ep);
 
 /* Deliver what arrived in this interface's own receive FIFO */
 unsigned uct_o2m_p2p_rx_progress(uct_o2m_iface_t *iface);
+
+/* Periodic: skip a receive FIFO element whose claimer died */
+void uct_o2m_p2p_rx_check(uct_o2m_iface_t *iface);
 
 /* Deliver one element (also used by the fan-out receivers), inline data of
  * at most @a max_inline bytes.  A corrupt element: UCS_ERR_INVALID_PARAM

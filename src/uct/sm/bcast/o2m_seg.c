@@ -19,7 +19,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/prctl.h>
-#include <poll.h>
 #include <fcntl.h>
 #include <errno.h>
 #include <string.h>
@@ -138,37 +137,6 @@ void uct_o2m_seg_detach(void *addr, size_t size)
     if (munmap(addr, size) != 0) {
         ucs_warn("munmap(%p, %zu) failed: %m", addr, size);
     }
-}
-
-void uct_o2m_proc_self(uct_o2m_proc_t *proc)
-{
-    proc->pid        = getpid();
-    proc->start_time = ucs_sys_get_proc_create_time(proc->pid);
-}
-
-int uct_o2m_proc_watch(const uct_o2m_proc_t *proc)
-{
-    int pidfd;
-
-    pidfd = syscall(SYS_pidfd_open, proc->pid, 0);
-    if (pidfd < 0) {
-        return -1;
-    }
-
-    /* The pid may have been reused since the peer published it */
-    if (ucs_sys_get_proc_create_time(proc->pid) != proc->start_time) {
-        close(pidfd);
-        return -1;
-    }
-
-    return pidfd;
-}
-
-int uct_o2m_proc_has_exited(int pidfd)
-{
-    struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
-
-    return (pidfd < 0) || (poll(&pfd, 1, 0) != 0);
 }
 
 ucs_status_t uct_o2m_cma_read(pid_t pid, void *dst,

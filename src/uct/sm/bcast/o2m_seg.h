@@ -9,6 +9,8 @@
 #ifndef UCT_O2M_SEG_H_
 #define UCT_O2M_SEG_H_
 
+#include "uct_o2m.h"
+
 #include <ucs/type/status.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -16,11 +18,6 @@
 #include <stddef.h>
 
 
-/** A process, robust against pid reuse. */
-typedef struct uct_o2m_proc {
-    int32_t  pid;
-    uint64_t start_time; /* In clock ticks since boot, from /proc/<pid>/stat */
-} uct_o2m_proc_t;
 
 
 ucs_status_t uct_o2m_seg_create(const char *name, size_t size, int *fd_p,
@@ -36,18 +33,13 @@ ucs_status_t uct_o2m_seg_attach(pid_t pid, int fd, void **addr_p,
 
 void uct_o2m_seg_detach(void *addr, size_t size);
 
-/* This process. */
-void uct_o2m_proc_self(uct_o2m_proc_t *proc);
-
 /**
- * Watch a peer process: returns a pidfd (>= 0) that polls readable when the
- * process ends, or -1 when the process is already gone (or was replaced by
- * another with the same pid).
+ * State and start time of process @a pid from /proc/<pid>/stat.
+ * @return UCS_OK, UCS_ERR_NO_ELEM when there is no such process, or
+ *         UCS_ERR_IO_ERROR when /proc cannot tell (fd limit).
  */
-int uct_o2m_proc_watch(const uct_o2m_proc_t *proc);
-
-/* Whether a watched process has ended (zombies included). */
-int uct_o2m_proc_has_exited(int pidfd);
+ucs_status_t uct_o2m_proc_stat(pid_t pid, char *state_p,
+                               uint64_t *start_time_p);
 
 /**
  * Copy @a length bytes described by @a remote_iov (@a iovcnt entries) from

@@ -190,6 +190,66 @@ UCT_O2M_API ucs_status_t uct_o2m_iface_query(uct_iface_h iface,
                                  uct_o2m_iface_attr_t *attr);
 
 
+/**
+ * Liveness of processes on this host
+ * ----------------------------------
+ * One implementation serves the transports and UCG.  A process is named by
+ * its pid and its start time (clock ticks since boot, field 22 of
+ * /proc/<pid>/stat), so that a reused pid is never taken for the process
+ * that had it.  A watch table holds each watched process once, counted:
+ * every group of an interface (or of a UCG context) that watches the same
+ * peer shares one watch, and at most one pidfd.
+ *
+ * A watch uses a pidfd (pidfd_open, Linux 5.3+) when it can get one.  When
+ * it cannot - the kernel lacks pidfd_open (ENOSYS), the fd limit is reached
+ * (EMFILE, ENFILE), a seccomp filter refuses it - that is not a death: the
+ * watch falls back to kill(pid, 0) plus the start time and state in
+ * /proc/<pid>/stat.  A process has exited when its pidfd polls readable, or
+ * when its pid is gone, is a zombie, or belongs to a process started at
+ * another time.  A stopped or slow process is alive.
+ */
+
+/** A process on this host, robust against pid reuse. */
+typedef struct uct_o2m_proc {
+    int32_t  pid;
+    uint64_t start_time; /**< Clock ticks since boot, 0 when unknown */
+} uct_o2m_proc_t;
+
+typedef struct uct_o2m_watch_table uct_o2m_watch_table_t;
+typedef struct uct_o2m_watch       uct_o2m_watch_t;
+
+
+/** This process. */
+UCT_O2M_API void uct_o2m_proc_self(uct_o2m_proc_t *proc);
+
+/** Create an empty watch table. */
+UCT_O2M_API ucs_status_t
+uct_o2m_watch_table_create(uct_o2m_watch_table_t **table_p);
+
+/** Destroy a table; its watches must have been released. */
+UCT_O2M_API void uct_o2m_watch_table_destroy(uct_o2m_watch_table_t *table);
+
+/**
+ * Watch @a proc: the table's watch of it, with one more reference, or a new
+ * one.  Succeeds also for a process that has already exited (the watch then
+ * says so) and when no pidfd can be had.
+ * @return UCS_OK or UCS_ERR_NO_MEMORY.
+ */
+UCT_O2M_API ucs_status_t uct_o2m_watch_get(uct_o2m_watch_table_t *table,
+                                           const uct_o2m_proc_t *proc,
+                                           uct_o2m_watch_t **watch_p);
+
+/** Release a reference taken with uct_o2m_watch_get() (NULL is ignored). */
+UCT_O2M_API void uct_o2m_watch_put(uct_o2m_watch_table_t *table,
+                                   uct_o2m_watch_t *watch);
+
+/** Whether the watched process has exited; once it has, it stays so. */
+UCT_O2M_API int uct_o2m_watch_has_exited(uct_o2m_watch_t *watch);
+
+/** Whether the watch has a pidfd (0: the kill(pid, 0) fallback). */
+UCT_O2M_API int uct_o2m_watch_has_pidfd(const uct_o2m_watch_t *watch);
+
+
 /** Names, for logs and tools. */
 UCT_O2M_API const char *uct_o2m_mode_name(uct_o2m_mode_t mode);
 UCT_O2M_API const char *uct_o2m_op_name(uct_o2m_op_t op);
