@@ -1015,6 +1015,15 @@ static ucs_status_t ucg_plan_build_allgather(ucg_plan_builder_t *b, int hier)
                               0, NULL);
 }
 
+int ucg_plan_topo_hier(const ucg_config_t *config, const ucg_topo_t *topo)
+{
+    /* Host-local phases have a set of a host's members */
+    return topo->o2m && (config->hier != UCG_HIER_OFF) &&
+           ((config->hier == UCG_HIER_ON) || (topo->max_ppn > 1)) &&
+           (topo->num_hosts < topo->size) &&
+           (topo->max_ppn <= topo->sm_max_members);
+}
+
 static ucs_status_t ucg_plan_build(ucg_plan_builder_t *b, int hier,
                                    unsigned root)
 {
@@ -1124,11 +1133,7 @@ ucs_status_t ucg_plan_create(const ucg_config_t *config,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    /* Host-local phases have a set of a host's members */
-    hier = topo->o2m && !key->flat && (config->hier != UCG_HIER_OFF) &&
-           ((config->hier == UCG_HIER_ON) || (topo->max_ppn > 1)) &&
-           (topo->num_hosts < topo->size) &&
-           (topo->max_ppn <= topo->sm_max_members);
+    hier = !key->flat && ucg_plan_topo_hier(config, topo);
     if (ucg_plan_sm_too_large(config, key->type, key->msg_size)) {
         hier = 0;
     }

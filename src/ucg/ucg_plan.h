@@ -147,6 +147,10 @@ typedef struct ucg_plan {
 unsigned ucg_plan_size_class(const ucg_config_t *config, ucg_coll_type_t type,
                              size_t msg_size);
 
+/** Whether plans of @a topo may be hierarchical (use host-local phases);
+ *  a collective may still get a flat plan (size thresholds, key->flat) */
+int ucg_plan_topo_hier(const ucg_config_t *config, const ucg_topo_t *topo);
+
 ucs_status_t ucg_plan_create(const ucg_config_t *config,
                              const ucg_topo_t *topo,
                              const ucg_plan_key_t *key, ucg_plan_t **plan_p);

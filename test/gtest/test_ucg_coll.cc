@@ -1516,6 +1516,10 @@ TEST(ucg_coll_exhaustion, small_max_members)
             bool hier = !strcmp(hosts, "2");
             CHILD_CHECK(m.group->topo.sm_max_members == 2,
                         "largest sm group %u", m.group->topo.sm_max_members);
+            /* a group that cannot use host-local phases reserves nothing */
+            CHILD_CHECK((m.group->sm_reserved[UCG_SM_INCAST] > 0) == hier,
+                        "hosts %s: %u directory entries reserved", hosts,
+                        m.group->sm_reserved[UCG_SM_INCAST]);
             run_on_groups(m, {m.group});
             CHILD_CHECK((m.group->num_sm_slots > 0) == hier,
                         "hosts %s: %u sm endpoints", hosts,
