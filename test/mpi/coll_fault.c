@@ -1,7 +1,8 @@
 /*
  * coll/ucg: a failure on one rank only must not leave the others waiting.
  * Run with the component's test-only knobs, e.g.
- *   mpirun -np 3 --mca coll_ucg_test_fail_rank 1 --mca coll_ucg_test_fail_call 4 ./coll_fault
+ *   mpirun -np 3 --mca coll_ucg_test_fail_rank 1 \
+ *          --mca coll_ucg_test_fail_call 4 ./coll_fault
  * which make one rank's preparation of one call fail (as if out of memory).
  * Every collective below must then return MPI_SUCCESS on every rank with
  * the right result (the ranks fall back together), or return an error on
@@ -46,34 +47,45 @@ static void round_on(MPI_Comm comm, int r, int *a, int *b, int *big, int n)
 
     for (i = 0; i < count; ++i) a[i] = (crank == root) ? r * 1000 + i : -1;
     CALL("bcast", MPI_Bcast(a, count, MPI_INT, root, comm));
-    for (i = 0; i < count; ++i) CHECK(a[i] == r * 1000 + i, "bcast r%d [%d]=%d", r, i, a[i]);
+    for (i = 0; i < count; ++i)
+        CHECK(a[i] == r * 1000 + i, "bcast r%d [%d]=%d", r, i, a[i]);
 
     for (i = 0; i < count; ++i) a[i] = crank + i + r;
     CALL("allreduce", MPI_Allreduce(a, b, count, MPI_INT, MPI_SUM, comm));
     for (i = 0; i < count; ++i)
-        CHECK(b[i] == csize * (i + r) + csize * (csize - 1) / 2, "allreduce r%d [%d]=%d", r, i, b[i]);
+        CHECK(b[i] == csize * (i + r) + csize * (csize - 1) / 2,
+              "allreduce r%d [%d]=%d", r, i, b[i]);
 
     for (i = 0; i < count; ++i) b[i] = -1;
     CALL("reduce", MPI_Reduce(a, b, count, MPI_INT, MPI_MAX, root, comm));
     if (crank == root)
-        for (i = 0; i < count; ++i) CHECK(b[i] == csize - 1 + i + r, "reduce r%d [%d]=%d", r, i, b[i]);
+        for (i = 0; i < count; ++i)
+            CHECK(b[i] == csize - 1 + i + r, "reduce r%d [%d]=%d", r, i,
+                  b[i]);
 
     CALL("barrier", MPI_Barrier(comm));
 
     for (i = 0; i < count; ++i) a[i] = crank * 100000 + i;
-    CALL("gather", MPI_Gather(a, count, MPI_INT, big, count, MPI_INT, root, comm));
+    CALL("gather",
+         MPI_Gather(a, count, MPI_INT, big, count, MPI_INT, root, comm));
     if (crank == root)
         for (i = 0; i < count * csize; ++i)
-            CHECK(big[i] == (i / count) * 100000 + i % count, "gather r%d [%d]=%d", r, i, big[i]);
+            CHECK(big[i] == (i / count) * 100000 + i % count,
+                  "gather r%d [%d]=%d", r, i, big[i]);
 
     for (i = 0; i < count * csize; ++i) big[i] = (crank == root) ? i + r : -1;
-    CALL("scatter", MPI_Scatter(big, count, MPI_INT, b, count, MPI_INT, root, comm));
-    for (i = 0; i < count; ++i) CHECK(b[i] == crank * count + i + r, "scatter r%d [%d]=%d", r, i, b[i]);
+    CALL("scatter",
+         MPI_Scatter(big, count, MPI_INT, b, count, MPI_INT, root, comm));
+    for (i = 0; i < count; ++i)
+        CHECK(b[i] == crank * count + i + r, "scatter r%d [%d]=%d", r, i,
+              b[i]);
 
     for (i = 0; i < count; ++i) a[i] = crank * 100000 + i + r;
-    CALL("allgather", MPI_Allgather(a, count, MPI_INT, big, count, MPI_INT, comm));
+    CALL("allgather",
+         MPI_Allgather(a, count, MPI_INT, big, count, MPI_INT, comm));
     for (i = 0; i < count * csize; ++i)
-        CHECK(big[i] == (i / count) * 100000 + i % count + r, "allgather r%d [%d]=%d", r, i, big[i]);
+        CHECK(big[i] == (i / count) * 100000 + i % count + r,
+              "allgather r%d [%d]=%d", r, i, big[i]);
 
     /* packed: a strided type, beyond the scratch buffers every 4th round */
     count = (r % 4 == 0) ? n / 2 : count / 2 + 1;
@@ -82,7 +94,8 @@ static void round_on(MPI_Comm comm, int r, int *a, int *b, int *big, int n)
     for (i = 0; i < 2 * count; ++i) a[i] = (crank == root) ? i - r : -7;
     CALL("vector bcast", MPI_Bcast(a, 1, vec, root, comm));
     for (i = 0; i < 2 * count; ++i)
-        CHECK(a[i] == ((i % 2 == 0 || crank == root) ? i - r : -7), "vector bcast r%d [%d]=%d", r, i, a[i]);
+        CHECK(a[i] == ((i % 2 == 0 || crank == root) ? i - r : -7),
+              "vector bcast r%d [%d]=%d", r, i, a[i]);
     MPI_Type_free(&vec);
 }
 

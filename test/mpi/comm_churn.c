@@ -102,7 +102,8 @@ static void one(MPI_Comm comm, int r, int c, int k, int *a, int *b, int *big)
     case 5:
         n = n / size + 1;
         for (i = 0; i < n * size; ++i) big[i] = (rank == root) ? salt + i : -1;
-        CALL("scatter", MPI_Scatter(big, n, MPI_INT, b, n, MPI_INT, root, comm));
+        CALL("scatter",
+             MPI_Scatter(big, n, MPI_INT, b, n, MPI_INT, root, comm));
         for (i = 0; i < n; ++i) {
             if (b[i] != salt + rank * n + i) {
                 CHECK(0, "round %d comm %d scatter [%d]=%d", r, c, i, b[i]);

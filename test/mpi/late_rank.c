@@ -9,10 +9,11 @@
  * MPI_COMM_WORLD: rank 0 sleeps SECONDS before its first collective, a
  * bcast it is the root of (the others wait for it), then allreduce, reduce,
  * barrier.  Then rank 1 sleeps before the same calls again (repeated
- * parameters and buffers: no agreement in coll/ucg).  A dup: the last rank sleeps SECONDS before its first collective
- * there, a 1 MiB allreduce (paths whose endpoints are made on first use),
- * then a bcast from rank 0, reduce, barrier.  SECONDS is longer than the old
- * default timeouts (UCX_UCG_PEER_TIMEOUT / UCX_SM_BCAST_PEER_TIMEOUT were
+ * parameters and buffers: no agreement in coll/ucg).  A dup: the last
+ * rank sleeps SECONDS before its first collective there, a 1 MiB
+ * allreduce (paths whose endpoints are made on first use), then a bcast
+ * from rank 0, reduce, barrier.  SECONDS is longer than the old
+ * default timeouts (UCX_UCG_PEER_TIMEOUT / UCX_O2M_PEER_TIMEOUT were
  * 10 s).
  */
 #include <mpi.h>
@@ -63,11 +64,13 @@ static void small_colls(MPI_Comm comm, int root, int salt)
     for (i = 0; i < 16; ++i) v[i] = rank + i + salt;
     CALL("allreduce", MPI_Allreduce(v, r, 16, MPI_INT, MPI_SUM, comm));
     for (i = 0; i < 16; ++i)
-        CHECK(r[i] == size * (i + salt) + size * (size - 1) / 2, "allreduce [%d]=%d", i, r[i]);
+        CHECK(r[i] == size * (i + salt) + size * (size - 1) / 2,
+              "allreduce [%d]=%d", i, r[i]);
 
     CALL("reduce", MPI_Reduce(v, r, 16, MPI_INT, MPI_MAX, root, comm));
     if (rank == root)
-        for (i = 0; i < 16; ++i) CHECK(r[i] == size - 1 + i + salt, "reduce [%d]=%d", i, r[i]);
+        for (i = 0; i < 16; ++i)
+            CHECK(r[i] == size - 1 + i + salt, "reduce [%d]=%d", i, r[i]);
 
     CALL("barrier", MPI_Barrier(comm));
 }
