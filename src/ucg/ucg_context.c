@@ -335,6 +335,8 @@ static ucs_status_t ucg_context_open_sm_iface(ucg_context_t *context,
     }
     context->sm_max_members = ucs_min(context->sm_max_members,
                                       o2m_attr.max_members);
+    /* UCG's sm_*_cma phases use process_vm_readv like their zcopy */
+    context->sm_cma        &= (o2m_attr.max_zcopy > 0);
 
     /* Synchronous: called from ucg_progress() */
     status = uct_iface_set_am_handler(context->sm_iface[tl], UCG_SM_AM_ID,
@@ -431,6 +433,7 @@ static ucs_status_t ucg_context_o2m_open(ucg_context_t *context)
 
     context->sm_max_bcopy   = SIZE_MAX;
     context->sm_max_members = UINT_MAX;
+    context->sm_cma         = 1;
     for (tl = 0; tl < UCG_SM_LAST; ++tl) {
         status = ucg_context_open_sm_iface(context, tl);
         if (status != UCS_OK) {

@@ -53,6 +53,8 @@ struct ucg_context {
      * most SM_MAX_GROUPS) */
     unsigned            sm_reserved[UCG_SM_LAST];
     unsigned            sm_max_members; /* of both interfaces */
+    int                 sm_cma;       /* both interfaces read with single
+                                         copy (their CMA probe passed) */
     uint32_t            next_group_epoch; /* lowest epoch of the next group
                                              (UCG_GROUP_EPOCH_BITS) */
     /* sm messages dropped: of no live group of this context, or of an

@@ -58,7 +58,7 @@ typedef struct ucg_group_rec {
     uint32_t sm_dev_addr_len[UCG_SM_LAST];
     uint16_t proposed_id;
     uint8_t  o2m;
-    uint8_t  reserved;
+    uint8_t  sm_cma;           /* the sm interfaces read with single copy */
     uint32_t proposed_epoch;   /* the group's is the largest */
     uint32_t sm_max_members;   /* MAX_MEMBERS of the sm interfaces */
     uint32_t sm_budget[UCG_SM_LAST]; /* directory entries reserved for the
@@ -223,6 +223,9 @@ static ucs_status_t ucg_group_sm_limits(ucg_group_t *group,
 
     for (i = 0; i < group->size; ++i) {
         max_members = ucs_min(max_members, recs[i].sm_max_members);
+        /* The sm_*_cma phases only where every member can read and be
+         * read: the same plans on every member */
+        group->topo.sm_cma &= !!recs[i].sm_cma;
     }
     group->topo.sm_max_members = max_members;
 
@@ -368,6 +371,7 @@ static ucs_status_t ucg_group_pack_local(ucg_group_t *group,
     if (context->o2m) {
         rec->sm_max_bcopy   = context->sm_max_bcopy;
         rec->sm_max_members = context->sm_max_members;
+        rec->sm_cma         = context->sm_cma;
         ucg_group_sm_reserve(group, params->size);
         for (tl = 0; tl < UCG_SM_LAST; ++tl) {
             rec->sm_budget[tl] = group->sm_reserved[tl];

@@ -153,6 +153,7 @@ ucs_status_t ucg_topo_init(ucg_topo_t *topo, unsigned size,
     topo->o2m        = o2m;
     topo->sm_max_bcopy = o2m ? sm_max_bcopy : 0;
     topo->sm_max_members = UINT_MAX;
+    topo->sm_cma         = 1;
     topo->host_of    = ucs_malloc(sizeof(unsigned) * size, "ucg_topo_host_of");
     topo->host_size  = ucs_malloc(sizeof(unsigned) * num_hosts,
                                   "ucg_topo_host_size");
@@ -686,7 +687,7 @@ static ucs_status_t ucg_plan_build_bcast(ucg_plan_builder_t *b, int hier,
 
     /* Only for bcast itself: the size classes of the collectives that end
      * in a bcast phase do not know the threshold */
-    if ((b->key->type != UCG_COLL_BCAST) ||
+    if ((b->key->type != UCG_COLL_BCAST) || !b->topo->sm_cma ||
         !ucg_plan_reaches(b->key->msg_size, b->config->sm_bcast_cma_thresh)) {
         return ucg_plan_add_local(b, UCG_PHASE_SM_BCAST,
                                   ucg_plan_bcast_mode(b), 0, NULL);
@@ -784,8 +785,8 @@ static ucs_status_t ucg_plan_build_reduce(ucg_plan_builder_t *b, int hier,
     }
 
     ucg_plan_set_leaders(b, 1, root);
-    if (hier && ucg_plan_reaches(b->key->msg_size,
-                                 b->config->sm_reduce_cma_thresh)) {
+    if (hier && b->topo->sm_cma &&
+        ucg_plan_reaches(b->key->msg_size, b->config->sm_reduce_cma_thresh)) {
         /* Single-copy: the root reads the vectors, then releases them */
         status = ucg_plan_add_local(b, UCG_PHASE_SM_REDUCE_CMA,
                                     ucg_plan_gather_mode(b), 0, &phase);

@@ -81,6 +81,8 @@ typedef struct ucg_topo {
     size_t   sm_max_bcopy; /* their largest bcopy message (with o2m) */
     unsigned sm_max_members; /* their largest group (every member's
                                 MAX_MEMBERS); UINT_MAX from ucg_topo_init */
+    int      sm_cma;       /* every member reads with single copy (their
+                              CMA probe); 1 from ucg_topo_init */
 } ucg_topo_t;
 
 /** Build a topology from host_of[] (any host labels; renumbered). */

@@ -734,6 +734,9 @@ static void child_main(o2m_test::proc_group &pg, unsigned rank,
     for (const auto &kv : opts.env) {
         setenv(kv.first.c_str(), kv.second.c_str(), 1);
     }
+    if (opts.pre_init) {
+        opts.pre_init(rank);
+    }
 
     m.procs           = &pg;
     m.rank            = rank;

@@ -148,6 +148,8 @@ struct run_opts {
     /* Called in the parent after the children ended, with the test's part
      * of the shared memory (member::shared), e.g. to read statistics */
     std::function<void(const void*)> parent_done;
+    /* Called in each child with its rank before UCX is used (after env) */
+    std::function<void(unsigned)> pre_init;
 };
 
 /* OOB allgather over proc_group::allgather; arg is an oob_arg */

@@ -219,6 +219,9 @@ unsigned uct_o2m_bcast_recv_progress(uct_o2m_group_ep_t *ep)
                       ": %s%s%s", ep->group_id, ep->my_index, ep->rx_seq,
                       ucs_status_string(status), (why != NULL) ? ": " : "",
                       (why != NULL) ? why : "");
+            /* The root's completions must fail too, not wait for our ack */
+            __atomic_store_n(&ep->members[ep->my_index].lost_status, status,
+                             __ATOMIC_RELEASE);
             uct_o2m_ep_set_failed(&ep->super, status);
             return count;
         }

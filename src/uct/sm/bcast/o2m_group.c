@@ -298,6 +298,30 @@ static void uct_o2m_group_check_members(uct_o2m_group_ep_t *ep, int stalled)
     }
 }
 
+/* Fan-out root: a receiver that lost a message fails the group */
+static void uct_o2m_group_check_lost(uct_o2m_group_ep_t *ep)
+{
+    ucs_status_t status;
+    unsigned i;
+
+    if (ep->super.type != UCT_O2M_EP_BCAST_ROOT) {
+        return;
+    }
+
+    for (i = 0; i < ep->size; ++i) {
+        status = __atomic_load_n(&ep->members[i].lost_status,
+                                 __ATOMIC_ACQUIRE);
+        if (status != UCS_OK) {
+            /* Written by a peer: pass on error codes only */
+            if ((status > 0) || (status <= UCS_ERR_LAST)) {
+                status = UCS_ERR_IO_ERROR;
+            }
+            uct_o2m_group_fail(ep, status, "member lost a message", i);
+            return;
+        }
+    }
+}
+
 ucs_status_t uct_o2m_group_check(uct_o2m_group_ep_t *ep, int stalled)
 {
     ucs_status_t failed;
@@ -307,7 +331,10 @@ ucs_status_t uct_o2m_group_check(uct_o2m_group_ep_t *ep, int stalled)
     }
 
     if (uct_o2m_group_is_root(ep)) {
-        uct_o2m_group_check_members(ep, stalled);
+        uct_o2m_group_check_lost(ep);
+        if (ep->super.status == UCS_OK) {
+            uct_o2m_group_check_members(ep, stalled);
+        }
         return ep->super.status;
     }
 
@@ -644,7 +671,7 @@ ucs_status_t uct_o2m_iface_query(uct_iface_h tl_iface,
     attr->max_groups  = iface->config.max_groups;
     attr->max_short   = iface->config.seg_size - sizeof(uct_o2m_elem_t);
     attr->max_bcopy   = attr->max_short;
-    attr->max_zcopy   = iface->config.max_zcopy;
+    attr->max_zcopy   = iface->cma ? iface->config.max_zcopy : 0;
     attr->fifo_depth  = iface->config.fifo_size;
     attr->is_incast   = iface->is_incast;
     return UCS_OK;

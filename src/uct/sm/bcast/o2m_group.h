@@ -34,7 +34,9 @@ enum {
 /** One line per member, written by that member. */
 typedef struct uct_o2m_member {
     volatile uint32_t state;
-    uint32_t          reserved;
+    /* Fan-out receiver: ucs_status_t of a message it lost (a failed
+     * single-copy read), so that the root fails instead of waiting */
+    volatile int32_t  lost_status;
     uct_o2m_proc_t    proc;
     volatile uint64_t consumed; /* Fan-out: messages consumed */
 } UCS_V_ALIGNED(UCT_O2M_LINE) uct_o2m_member_t;

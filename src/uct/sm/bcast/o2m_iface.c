@@ -73,6 +73,19 @@ ucs_config_field_t uct_o2m_iface_config_table[] = {
      "detected within CHECK_INTERVAL instead.",
      ucs_offsetof(uct_o2m_iface_config_t, peer_timeout), UCS_CONFIG_TYPE_TIME},
 
+    {"CMA", "try",
+     "Single-copy reads (process_vm_readv) of zcopy messages, the only way\n"
+     "large messages travel without an intermediate copy:\n"
+     " y   - required: opening the interface fails when they cannot work;\n"
+     " n   - off: no zcopy is advertised (UCP and UCG use their copy paths)\n"
+     "       and the process does not call prctl(PR_SET_PTRACER);\n"
+     " try - probe at interface open (process_vm_readv on ourselves, the\n"
+     "       process is dumpable, Yama ptrace_scope) and use them when the\n"
+     "       probe passes; one log line says when it does not.\n"
+     "With y or try, PR_SET_PTRACER_ANY lets the peers read this process\n"
+     "under Yama ptrace_scope=1, as Open MPI's CMA path does.",
+     ucs_offsetof(uct_o2m_iface_config_t, cma), UCS_CONFIG_TYPE_TERNARY},
+
     {"CHECK_INTERVAL", "50ms",
      "How often progress checks that the peers of its groups are alive.",
      ucs_offsetof(uct_o2m_iface_config_t, check_interval),
@@ -103,7 +116,7 @@ ucs_status_t uct_o2m_iface_query_common(uct_iface_h tl_iface,
     attr->cap.flags       = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
                             UCT_IFACE_FLAG_AM_SHORT |
                             UCT_IFACE_FLAG_AM_BCOPY |
-                            UCT_IFACE_FLAG_AM_ZCOPY |
+                            (iface->cma ? UCT_IFACE_FLAG_AM_ZCOPY : 0) |
                             UCT_IFACE_FLAG_PENDING |
                             UCT_IFACE_FLAG_CB_SYNC |
                             UCT_IFACE_FLAG_EP_CHECK;
@@ -112,7 +125,7 @@ ucs_status_t uct_o2m_iface_query_common(uct_iface_h tl_iface,
     attr->cap.am.max_short       = max_data;
     attr->cap.am.max_bcopy       = max_data;
     attr->cap.am.min_zcopy       = 0;
-    attr->cap.am.max_zcopy       = iface->config.max_zcopy;
+    attr->cap.am.max_zcopy       = iface->cma ? iface->config.max_zcopy : 0;
     attr->cap.am.opt_zcopy_align = 1;
     attr->cap.am.align_mtu       = 1;
     attr->cap.am.max_hdr         = UCT_O2M_MAX_ZCOPY_HDR;
@@ -676,6 +689,11 @@ ucs_status_t uct_o2m_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     UCT_CHECK_AM_ID(id);
     UCT_O2M_EP_CHECK_SEND(ep);
 
+    if (ucs_unlikely(!ucs_derived_of(tl_ep->iface, uct_o2m_iface_t)->cma)) {
+        ucs_error("ep %p: zcopy with single-copy reads disabled (CMA)", ep);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
     switch (ep->type) {
     case UCT_O2M_EP_P2P:
         return uct_o2m_p2p_am_zcopy(ucs_derived_of(ep, uct_o2m_p2p_ep_t), id,
@@ -803,6 +821,40 @@ void uct_o2m_ep_destroy(uct_ep_h tl_ep)
 /* ------------------------------------------------------------------------ */
 /* Interface                                                               */
 
+/* Decide whether the single-copy paths are used */
+static ucs_status_t uct_o2m_iface_cma_init(uct_o2m_iface_t *iface,
+                                           ucs_ternary_auto_value_t mode)
+{
+    const char *tl_name = iface->is_incast ? UCT_O2M_INCAST_TL_NAME :
+                                             UCT_O2M_BCAST_TL_NAME;
+    static int logged  = 0;
+    const char *why;
+
+    iface->cma = 0;
+    if (mode == UCS_NO) {
+        return UCS_OK;
+    }
+
+    if (uct_o2m_cma_probe(&why) != UCS_OK) {
+        if (mode == UCS_YES) {
+            ucs_error("%s: CMA=y but single-copy reads cannot work: %s",
+                      tl_name, why);
+            return UCS_ERR_UNSUPPORTED;
+        }
+        if (!logged) {
+            logged = 1;
+            ucs_diag("%s: single-copy reads disabled (%s); large messages "
+                     "are copied", tl_name, why);
+        }
+        return UCS_OK;
+    }
+
+    /* Only for Yama ptrace_scope=1: peers of ours may read our buffers */
+    uct_o2m_cma_allow_peers();
+    iface->cma = 1;
+    return UCS_OK;
+}
+
 static unsigned uct_o2m_pow2_config(const char *name, unsigned value)
 {
     unsigned rounded = ucs_roundup_pow2(ucs_max(value, 2));
@@ -863,7 +915,11 @@ UCS_CLASS_INIT_FUNC(uct_o2m_iface_t, uct_iface_ops_t *ops, uct_md_h md,
     ucs_list_head_init(&self->peer_segs);
     ucs_list_head_init(&self->eps);
     uct_o2m_proc_self(&self->self);
-    uct_o2m_cma_allow_peers();
+
+    status = uct_o2m_iface_cma_init(self, config->cma);
+    if (status != UCS_OK) {
+        return status;
+    }
 
     self->rx_stall.watch = NULL;
     status = uct_o2m_watch_table_create(&self->watches);

@@ -30,7 +30,8 @@
 
 #define UCT_O2M_IFACE_MAGIC     0x6f326d2d69666163ull /* "o2m-ifac" */
 #define UCT_O2M_GROUP_MAGIC     0x6f326d2d67727570ull /* "o2m-grup" */
-#define UCT_O2M_LAYOUT_VERSION  1
+#define UCT_O2M_LAYOUT_VERSION  2
+#define UCT_O2M_ZERR_RING       7    /* Failed zcopy reads kept for senders */
 #define UCT_O2M_MAX_IOV         16
 #define UCT_O2M_MAX_ZCOPY_HDR   256
 #define UCT_O2M_MAX_AM_PER_PROG 16   /* Messages delivered per progress call */
@@ -135,6 +136,11 @@ typedef struct uct_o2m_iface_seg {
     volatile uint64_t head UCS_V_ALIGNED(UCT_O2M_LINE);
     /* Written by the owner: next FIFO sequence to consume */
     volatile uint64_t tail UCS_V_ALIGNED(UCT_O2M_LINE);
+    /* Written by the owner: zcopy messages of the FIFO it could not read,
+     * zerr[i % UCT_O2M_ZERR_RING] = ((seq + 1) << 8) | -status for the i-th
+     * failure; written before tail moves past seq */
+    volatile uint64_t zerr_count UCS_V_ALIGNED(UCT_O2M_LINE);
+    volatile uint64_t zerr[UCT_O2M_ZERR_RING];
 } UCS_V_ALIGNED(UCT_O2M_LINE) uct_o2m_iface_seg_t;
 
 
@@ -150,6 +156,7 @@ typedef struct uct_o2m_iface_config {
     size_t                ring_max;
     double                peer_timeout;
     double                check_interval;
+    ucs_ternary_auto_value_t cma;          /* Single-copy reads: y/n/try */
 } uct_o2m_iface_config_t;
 
 
@@ -197,6 +204,7 @@ typedef struct uct_o2m_iface {
     size_t                rx_buf_size[2];
     ucs_time_t            next_check;
     unsigned              idle_polls;
+    int                   cma;       /* Single-copy (zcopy) paths enabled */
     struct {
         unsigned          fifo_size;
         size_t            seg_size;
@@ -225,6 +233,8 @@ typedef struct uct_o2m_zcopy_req {
     ucs_queue_elem_t  queue;
     uint64_t          seq;
     uct_completion_t  *comp;
+    uint64_t          zerr_mark;   /* Point-to-point: the receiver's
+                                      zerr_count when it was sent */
 } uct_o2m_zcopy_req_t;
 
 

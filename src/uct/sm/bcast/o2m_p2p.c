@@ -147,6 +147,18 @@ void uct_o2m_p2p_rx_check(uct_o2m_iface_t *iface)
     __atomic_store_n(&seg->tail, tail + 1, __ATOMIC_RELEASE);
 }
 
+/* Tell the sender of FIFO message @a seq that it was not delivered */
+static void uct_o2m_p2p_rx_lost(uct_o2m_iface_t *iface, uint64_t seq,
+                                ucs_status_t status)
+{
+    uct_o2m_iface_seg_t *seg = iface->seg;
+    uint64_t count           = seg->zerr_count; /* Only we write it */
+
+    seg->zerr[count % UCT_O2M_ZERR_RING] = ((seq + 1) << 8) |
+                                           (uint8_t)-status;
+    __atomic_store_n(&seg->zerr_count, count + 1, __ATOMIC_RELEASE);
+}
+
 unsigned uct_o2m_p2p_rx_progress(uct_o2m_iface_t *iface)
 {
     uct_o2m_iface_seg_t *seg = iface->seg;
@@ -170,9 +182,10 @@ unsigned uct_o2m_p2p_rx_progress(uct_o2m_iface_t *iface)
             if (why != NULL) {
                 uct_o2m_p2p_rx_drop(iface, tail, why);
             } else {
-                /* The sender is gone: nobody is left to receive an error */
+                /* Its sender's completion says so, see uct_o2m_iface_seg_t */
                 ucs_error("dropped a message (am_id %d) from the receive "
                           "FIFO: %s", elem->am_id, ucs_status_string(status));
+                uct_o2m_p2p_rx_lost(iface, tail, status);
             }
         }
 
@@ -276,6 +289,41 @@ ssize_t uct_o2m_p2p_am_bcopy(uct_o2m_p2p_ep_t *ep, uint8_t id,
     return length;
 }
 
+/* Whether the receiver could read zcopy message @a req (written by the
+ * receiver: only an error code is passed on) */
+static ucs_status_t uct_o2m_p2p_zcopy_status(uct_o2m_p2p_ep_t *ep,
+                                             const uct_o2m_zcopy_req_t *req)
+{
+    uint64_t count = __atomic_load_n(&ep->seg->zerr_count, __ATOMIC_ACQUIRE);
+    uint64_t tag   = (req->seq + 1) & (UINT64_MAX >> 8);
+    ucs_status_t status;
+    uint64_t word;
+    unsigned i;
+
+    if (count == req->zerr_mark) {
+        return UCS_OK;
+    }
+
+    for (i = 0; i < UCT_O2M_ZERR_RING; ++i) {
+        word = ep->seg->zerr[i];
+        if ((word >> 8) == tag) {
+            status = -(ucs_status_t)(word & 0xff);
+            return ((status < 0) && (status > UCS_ERR_LAST)) ?
+                   status : UCS_ERR_IO_ERROR;
+        }
+    }
+
+    if ((count - req->zerr_mark) > UCT_O2M_ZERR_RING) {
+        /* Its record may have been overwritten: never say OK unsure */
+        ucs_error("ep %p: cannot tell whether zcopy message %" PRIu64 " was "
+                  "read (%" PRIu64 " receive failures since)", ep, req->seq,
+                  count - req->zerr_mark);
+        return UCS_ERR_IO_ERROR;
+    }
+
+    return UCS_OK;
+}
+
 ucs_status_t uct_o2m_p2p_am_zcopy(uct_o2m_p2p_ep_t *ep, uint8_t id,
                                   const void *header, unsigned header_length,
                                   const uct_iov_t *iov, size_t iovcnt,
@@ -283,6 +331,7 @@ ucs_status_t uct_o2m_p2p_am_zcopy(uct_o2m_p2p_ep_t *ep, uint8_t id,
 {
     uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
                                             uct_o2m_iface_t);
+    uct_o2m_zcopy_req_t mark;
     uct_o2m_zdesc_t zdesc;
     uct_o2m_elem_t *elem;
     ucs_status_t status;
@@ -304,6 +353,9 @@ ucs_status_t uct_o2m_p2p_am_zcopy(uct_o2m_p2p_ep_t *ep, uint8_t id,
     elem->length = zdesc.length;
     elem->am_id  = id;
     elem->flags  = UCT_O2M_ELEM_FLAG_ZCOPY;
+    /* Before publishing: a failure to read it comes after this count */
+    mark.seq       = seq;
+    mark.zerr_mark = __atomic_load_n(&ep->seg->zerr_count, __ATOMIC_ACQUIRE);
     uct_o2m_elem_publish(elem, seq);
 
     status = uct_o2m_ep_add_zcopy(&ep->super, &ep->super.zcopy_reqs, seq,
@@ -313,7 +365,11 @@ ucs_status_t uct_o2m_p2p_am_zcopy(uct_o2m_p2p_ep_t *ep, uint8_t id,
         while (__atomic_load_n(&ep->seg->tail, __ATOMIC_ACQUIRE) <= seq) {
             uct_o2m_cpu_relax();
         }
-        return UCS_OK;
+        return uct_o2m_p2p_zcopy_status(ep, &mark);
+    } else if ((status == UCS_INPROGRESS) && (comp != NULL)) {
+        ucs_queue_tail_elem_non_empty(&ep->super.zcopy_reqs,
+                                      uct_o2m_zcopy_req_t,
+                                      queue)->zerr_mark = mark.zerr_mark;
     }
     return status;
 }
@@ -332,11 +388,24 @@ ucs_status_t uct_o2m_p2p_ep_flush_status(uct_o2m_p2p_ep_t *ep)
 
 unsigned uct_o2m_p2p_ep_progress(uct_o2m_p2p_ep_t *ep)
 {
+    uct_o2m_zcopy_req_t *req;
+    uint64_t tail;
+
     if (!ucs_queue_is_empty(&ep->super.zcopy_reqs) ||
         !ucs_queue_is_empty(&ep->super.flush_reqs)) {
-        uct_o2m_ep_complete_upto(&ep->super,
-                                 __atomic_load_n(&ep->seg->tail,
-                                                 __ATOMIC_ACQUIRE));
+        tail = __atomic_load_n(&ep->seg->tail, __ATOMIC_ACQUIRE);
+        while (!ucs_queue_is_empty(&ep->super.zcopy_reqs)) {
+            req = ucs_queue_head_elem_non_empty(&ep->super.zcopy_reqs,
+                                                uct_o2m_zcopy_req_t, queue);
+            if (req->seq >= tail) {
+                break;
+            }
+            ucs_queue_pull_non_empty(&ep->super.zcopy_reqs);
+            uct_invoke_completion(req->comp,
+                                  uct_o2m_p2p_zcopy_status(ep, req));
+            ucs_free(req);
+        }
+        uct_o2m_ep_complete_upto(&ep->super, tail);
     }
 
     if (!ucs_queue_is_empty(&ep->super.pending)) {

@@ -189,6 +189,70 @@ ucs_status_t uct_o2m_cma_read(pid_t pid, void *dst,
     return UCS_OK;
 }
 
+/* Effective capabilities of this process, 0 when unknown */
+static uint64_t uct_o2m_cap_effective(void)
+{
+    unsigned long long caps = 0;
+    char line[256];
+    FILE *f;
+
+    f = fopen("/proc/self/status", "r");
+    if (f == NULL) {
+        return 0;
+    }
+
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (sscanf(line, "CapEff: %llx", &caps) == 1) {
+            break;
+        }
+    }
+    fclose(f);
+    return caps;
+}
+
+ucs_status_t uct_o2m_cma_probe(const char **why_p)
+{
+    static const uint64_t cap_sys_ptrace = UCS_BIT(19);
+    uint64_t src = 0x6f326d2d636d61ull, dst = 0;
+    struct iovec liov, riov;
+    int scope;
+    FILE *f;
+
+    liov.iov_base = &dst;
+    liov.iov_len  = sizeof(dst);
+    riov.iov_base = &src;
+    riov.iov_len  = sizeof(src);
+    if ((process_vm_readv(getpid(), &liov, 1, &riov, 1, 0) != sizeof(dst)) ||
+        (dst != src)) {
+        *why_p = (errno == ENOSYS) ? "process_vm_readv is not available" :
+                                     "process_vm_readv fails in this process";
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    /* Peers cannot read a process that is not dumpable (setuid, or
+     * PR_SET_DUMPABLE 0) */
+    if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 1) {
+        *why_p = "this process is not dumpable";
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+    if (f != NULL) {
+        if (fscanf(f, "%d", &scope) != 1) {
+            scope = 0;
+        }
+        fclose(f);
+        /* 1 is handled by PR_SET_PTRACER; 2 needs CAP_SYS_PTRACE; 3: never */
+        if ((scope >= 3) ||
+            ((scope == 2) && !(uct_o2m_cap_effective() & cap_sys_ptrace))) {
+            *why_p = "Yama ptrace_scope forbids reading other processes";
+            return UCS_ERR_UNSUPPORTED;
+        }
+    }
+
+    return UCS_OK;
+}
+
 void uct_o2m_cma_allow_peers(void)
 {
 #if defined(PR_SET_PTRACER)

@@ -52,4 +52,12 @@ ucs_status_t uct_o2m_cma_read(pid_t pid, void *dst,
 /* Allow any process of ours to read our memory (Yama ptrace_scope=1). */
 void uct_o2m_cma_allow_peers(void);
 
+/**
+ * Whether single-copy reads can work between this process and its peers:
+ * process_vm_readv on ourselves (seccomp, ENOSYS), the process is dumpable,
+ * Yama ptrace_scope below 2 (or CAP_SYS_PTRACE with 2).
+ * @return UCS_OK, or UCS_ERR_UNSUPPORTED with *why_p set.
+ */
+ucs_status_t uct_o2m_cma_probe(const char **why_p);
+
 #endif

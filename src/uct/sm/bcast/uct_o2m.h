@@ -152,7 +152,8 @@ typedef struct uct_o2m_iface_attr {
     unsigned max_groups;   /**< Groups rooted at this interface at once */
     size_t   max_short;    /**< Largest uct_ep_am_short header+payload */
     size_t   max_bcopy;    /**< Largest uct_ep_am_bcopy message */
-    size_t   max_zcopy;    /**< Largest uct_ep_am_zcopy message */
+    size_t   max_zcopy;    /**< Largest uct_ep_am_zcopy message; 0 when
+                                single-copy reads are off (CMA) */
     unsigned fifo_depth;   /**< Ring elements of a group (fan-in rings of
                                 large groups may have fewer: RING_MAX) */
     int      is_incast;    /**< Nonzero for sm_incast */

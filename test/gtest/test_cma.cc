@@ -1,0 +1,340 @@
+/**
+ * ucx-o2m tests: single-copy reads (process_vm_readv) that cannot work or
+ * fail, made so with a seccomp filter in a forked child (EPERM, as under
+ * Yama ptrace_scope 3).
+ *
+ *  - cma.probe: with process_vm_readv refused before the interface opens,
+ *    CMA=try advertises no zcopy (UCT attributes, uct_o2m_iface_query) and
+ *    refuses am_zcopy; CMA=y fails the interface open; CMA=n turns zcopy
+ *    off where it would work.
+ *  - cma.p2p_read_fails: the receiver's reads start failing after its
+ *    interface opened: the sender's zcopy completion is an error, and the
+ *    FIFO goes on (a later short message arrives).
+ *  - cma.bcast_read_fails: one fan-out receiver's reads fail: the root's
+ *    zcopy completion and flush end with an error instead of waiting.
+ *  - ucg_cma.one_member_cannot_read: UCG plans no sm_*_cma phase on any
+ *    member when one member's probe fails, and its copy paths are right.
+ */
+#include "test_traffic.h"
+#include "test_sandbox.h"
+#include "test_ucg_common.h"
+
+extern "C" {
+#include "ucg_context.h"
+}
+
+#include <sys/syscall.h>
+#include <cstring>
+
+using namespace o2m_test;
+
+namespace {
+
+class cma : public ::testing::Test {
+protected:
+    shm_residue_check m_shm;
+};
+
+struct zcomp {
+    uct_completion_t super;
+    ucs_status_t     status;
+    bool             done;
+
+    zcomp() : status(UCS_OK), done(false)
+    {
+        super.func   = cb;
+        super.count  = 1;
+        super.status = UCS_OK;
+    }
+
+    static void cb(uct_completion_t *self)
+    {
+        zcomp *c  = ucs_container_of(self, zcomp, super);
+        c->status = self->status;
+        c->done   = true;
+    }
+};
+
+void deny_cma()
+{
+    CHILD_CHECK(deny_syscall(SYS_process_vm_readv, EPERM), "seccomp: %m");
+}
+
+TEST_F(cma, probe)
+{
+    proc_group pg(1);
+
+    pg.run_ok([&](unsigned rank) {
+        {
+            /* Where it would work, CMA=n turns it off */
+            uct_env env("sm_incast", {{"CMA", "n"}});
+            uct_o2m_iface_attr_t oattr;
+
+            CHILD_CHECK(!(env.attr().cap.flags & UCT_IFACE_FLAG_AM_ZCOPY),
+                        "zcopy with CMA=n");
+            CHILD_CHECK_OK(uct_o2m_iface_query(env.iface(), &oattr));
+            CHILD_CHECK(oattr.max_zcopy == 0, "max_zcopy %zu", oattr.max_zcopy);
+        }
+        {
+            uct_env env("sm_bcast");
+
+            CHILD_CHECK(env.attr().cap.flags & UCT_IFACE_FLAG_AM_ZCOPY,
+                        "no zcopy where single-copy reads work");
+        }
+
+        deny_cma();
+        for (const char *tl : {"sm_bcast", "sm_incast"}) {
+            uct_env env(tl);
+            uct_o2m_iface_attr_t oattr;
+            std::vector<char> buf(1 << 20);
+            uct_iov_t iov = {buf.data(), buf.size(), NULL, 1, 0};
+            peer_addrs addrs;
+            uct_ep_params_t params;
+            uct_ep_h ep;
+
+            CHILD_CHECK(!(env.attr().cap.flags & UCT_IFACE_FLAG_AM_ZCOPY),
+                        "%s: zcopy advertised while process_vm_readv fails",
+                        tl);
+            CHILD_CHECK(env.attr().cap.am.max_zcopy == 0, "%s: max_zcopy %zu",
+                        tl, env.attr().cap.am.max_zcopy);
+            CHILD_CHECK_OK(uct_o2m_iface_query(env.iface(), &oattr));
+            CHILD_CHECK(oattr.max_zcopy == 0, "%s: o2m max_zcopy %zu", tl,
+                        oattr.max_zcopy);
+
+            /* A point-to-point ep to ourselves refuses zcopy */
+            addrs.exchange(pg, rank, env);
+            memset(&params, 0, sizeof(params));
+            params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                                UCT_EP_PARAM_FIELD_DEV_ADDR |
+                                UCT_EP_PARAM_FIELD_IFACE_ADDR;
+            params.iface      = env.iface();
+            params.dev_addr   = (const uct_device_addr_t*)addrs.dev[0].data();
+            params.iface_addr = (const uct_iface_addr_t*)
+                                addrs.iface[0].data();
+            CHILD_CHECK_OK(uct_ep_create(&params, &ep));
+            CHILD_CHECK(uct_ep_am_zcopy(ep, 1, NULL, 0, &iov, 1, 0, NULL) ==
+                        UCS_ERR_UNSUPPORTED, "%s: am_zcopy accepted", tl);
+            uct_ep_destroy(ep);
+        }
+    }, 60);
+
+    /* CMA=y: the interface does not open */
+    std::vector<int> status = pg.run([&](unsigned rank) {
+        deny_cma();
+        uct_env env("sm_bcast", {{"CMA", "y"}});
+        _exit(2); /* Opened: wrong */
+    }, 60);
+    EXPECT_EQ(1, status[0]) << "CMA=y with process_vm_readv refused: the "
+                               "interface must not open";
+}
+
+TEST_F(cma, p2p_read_fails)
+{
+    proc_group pg(2);
+    volatile int *shared = static_cast<volatile int*>(pg.shared());
+
+    pg.run_ok([&](unsigned rank) {
+        uct_env env("sm_bcast", {{"CHECK_INTERVAL", "10ms"}});
+        unsigned shorts = 0;
+        peer_addrs addrs;
+
+        CHILD_CHECK(env.attr().cap.flags & UCT_IFACE_FLAG_AM_ZCOPY,
+                    "no zcopy");
+        env.set_am_handler(1, [](void *arg, void *data, size_t length,
+                                 unsigned flags) {
+            ++*static_cast<unsigned*>(arg);
+            return UCS_OK;
+        }, &shorts);
+        addrs.exchange(pg, rank, env);
+
+        if (rank == 0) {
+            /* Opened with single-copy reads; now they fail */
+            deny_cma();
+            pg.barrier(rank);
+            CHILD_CHECK(env.progress_until([&] { return shorts > 0; }),
+                        "the short message after the lost zcopy");
+            CHILD_CHECK(shorts == 1, "%u messages delivered", shorts);
+            __atomic_store_n(shared, 1, __ATOMIC_RELEASE);
+            return;
+        }
+
+        std::vector<char> buf(256 << 10, 'x');
+        uct_iov_t iov = {buf.data(), buf.size(), NULL, 1, 0};
+        uct_ep_params_t params;
+        ucs_status_t status;
+        zcomp comp;
+        uct_ep_h ep;
+
+        pg.barrier(rank);
+        memset(&params, 0, sizeof(params));
+        params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                            UCT_EP_PARAM_FIELD_DEV_ADDR |
+                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
+        params.iface      = env.iface();
+        params.dev_addr   = (const uct_device_addr_t*)addrs.dev[0].data();
+        params.iface_addr = (const uct_iface_addr_t*)addrs.iface[0].data();
+        CHILD_CHECK_OK(uct_ep_create(&params, &ep));
+
+        status = uct_ep_am_zcopy(ep, 2, NULL, 0, &iov, 1, 0, &comp.super);
+        CHILD_CHECK(status == UCS_INPROGRESS, "am_zcopy: %s",
+                    ucs_status_string(status));
+        CHILD_CHECK(env.progress_until([&] { return comp.done; }),
+                    "zcopy completion");
+        CHILD_CHECK(is_error(comp.status), "zcopy the receiver could not "
+                    "read completed with %s", ucs_status_string(comp.status));
+
+        CHILD_CHECK_OK(uct_ep_am_short(ep, 1, 0, NULL, 0));
+        CHILD_CHECK(env.progress_until([&] {
+            return __atomic_load_n(shared, __ATOMIC_ACQUIRE) != 0;
+        }), "receiver done");
+        uct_ep_destroy(ep);
+    }, 60);
+}
+
+TEST_F(cma, bcast_read_fails)
+{
+    proc_group pg(3);
+    volatile int *shared = static_cast<volatile int*>(pg.shared());
+
+    pg.run_ok([&](unsigned rank) {
+        uct_env env("sm_bcast", {{"CHECK_INTERVAL", "10ms"}});
+        uct_o2m_group_params_t params;
+        peer_addrs addrs;
+        uct_ep_h ep;
+
+        env.set_am_handler(1, [](void *arg, void *data, size_t length,
+                                 unsigned flags) { return UCS_OK; }, NULL);
+        addrs.exchange(pg, rank, env);
+
+        memset(&params, 0, sizeof(params));
+        params.group_id   = 0xc3a;
+        params.size       = 3;
+        params.my_index   = rank;
+        params.root_index = 0;
+        if (rank != 0) {
+            params.field_mask      = UCT_O2M_GROUP_FIELD_ROOT_ADDR;
+            params.root_iface_addr = (const uct_iface_addr_t*)
+                                     addrs.iface[0].data();
+            params.root_dev_addr   = (const uct_device_addr_t*)
+                                     addrs.dev[0].data();
+        }
+        if (rank == 0) {
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &params, &ep));
+        }
+        pg.barrier(rank);
+        if (rank != 0) {
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &params, &ep));
+        }
+        if (rank == 2) {
+            deny_cma();
+        }
+        pg.barrier(rank);
+
+        if (rank == 0) {
+            std::vector<char> buf(256 << 10, 'y');
+            uct_iov_t iov = {buf.data(), buf.size(), NULL, 1, 0};
+            ucs_status_t status;
+            zcomp comp;
+
+            status = uct_ep_am_zcopy(ep, 1, NULL, 0, &iov, 1, 0, &comp.super);
+            CHILD_CHECK(status == UCS_INPROGRESS, "am_zcopy: %s",
+                        ucs_status_string(status));
+            CHILD_CHECK(env.progress_until([&] { return comp.done; }),
+                        "zcopy completion (a receiver could not read)");
+            CHILD_CHECK(is_error(comp.status), "completion: %s",
+                        ucs_status_string(comp.status));
+            CHILD_CHECK(is_error(uct_ep_flush(ep, 0, NULL)), "flush");
+            __atomic_store_n(shared, 1, __ATOMIC_RELEASE);
+        } else {
+            /* Until the root has its error; the group fails for us too */
+            CHILD_CHECK(env.progress_until([&] {
+                return __atomic_load_n(shared, __ATOMIC_ACQUIRE) != 0;
+            }), "root done");
+            CHILD_CHECK(env.progress_until([&] {
+                return !env.errors.empty();
+            }), "rank %u: no error", rank);
+        }
+        uct_ep_destroy(ep);
+    }, 60);
+}
+
+} // namespace
+
+namespace {
+
+using namespace ucg_test;
+
+bool plan_has_cma(member &m, ucg_coll_type_t type, size_t bytes)
+{
+    ucg_plan_key_t key;
+    const ucg_plan_t *plan;
+
+    memset(&key, 0, sizeof(key));
+    key.type        = type;
+    key.op          = (type == UCG_COLL_REDUCE) ? UCG_OP_SUM : UCG_OP_LAST;
+    key.dtype       = UCG_DT_INT32;
+    key.commutative = 1;
+    key.msg_size    = bytes;
+    key.dt_size     = 4;
+    CHILD_CHECK_OK(ucg_group_plan(m.group, &key, &plan));
+    for (unsigned i = 0; i < plan->num_phases; ++i) {
+        if ((plan->phases[i].method == UCG_PHASE_SM_BCAST_CMA) ||
+            (plan->phases[i].method == UCG_PHASE_SM_REDUCE_CMA)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void run_checked(member &m, const coll_desc &d)
+{
+    coll_bufs bufs(d, m.rank, m.size);
+    ucg_coll_params_t params = bufs.params();
+    ucg_coll_h coll;
+
+    CHILD_CHECK_OK(ucg_coll_init(m.group, &params, &coll));
+    CHILD_CHECK_OK(ucg_coll_start(coll));
+    CHILD_CHECK_OK(wait_coll(coll, d.str()));
+    ucg_coll_finalize(coll);
+    bufs.check(m.label + ": " + d.str());
+}
+
+/*
+ * UCG: one member's single-copy reads cannot work (seccomp before its
+ * context opens the sm interfaces): every member plans without the
+ * sm_*_cma phases, and large bcast and reduce are right.  Without the
+ * filter the same sizes are single-copy (the test sees the difference).
+ */
+TEST(ucg_cma, one_member_cannot_read)
+{
+    const size_t count = 64 << 10; /* int32: above both CMA thresholds */
+
+    for (bool deny : {false, true}) {
+        run_opts opts;
+
+        opts.timeout  = 120;
+        opts.pre_init = [deny](unsigned rank) {
+            if (deny && (rank == 2)) {
+                deny_cma();
+            }
+        };
+        run_ok(3, opts, [&](member &m) {
+            CHILD_CHECK(m.group->topo.o2m, "o2m off");
+            CHILD_CHECK(m.group->topo.sm_cma == !deny, "rank %u: sm_cma %d",
+                        m.rank, m.group->topo.sm_cma);
+            for (ucg_coll_type_t t : {UCG_COLL_BCAST, UCG_COLL_REDUCE}) {
+                CHILD_CHECK(plan_has_cma(m, t, count * 4) == !deny,
+                            "rank %u: type %d: single-copy phase %s", m.rank,
+                            t, deny ? "planned" : "missing");
+            }
+            for (unsigned root = 0; root < m.size; ++root) {
+                run_checked(m, coll_desc(UCG_COLL_BCAST, count, UCG_DT_INT32,
+                                         UCG_OP_LAST, root));
+                run_checked(m, coll_desc(UCG_COLL_REDUCE, count, UCG_DT_INT32,
+                                         UCG_OP_SUM, root));
+            }
+        }, deny ? "one member without CMA" : "CMA");
+    }
+}
+
+} // namespace
