@@ -7,6 +7,10 @@
  *    time is not taken for the process; a killed peer is detected.  Modes:
  *    a normal process; pidfd_open failing with ENOSYS (seccomp, as on
  *    kernels before 5.3); the fd limit reached (RLIMIT_NOFILE, EMFILE).
+ *  - liveness.group_no_pidfd_open: sm_bcast group and point-to-point
+ *    endpoints are created without pidfd_open (they failed before), live
+ *    members are not declared dead over many CHECK_INTERVALs, and a killed
+ *    member fails the group.
  *  - p2p_claimer.<killed|stopped>: a point-to-point sender claims an
  *    element of the receiver's FIFO and dies (SIGKILL) or stops (SIGSTOP)
  *    before publishing it, from inside its bcopy pack callback.  Killed:
@@ -370,5 +374,108 @@ INSTANTIATE_TEST_SUITE_P(claimer, p2p_claimer, ::testing::Values(true, false),
                              return std::string(info.param ? "killed" :
                                                              "stopped");
                          });
+
+
+ucs_status_t count_am_cb(void *arg, void *data, size_t length, unsigned flags)
+{
+    ++*static_cast<unsigned*>(arg);
+    return UCS_OK;
+}
+
+TEST_F(liveness, group_no_pidfd_open)
+{
+    proc_group pg(3);
+
+    std::vector<int> status = pg.run([&](unsigned rank) {
+        CHILD_CHECK(deny_syscall(SYS_pidfd_open, ENOSYS), "seccomp: %m");
+
+        uct_env env("sm_bcast", {{"CHECK_INTERVAL", "10ms"}});
+        uct_o2m_group_params_t params;
+        uct_ep_params_t p2p_params;
+        unsigned received = 0;
+        peer_addrs addrs;
+        uct_ep_h ep, p2p;
+
+        env.set_am_handler(1, count_am_cb, &received);
+        addrs.exchange(pg, rank, env);
+
+        memset(&params, 0, sizeof(params));
+        params.group_id   = 0x11fe;
+        params.size       = 3;
+        params.my_index   = rank;
+        params.root_index = 0;
+        if (rank != 0) {
+            params.field_mask      = UCT_O2M_GROUP_FIELD_ROOT_ADDR;
+            params.root_iface_addr = (const uct_iface_addr_t*)
+                                     addrs.iface[0].data();
+            params.root_dev_addr   = (const uct_device_addr_t*)
+                                     addrs.dev[0].data();
+        }
+        if (rank == 0) {
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &params, &ep));
+        }
+        pg.barrier(rank);
+        if (rank != 0) {
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &params, &ep));
+        }
+
+        /* And a point-to-point endpoint to the next process */
+        memset(&p2p_params, 0, sizeof(p2p_params));
+        p2p_params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                                UCT_EP_PARAM_FIELD_DEV_ADDR |
+                                UCT_EP_PARAM_FIELD_IFACE_ADDR;
+        p2p_params.iface      = env.iface();
+        p2p_params.dev_addr   = (const uct_device_addr_t*)
+                                addrs.dev[(rank + 1) % 3].data();
+        p2p_params.iface_addr = (const uct_iface_addr_t*)
+                                addrs.iface[(rank + 1) % 3].data();
+        CHILD_CHECK_OK(uct_ep_create(&p2p_params, &p2p));
+        pg.barrier(rank);
+
+        if (rank == 0) {
+            for (unsigned i = 0; i < 10; ++i) {
+                ucs_status_t st;
+                CHILD_CHECK(env.progress_until([&] {
+                    st = uct_ep_am_short(ep, 1, i, NULL, 0);
+                    return st != UCS_ERR_NO_RESOURCE;
+                }), "send %u", i);
+                CHILD_CHECK_OK(st);
+            }
+            CHILD_CHECK(env.progress_until([&] {
+                return uct_ep_flush(ep, 0, NULL) == UCS_OK;
+            }), "flush");
+        } else {
+            CHILD_CHECK(env.progress_until([&] { return received == 10; }),
+                        "rank %u: %u of 10 messages", rank, received);
+        }
+
+        /* Many liveness checks: nobody is declared dead */
+        for (int i = 0; i < 30; ++i) {
+            env.progress_until([] { return false; }, 0.01);
+        }
+        CHILD_CHECK(env.errors.empty(), "rank %u: %zu errors with every "
+                    "member alive", rank, env.errors.size());
+        pg.barrier(rank);
+
+        if (rank == 2) {
+            sleep(60); /* Killed here */
+            CHILD_CHECK(0, "not killed");
+        }
+        if (rank == 1) {
+            CHILD_CHECK(kill(pg.pids()[2], SIGKILL) == 0, "kill: %m");
+        }
+        /* The root sees the death; rank 1 learns it from the root */
+        CHILD_CHECK(env.progress_until([&] { return !env.errors.empty(); }),
+                    "rank %u: the killed member is not detected", rank);
+        CHILD_CHECK(env.errors[0] == UCS_ERR_CONNECTION_RESET, "rank %u: %s",
+                    rank, ucs_status_string(env.errors[0]));
+        uct_ep_destroy(p2p);
+        uct_ep_destroy(ep);
+    }, 120);
+
+    EXPECT_EQ(0, status[0]);
+    EXPECT_EQ(0, status[1]);
+    EXPECT_EQ(128 + SIGKILL, status[2]);
+}
 
 } // namespace
