@@ -12,6 +12,8 @@
  *    FIFO goes on (a later short message arrives).
  *  - cma.bcast_read_fails: one fan-out receiver's reads fail: the root's
  *    zcopy completion and flush end with an error instead of waiting.
+ *  - cma.incast_read_fails: the fan-in root's reads fail: the senders'
+ *    zcopy completions and flushes end with an error.
  *  - ucg_cma.one_member_cannot_read: UCG plans no sm_*_cma phase on any
  *    member when one member's probe fails, and its copy paths are right.
  */
@@ -253,6 +255,69 @@ TEST_F(cma, bcast_read_fails)
             CHILD_CHECK(env.progress_until([&] {
                 return !env.errors.empty();
             }), "rank %u: no error", rank);
+        }
+        uct_ep_destroy(ep);
+    }, 60);
+}
+
+TEST_F(cma, incast_read_fails)
+{
+    proc_group pg(3);
+
+    pg.run_ok([&](unsigned rank) {
+        uct_env env("sm_incast", {{"CHECK_INTERVAL", "10ms"}});
+        uct_o2m_group_params_t params;
+        peer_addrs addrs;
+        uct_ep_h ep;
+
+        env.set_am_handler(1, [](void *arg, void *data, size_t length,
+                                 unsigned flags) { return UCS_OK; }, NULL);
+        addrs.exchange(pg, rank, env);
+
+        memset(&params, 0, sizeof(params));
+        params.field_mask = UCT_O2M_GROUP_FIELD_OP;
+        params.op         = UCT_O2M_OP_GATHER;
+        params.group_id   = 0xc3b;
+        params.size       = 3;
+        params.my_index   = rank;
+        params.root_index = 0;
+        if (rank != 0) {
+            params.field_mask     |= UCT_O2M_GROUP_FIELD_ROOT_ADDR;
+            params.root_iface_addr = (const uct_iface_addr_t*)
+                                     addrs.iface[0].data();
+            params.root_dev_addr   = (const uct_device_addr_t*)
+                                     addrs.dev[0].data();
+        }
+        if (rank == 0) {
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &params, &ep));
+        }
+        pg.barrier(rank);
+        if (rank != 0) {
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &params, &ep));
+        } else {
+            deny_cma();
+        }
+        pg.barrier(rank);
+
+        if (rank == 0) {
+            CHILD_CHECK(env.progress_until([&] {
+                return !env.errors.empty();
+            }), "root: no error");
+        } else {
+            std::vector<char> buf(128 << 10, 'z');
+            uct_iov_t iov = {buf.data(), buf.size(), NULL, 1, 0};
+            ucs_status_t status;
+            zcomp comp;
+
+            status = uct_ep_am_zcopy(ep, 1, NULL, 0, &iov, 1, 0, &comp.super);
+            CHILD_CHECK(status == UCS_INPROGRESS, "am_zcopy: %s",
+                        ucs_status_string(status));
+            CHILD_CHECK(env.progress_until([&] { return comp.done; }),
+                        "rank %u: zcopy completion (the root could not "
+                        "read)", rank);
+            CHILD_CHECK(is_error(comp.status), "rank %u: completion: %s",
+                        rank, ucs_status_string(comp.status));
+            CHILD_CHECK(is_error(uct_ep_flush(ep, 0, NULL)), "flush");
         }
         uct_ep_destroy(ep);
     }, 60);
