@@ -921,16 +921,23 @@ void kill_test(unsigned np, const coll_config &cfg, unsigned victim,
 
         st = wait_coll(coll, label, check_interval + bound + 10);
         double t = now();
-        CHILD_CHECK(st != UCS_OK, "%s: rank %u: completed although rank %u "
-                    "died", label.c_str(), m.rank, victim);
         double kill_time;
-        __atomic_load(&sh->kill_time, &kill_time, __ATOMIC_SEQ_CST);
-        CHILD_CHECK(kill_time > 0, "no kill time");
-        CHILD_CHECK(t - kill_time <= check_interval + bound,
-                    "%s: rank %u: error %s came %.2f s after the kill",
-                    label.c_str(), m.rank, ucs_status_string(st),
-                    t - kill_time);
-        if (m.rank == ((victim + 1) % m.size)) {
+        if (st == UCS_OK) {
+            /* Finished is not failed: all this member needed arrived
+             * before the victim died (between virtual hosts, UCP's tcp
+             * delivers an eager message the victim has sent, even after
+             * its death); then the data is right */
+            bufs.check(label + ": completed although rank " +
+                       std::to_string(victim) + " died");
+        } else {
+            __atomic_load(&sh->kill_time, &kill_time, __ATOMIC_SEQ_CST);
+            CHILD_CHECK(kill_time > 0, "no kill time");
+            CHILD_CHECK(t - kill_time <= check_interval + bound,
+                        "%s: rank %u: error %s came %.2f s after the kill",
+                        label.c_str(), m.rank, ucs_status_string(st),
+                        t - kill_time);
+        }
+        if ((st != UCS_OK) && (m.rank == ((victim + 1) % m.size))) {
             printf("[ ucg      ] %s: rank %u got '%s' %.3f s after the "
                    "kill\n", label.c_str(), m.rank, ucs_status_string(st),
                    t - kill_time);
