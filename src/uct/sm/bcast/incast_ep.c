@@ -167,8 +167,14 @@ void uct_o2m_incast_send_update(uct_o2m_group_ep_t *ep)
 
 int uct_o2m_incast_send_has_space(uct_o2m_group_ep_t *ep)
 {
-    if (ucs_unlikely(ep->seg == NULL) && !uct_o2m_group_try_attach(ep)) {
-        return 0;
+    if (ucs_unlikely(ep->seg == NULL)) {
+        /* A send waits for the group from now on (opt-in deadline) */
+        if (ep->wait_since == 0) {
+            ep->wait_since = ucs_get_time();
+        }
+        if (!uct_o2m_group_try_attach(ep)) {
+            return 0;
+        }
     }
 
     if ((ep->super.next_seq - ep->completed) < ep->depth) {
@@ -177,6 +183,41 @@ int uct_o2m_incast_send_has_space(uct_o2m_group_ep_t *ep)
 
     uct_o2m_incast_send_update(ep);
     return (ep->super.next_seq - ep->completed) < ep->depth;
+}
+
+/*
+ * Why a send cannot go now: the ring is full or the group not joined yet
+ * (NO_RESOURCE), or the endpoint failed.  A contribution to a group whose
+ * root has left would never be delivered: it fails the endpoint.
+ */
+static ucs_status_t uct_o2m_incast_send_status(uct_o2m_group_ep_t *ep)
+{
+    if (ep->super.status != UCS_OK) {
+        return ep->super.status;
+    }
+
+    if ((ep->seg != NULL) &&
+        ucs_unlikely(__atomic_load_n(&ep->seg->closed, __ATOMIC_ACQUIRE))) {
+        ucs_diag("group 0x%" PRIx64 " member %u: contribution %" PRIu64
+                 " to a group whose root has left", ep->group_id,
+                 ep->my_index, ep->super.next_seq);
+        uct_o2m_ep_set_failed(&ep->super, UCS_ERR_CONNECTION_RESET);
+        return UCS_ERR_CONNECTION_RESET;
+    }
+
+    return UCS_ERR_NO_RESOURCE;
+}
+
+/* Whether a contribution can go now; else why not (send_status) */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_o2m_incast_send_check(uct_o2m_group_ep_t *ep)
+{
+    if (ucs_unlikely(!uct_o2m_incast_send_has_space(ep)) ||
+        ucs_unlikely(__atomic_load_n(&ep->seg->closed, __ATOMIC_RELAXED))) {
+        return uct_o2m_incast_send_status(ep);
+    }
+
+    return UCS_OK;
 }
 
 static ucs_status_t uct_o2m_incast_check_length(uct_o2m_group_ep_t *ep,
@@ -300,8 +341,9 @@ static ssize_t uct_o2m_incast_contribute(uct_o2m_group_ep_t *ep, uint8_t id,
     size_t length;
     void *elem, *data;
 
-    if (!uct_o2m_incast_send_has_space(ep)) {
-        return UCS_ERR_NO_RESOURCE;
+    status = uct_o2m_incast_send_check(ep);
+    if (status != UCS_OK) {
+        return status;
     }
 
     elem = uct_o2m_incast_elem(ep, ep->super.next_seq);
@@ -388,11 +430,13 @@ ucs_status_t uct_o2m_incast_am_short(uct_o2m_group_ep_t *ep, uint8_t id,
                                      unsigned length)
 {
     uct_o2m_incast_short_arg_t arg = {header, payload, length};
+    ucs_status_t status;
     ssize_t ret;
 
     /* The limit is the root's: known once the group is joined */
-    if (!uct_o2m_incast_send_has_space(ep)) {
-        return UCS_ERR_NO_RESOURCE;
+    status = uct_o2m_incast_send_check(ep);
+    if (status != UCS_OK) {
+        return status;
     }
 
     UCT_CHECK_LENGTH(length + sizeof(header), 0, ep->max_length, "am_short");
@@ -421,8 +465,9 @@ ucs_status_t uct_o2m_incast_am_zcopy(uct_o2m_group_ep_t *ep, uint8_t id,
     uint64_t seq;
     void *elem;
 
-    if (!uct_o2m_incast_send_has_space(ep)) {
-        return UCS_ERR_NO_RESOURCE;
+    status = uct_o2m_incast_send_check(ep);
+    if (status != UCS_OK) {
+        return status;
     }
 
     elem   = uct_o2m_incast_elem(ep, ep->super.next_seq);

@@ -238,28 +238,100 @@ static ucs_status_t uct_o2m_group_watch(uct_o2m_group_ep_t *ep,
     return uct_o2m_watch_get(iface->watches, proc, &ep->watches[index]);
 }
 
-static int uct_o2m_group_timed_out(const uct_o2m_group_ep_t *ep)
+/*
+ * Whether the process of member @a i is known to have exited: from its
+ * member line once it joined, else from the process the root was given
+ * (unknown: 0).  Not being able to watch it is no exit.
+ */
+static int uct_o2m_group_member_exited(uct_o2m_iface_t *iface,
+                                       uct_o2m_watch_t **watches,
+                                       const uct_o2m_proc_t *procs,
+                                       const uct_o2m_member_t *member,
+                                       unsigned i, uint32_t state)
+{
+    uct_o2m_proc_t proc;
+
+    if (watches[i] == NULL) {
+        if (state != UCT_O2M_MEMBER_FREE) {
+            proc = member->proc;
+        } else if ((procs != NULL) && (procs[i].pid != 0)) {
+            proc = procs[i];
+        } else {
+            return 0;
+        }
+
+        if (uct_o2m_watch_get(iface->watches, &proc, &watches[i]) != UCS_OK) {
+            return 0;
+        }
+    }
+
+    return uct_o2m_watch_has_exited(watches[i]);
+}
+
+/*
+ * Opt-in PEER_TIMEOUT: whether the current wait (@a waiting) has seen no
+ * progress (@a mark unchanged) for longer than the timeout.  A wait starts
+ * when an operation needs a member, not when the endpoint was created.
+ */
+static int uct_o2m_group_wait_expired(uct_o2m_group_ep_t *ep, int waiting,
+                                      uint64_t mark)
 {
     uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
                                             uct_o2m_iface_t);
+    ucs_time_t now;
 
-    return (ucs_get_time() - ep->created) > iface->config.peer_timeout;
+    if (!waiting || (iface->config.peer_timeout == UCS_TIME_INFINITY)) {
+        ep->wait_since = 0;
+        return 0;
+    }
+
+    now = ucs_get_time();
+    if ((ep->wait_since == 0) || (mark != ep->wait_mark)) {
+        ep->wait_since = now;
+        ep->wait_mark  = mark;
+        return 0;
+    }
+
+    return (now - ep->wait_since) > iface->config.peer_timeout;
 }
 
 /* Whether the root waits for the other members now */
 static int uct_o2m_group_root_waiting(uct_o2m_group_ep_t *ep)
 {
     if (ep->super.type == UCT_O2M_EP_BCAST_ROOT) {
+        uct_o2m_bcast_root_reclaim(ep);
         return ep->completed < ep->super.next_seq;
     }
 
     return uct_o2m_incast_root_waiting(ep);
 }
 
+/*
+ * Whether a member that left did so before consuming (fan-out) or
+ * contributing (fan-in) what the root waits for: only then is it a failure.
+ */
+static int uct_o2m_group_left_early(const uct_o2m_group_ep_t *ep,
+                                    const uct_o2m_member_t *member,
+                                    int waiting)
+{
+    uint64_t done = __atomic_load_n(&member->done, __ATOMIC_RELAXED);
+
+    if (ep->super.type == UCT_O2M_EP_BCAST_ROOT) {
+        return done < ep->super.next_seq;
+    }
+
+    /* Fan-in: round rx_seq is awaited once some of it has arrived */
+    return waiting && (done <= ep->rx_seq);
+}
+
 static void uct_o2m_group_check_members(uct_o2m_group_ep_t *ep, int stalled)
 {
-    int waiting = stalled || uct_o2m_group_root_waiting(ep);
+    uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
+                                            uct_o2m_iface_t);
+    int waiting       = stalled || uct_o2m_group_root_waiting(ep);
+    int unjoined      = -1;
     uct_o2m_member_t *member;
+    uint32_t state;
     unsigned i;
 
     for (i = 0; i < ep->size; ++i) {
@@ -268,33 +340,71 @@ static void uct_o2m_group_check_members(uct_o2m_group_ep_t *ep, int stalled)
         }
 
         member = &ep->members[i];
-        switch (__atomic_load_n(&member->state, __ATOMIC_ACQUIRE)) {
+        state  = __atomic_load_n(&member->state, __ATOMIC_ACQUIRE);
+        switch (state) {
         case UCT_O2M_MEMBER_ATTACHED:
-            if ((ep->watches[i] == NULL) &&
-                (uct_o2m_group_watch(ep, i, &member->proc) != UCS_OK)) {
-                return;
-            }
-            if (uct_o2m_watch_has_exited(ep->watches[i])) {
+            if (uct_o2m_group_member_exited(iface, ep->watches, ep->procs,
+                                            member, i, state)) {
                 uct_o2m_group_fail(ep, UCS_ERR_CONNECTION_RESET,
                                    "member process died", i);
                 return;
             }
             break;
         case UCT_O2M_MEMBER_LEFT:
-            if (waiting) {
+            if (uct_o2m_group_left_early(ep, member, waiting)) {
                 uct_o2m_group_fail(ep, UCS_ERR_CONNECTION_RESET,
-                                   "member left the group", i);
+                                   "member left the group before consuming "
+                                   "or contributing what the root waits for",
+                                   i);
                 return;
             }
             break;
         default:
-            if (waiting && uct_o2m_group_timed_out(ep)) {
-                uct_o2m_group_fail(ep, UCS_ERR_TIMED_OUT,
-                                   "member did not join in PEER_TIMEOUT", i);
+            if (waiting &&
+                uct_o2m_group_member_exited(iface, ep->watches, ep->procs,
+                                            member, i, state)) {
+                uct_o2m_group_fail(ep, UCS_ERR_CONNECTION_RESET,
+                                   "member process exited before joining", i);
                 return;
+            }
+            if (unjoined < 0) {
+                unjoined = i;
             }
             break;
         }
+    }
+
+    if (uct_o2m_group_wait_expired(ep, waiting && (unjoined >= 0),
+                                   (ep->super.type == UCT_O2M_EP_BCAST_ROOT) ?
+                                   ep->completed : ep->rx_seq)) {
+        uct_o2m_group_fail(ep, UCS_ERR_TIMED_OUT,
+                           "member did not join in PEER_TIMEOUT", unjoined);
+    }
+}
+
+/*
+ * A non-root member of a group whose root destroyed its endpoint.  A
+ * receiver that consumed everything has finished, which is no failure; but
+ * if it is waiting for more (@a stalled, from uct_ep_check()), or the root
+ * has exited too, nothing more will come: it must not wait forever.
+ */
+static void uct_o2m_group_check_closed(uct_o2m_group_ep_t *ep, int stalled)
+{
+    uint64_t final_seq = __atomic_load_n(&ep->seg->final_seq,
+                                         __ATOMIC_RELAXED);
+
+    if (ep->super.type == UCT_O2M_EP_BCAST_RECV) {
+        if ((ep->rx_seq >= final_seq) &&
+            (stalled ||
+             uct_o2m_watch_has_exited(ep->watches[ep->root_index]))) {
+            uct_o2m_group_fail(ep, UCS_ERR_CONNECTION_RESET,
+                               "the root closed the group and this member "
+                               "consumed all it sent", ep->root_index);
+        }
+    } else if (ep->super.next_seq > final_seq) {
+        uct_o2m_group_fail(ep, UCS_ERR_CONNECTION_RESET,
+                           "the root closed the group before delivering "
+                           "every contribution", ep->root_index);
     }
 }
 
@@ -324,6 +434,8 @@ static void uct_o2m_group_check_lost(uct_o2m_group_ep_t *ep)
 
 ucs_status_t uct_o2m_group_check(uct_o2m_group_ep_t *ep, int stalled)
 {
+    uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
+                                            uct_o2m_iface_t);
     ucs_status_t failed;
 
     if (ep->super.status != UCS_OK) {
@@ -339,14 +451,23 @@ ucs_status_t uct_o2m_group_check(uct_o2m_group_ep_t *ep, int stalled)
     }
 
     if (ep->seg == NULL) {
-        if (!uct_o2m_group_try_attach(ep)) {
-            if ((ep->super.status == UCS_OK) && uct_o2m_group_timed_out(ep)) {
-                uct_o2m_group_fail(ep, UCS_ERR_TIMED_OUT,
-                                   "root did not create the group in "
-                                   "PEER_TIMEOUT", ep->root_index);
-            }
+        if (uct_o2m_group_try_attach(ep) || (ep->super.status != UCS_OK)) {
             return ep->super.status;
         }
+
+        if (uct_o2m_watch_has_exited(ep->watches[ep->root_index])) {
+            uct_o2m_group_fail(ep, UCS_ERR_CONNECTION_RESET,
+                               "root process exited before the member found "
+                               "the group", ep->root_index);
+        } else if ((ep->wait_since != 0) &&
+                   (iface->config.peer_timeout != UCS_TIME_INFINITY) &&
+                   ((ucs_get_time() - ep->wait_since) >
+                    iface->config.peer_timeout)) {
+            uct_o2m_group_fail(ep, UCS_ERR_TIMED_OUT,
+                               "root did not create the group in "
+                               "PEER_TIMEOUT", ep->root_index);
+        }
+        return ep->super.status;
     }
 
     failed = __atomic_load_n(&ep->seg->failed, __ATOMIC_ACQUIRE);
@@ -357,8 +478,9 @@ ucs_status_t uct_o2m_group_check(uct_o2m_group_ep_t *ep, int stalled)
         }
         uct_o2m_group_fail(ep, failed, "root reported a failed group",
                            ep->root_index);
-    } else if (uct_o2m_watch_has_exited(ep->watches[ep->root_index]) &&
-               !__atomic_load_n(&ep->seg->closed, __ATOMIC_ACQUIRE)) {
+    } else if (__atomic_load_n(&ep->seg->closed, __ATOMIC_ACQUIRE)) {
+        uct_o2m_group_check_closed(ep, stalled);
+    } else if (uct_o2m_watch_has_exited(ep->watches[ep->root_index])) {
         uct_o2m_group_fail(ep, UCS_ERR_CONNECTION_RESET, "root process died",
                            ep->root_index);
     }
@@ -458,6 +580,7 @@ static UCS_CLASS_INIT_FUNC(uct_o2m_group_ep_t, uct_o2m_iface_t *iface,
                            size_t hdr_len)
 {
     ucs_status_t status;
+    unsigned i;
 
     UCS_CLASS_CALL_SUPER_INIT(uct_o2m_ep_t, iface, type);
 
@@ -482,12 +605,36 @@ static UCS_CLASS_INIT_FUNC(uct_o2m_group_ep_t, uct_o2m_iface_t *iface,
     self->scratch    = NULL;
     self->rx_slots   = NULL;
     self->acks       = NULL;
-    self->created    = ucs_get_time();
+    self->procs      = NULL;
+    self->wait_since = 0;
+    self->wait_mark  = 0;
 
     self->watches = ucs_calloc(params->size, sizeof(*self->watches),
                                "o2m watches");
     if (self->watches == NULL) {
         return UCS_ERR_NO_MEMORY;
+    }
+
+    if (uct_o2m_group_is_root(self) &&
+        (params->field_mask & UCT_O2M_GROUP_FIELD_MEMBER_PIDS) &&
+        (params->member_pids != NULL)) {
+        self->procs = ucs_calloc(params->size, sizeof(*self->procs),
+                                 "o2m member procs");
+        if (self->procs == NULL) {
+            status = UCS_ERR_NO_MEMORY;
+            goto err_free;
+        }
+
+        /* The start time, read now, guards the watch against pid reuse */
+        for (i = 0; i < params->size; ++i) {
+            self->procs[i].pid = params->member_pids[i];
+            if ((i != params->my_index) && (self->procs[i].pid > 0)) {
+                self->procs[i].start_time =
+                        ucs_sys_get_proc_create_time(self->procs[i].pid);
+            } else {
+                self->procs[i].pid = 0;
+            }
+        }
     }
 
     if (uct_o2m_group_is_root(self)) {
@@ -541,10 +688,13 @@ static UCS_CLASS_INIT_FUNC(uct_o2m_group_ep_t, uct_o2m_iface_t *iface,
             goto err_put;
         }
 
-        /* The root may not have created the group yet: progress retries */
+        /* The root may not have created the group yet: progress retries.
+         * A receiver waits for the group from now on (opt-in deadline) */
         status = uct_o2m_group_attach(self);
         if ((status != UCS_OK) && (status != UCS_ERR_NO_RESOURCE)) {
             goto err_put;
+        } else if ((status != UCS_OK) && (type == UCT_O2M_EP_BCAST_RECV)) {
+            self->wait_since = ucs_get_time();
         }
     }
 
@@ -562,8 +712,180 @@ err_put:
 err_unmap:
     uct_o2m_iface_unmap_peer(iface, self->root_peer);
 err_free:
+    ucs_free(self->procs);
     ucs_free(self->watches);
     return status;
+}
+
+static void uct_o2m_retired_destroy(uct_o2m_iface_t *iface,
+                                    uct_o2m_retired_group_t *rg)
+{
+    unsigned i;
+
+    ucs_list_del(&rg->list);
+    uct_o2m_iface_dir_remove(iface, rg->group_id);
+    uct_o2m_seg_destroy(rg->seg_fd, rg->seg, rg->seg_size);
+    for (i = 0; i < rg->size; ++i) {
+        uct_o2m_watch_put(iface->watches, rg->watches[i]);
+    }
+    ucs_free(rg->watches);
+    ucs_free(rg->procs);
+    ucs_free(rg);
+}
+
+/*
+ * The first member of a destroyed group that may still have to join it:
+ * not joined and alive, or (unless @a known_only) not joined with an
+ * unknown process.  -1 when every member has joined or exited: those who
+ * joined map the segment themselves, the root's copy is no longer needed.
+ */
+static int uct_o2m_retired_waits_for(uct_o2m_iface_t *iface,
+                                     uct_o2m_retired_group_t *rg,
+                                     int known_only)
+{
+    uct_o2m_member_t *member;
+    uint32_t state;
+    unsigned i;
+
+    for (i = 0; i < rg->size; ++i) {
+        member = &rg->members[i];
+        state  = __atomic_load_n(&member->state, __ATOMIC_ACQUIRE);
+        if ((i == rg->root_index) || (state != UCT_O2M_MEMBER_FREE)) {
+            continue;
+        }
+
+        if ((rg->procs == NULL) || (rg->procs[i].pid == 0)) {
+            if (!known_only) {
+                return i;
+            }
+        } else if (!uct_o2m_group_member_exited(iface, rg->watches, rg->procs,
+                                                member, i, state)) {
+            return i;
+        }
+    }
+
+    return -1;
+}
+
+static unsigned uct_o2m_iface_reap(uct_o2m_iface_t *iface, int known_only)
+{
+    uct_o2m_retired_group_t *rg, *tmp;
+    unsigned count = 0;
+
+    ucs_list_for_each_safe(rg, tmp, &iface->retired, list) {
+        if (uct_o2m_retired_waits_for(iface, rg, known_only) < 0) {
+            ucs_debug("group 0x%" PRIx64 ": every member joined or exited, "
+                      "segment released", rg->group_id);
+            uct_o2m_retired_destroy(iface, rg);
+            ++count;
+        }
+    }
+
+    return count;
+}
+
+unsigned uct_o2m_iface_reap_retired(uct_o2m_iface_t *iface)
+{
+    return uct_o2m_iface_reap(iface, 0);
+}
+
+int uct_o2m_iface_evict_retired(uct_o2m_iface_t *iface, int by_id,
+                                uint64_t group_id)
+{
+    uct_o2m_retired_group_t *rg;
+
+    ucs_list_for_each(rg, &iface->retired, list) {
+        if (by_id ? (rg->group_id == group_id) :
+                    (uct_o2m_retired_waits_for(iface, rg, 1) < 0)) {
+            ucs_diag("group 0x%" PRIx64 ": destroyed group given up for %s "
+                     "before member %d joined", rg->group_id,
+                     by_id ? "a new group with its id" : "a new group",
+                     uct_o2m_retired_waits_for(iface, rg, 0));
+            uct_o2m_retired_destroy(iface, rg);
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+void uct_o2m_iface_drain_retired(uct_o2m_iface_t *iface)
+{
+    ucs_time_t timeout = iface->config.peer_timeout;
+    ucs_time_t start   = ucs_get_time();
+    uct_o2m_retired_group_t *rg, *tmp;
+    int member;
+
+    /* Members of unknown process cannot be told from ones that will never
+     * come: not waited for (see UCT_O2M_GROUP_FIELD_MEMBER_PIDS) */
+    while ((uct_o2m_iface_reap(iface, 1), !ucs_list_is_empty(&iface->retired))
+           && ((timeout == UCS_TIME_INFINITY) ||
+               ((ucs_get_time() - start) <= timeout))) {
+        usleep(1000);
+    }
+
+    ucs_list_for_each_safe(rg, tmp, &iface->retired, list) {
+        member = uct_o2m_retired_waits_for(iface, rg, 0);
+        if (member < 0) {
+            uct_o2m_retired_destroy(iface, rg);
+            continue;
+        }
+        ucs_diag("group 0x%" PRIx64 ": interface closed before member %d "
+                 "joined the destroyed group (%s)", rg->group_id, member,
+                 ((rg->procs != NULL) && (rg->procs[member].pid != 0)) ?
+                 "PEER_TIMEOUT" : "process unknown");
+        uct_o2m_retired_destroy(iface, rg);
+    }
+}
+
+/*
+ * The root leaves its group: members that have not joined yet may still be
+ * on their way, so the segment and its directory entry are kept (retired)
+ * until they joined or exited.  What the root sent or delivered is final.
+ */
+static void uct_o2m_group_root_close(uct_o2m_group_ep_t *ep)
+{
+    uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
+                                            uct_o2m_iface_t);
+    uct_o2m_retired_group_t *rg;
+
+    ep->seg->final_seq = (ep->super.type == UCT_O2M_EP_BCAST_ROOT) ?
+                         ep->super.next_seq : ep->rx_seq;
+    __atomic_store_n(&ep->seg->closed, 1, __ATOMIC_RELEASE);
+
+    rg = ucs_malloc(sizeof(*rg), "o2m retired group");
+    if (rg == NULL) {
+        ucs_diag("group 0x%" PRIx64 ": no memory to keep it for members "
+                 "that have not joined", ep->group_id);
+        goto destroy;
+    }
+
+    rg->group_id   = ep->group_id;
+    rg->seg        = ep->seg;
+    rg->seg_size   = ep->seg_size;
+    rg->seg_fd     = ep->seg_fd;
+    rg->size       = ep->size;
+    rg->root_index = ep->root_index;
+    rg->members    = ep->members;
+    rg->watches    = ep->watches;
+    rg->procs      = ep->procs;
+    ep->watches    = NULL;
+    ep->procs      = NULL;
+    if (uct_o2m_retired_waits_for(iface, rg, 0) < 0) {
+        ep->watches = rg->watches;
+        ep->procs  = rg->procs;
+        ucs_free(rg);
+        goto destroy;
+    }
+
+    ucs_list_add_tail(&iface->retired, &rg->list);
+    ucs_debug("group 0x%" PRIx64 ": root left, kept for members that have "
+              "not joined", ep->group_id);
+    return;
+
+destroy:
+    uct_o2m_iface_dir_remove(iface, ep->group_id);
+    uct_o2m_seg_destroy(ep->seg_fd, ep->seg, ep->seg_size);
 }
 
 static UCS_CLASS_CLEANUP_FUNC(uct_o2m_group_ep_t)
@@ -573,11 +895,13 @@ static UCS_CLASS_CLEANUP_FUNC(uct_o2m_group_ep_t)
     unsigned i;
 
     if (uct_o2m_group_is_root(self)) {
-        __atomic_store_n(&self->seg->closed, 1, __ATOMIC_RELEASE);
-        uct_o2m_iface_dir_remove(iface, self->group_id);
-        uct_o2m_seg_destroy(self->seg_fd, self->seg, self->seg_size);
+        uct_o2m_group_root_close(self);
     } else {
         if (self->seg != NULL) {
+            /* How far we got, for the root to tell finished from failed */
+            self->members[self->my_index].done =
+                    (self->super.type == UCT_O2M_EP_BCAST_RECV) ?
+                    self->rx_seq : self->super.next_seq;
             __atomic_store_n(&self->members[self->my_index].state,
                              UCT_O2M_MEMBER_LEFT, __ATOMIC_RELEASE);
             uct_o2m_seg_detach(self->seg, self->seg_size);
@@ -585,10 +909,11 @@ static UCS_CLASS_CLEANUP_FUNC(uct_o2m_group_ep_t)
         uct_o2m_iface_unmap_peer(iface, self->root_peer);
     }
 
-    for (i = 0; i < self->size; ++i) {
+    for (i = 0; (self->watches != NULL) && (i < self->size); ++i) {
         uct_o2m_watch_put(iface->watches, self->watches[i]);
     }
     ucs_free(self->watches);
+    ucs_free(self->procs);
     ucs_free(self->scratch);
     ucs_free(self->rx_slots);
 }

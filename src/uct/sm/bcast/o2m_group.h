@@ -31,7 +31,12 @@ enum {
 };
 
 
-/** One line per member, written by that member. */
+/**
+ * One line per member, written by that member.  A member that leaves stores
+ * how far it got in "done" before it sets LEFT: the root calls it failed
+ * only if it left before consuming (fan-out) or contributing (fan-in) what
+ * the root waits for.
+ */
 typedef struct uct_o2m_member {
     volatile uint32_t state;
     /* Fan-out receiver: ucs_status_t of a message it lost (a failed
@@ -39,6 +44,8 @@ typedef struct uct_o2m_member {
     volatile int32_t  lost_status;
     uct_o2m_proc_t    proc;
     volatile uint64_t consumed; /* Fan-out: messages consumed */
+    volatile uint64_t done;     /* On leaving: fan-out messages consumed,
+                                   fan-in rounds contributed */
 } UCS_V_ALIGNED(UCT_O2M_LINE) uct_o2m_member_t;
 
 
@@ -72,6 +79,9 @@ typedef struct uct_o2m_group_seg {
     uint64_t          acks_offset;
     uint64_t          elems_offset;
     uct_o2m_proc_t    root;
+    /* Written before "closed": fan-out messages sent, fan-in rounds
+     * delivered; nothing beyond them will ever be */
+    volatile uint64_t final_seq;
     volatile uint32_t closed;       /* Root destroyed its endpoint */
     volatile int32_t  failed;       /* ucs_status_t once a member died */
     /* Fan-in: rounds delivered by the root */
@@ -125,6 +135,8 @@ typedef struct uct_o2m_group_ep {
     uct_o2m_proc_t       root_proc;
     uct_o2m_watch_t      **watches;   /* Watched members (root: all; others:
                                          only the root, at [root_index]) */
+    uct_o2m_proc_t       *procs;      /* Root: members' processes given at
+                                         creation (pid 0: unknown) */
     uint64_t             completed;   /* Fan-out root: acked by all below
                                          this; fan-in sender: delivered */
     uint64_t             rx_seq;      /* Receiver / fan-in root: next
@@ -133,8 +145,30 @@ typedef struct uct_o2m_group_ep {
                                          round rx_seq already seen */
     void                 *scratch;    /* Fan-in LOCKED/ATOMIC sender: a
                                          contribution before it is reduced */
-    ucs_time_t           created;
+    /* Opt-in PEER_TIMEOUT: when the current wait for a member that has
+     * not joined began (0: not waiting), and the progress mark it saw */
+    ucs_time_t           wait_since;
+    uint64_t             wait_mark;
 } uct_o2m_group_ep_t;
+
+
+/**
+ * A group whose root destroyed its endpoint while some members had not
+ * joined yet: the segment and its directory entry stay, on the interface's
+ * list, until every member has joined or its process has exited.
+ */
+typedef struct uct_o2m_retired_group {
+    ucs_list_link_t      list;       /* In iface->retired */
+    uint64_t             group_id;
+    uct_o2m_group_seg_t  *seg;
+    size_t               seg_size;
+    int                  seg_fd;
+    unsigned             size;
+    unsigned             root_index;
+    uct_o2m_member_t     *members;
+    uct_o2m_watch_t      **watches;  /* Taken over from the endpoint */
+    uct_o2m_proc_t       *procs;
+} uct_o2m_retired_group_t;
 
 
 static UCS_F_ALWAYS_INLINE unsigned
@@ -155,6 +189,14 @@ int uct_o2m_group_try_attach(uct_o2m_group_ep_t *ep);
 ucs_status_t uct_o2m_group_check(uct_o2m_group_ep_t *ep, int stalled);
 ucs_status_t uct_o2m_group_flush_status(uct_o2m_group_ep_t *ep);
 void uct_o2m_group_destroy(uct_o2m_group_ep_t *ep);
+
+/* Retired groups of an interface (o2m_group.c) */
+unsigned uct_o2m_iface_reap_retired(uct_o2m_iface_t *iface);
+/* Give up a destroyed group that waits: the one with @a group_id, or the
+ * oldest that waits only for members of unknown process; 0 if none */
+int uct_o2m_iface_evict_retired(uct_o2m_iface_t *iface, int by_id,
+                                uint64_t group_id);
+void uct_o2m_iface_drain_retired(uct_o2m_iface_t *iface);
 
 /* Fan-out (bcast_ep.c) */
 size_t uct_o2m_bcast_seg_layout(uct_o2m_group_seg_t *hdr,

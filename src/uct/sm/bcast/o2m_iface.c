@@ -67,11 +67,18 @@ ucs_config_field_t uct_o2m_iface_config_table[] = {
      "2) to stay within this size.",
      ucs_offsetof(uct_o2m_iface_config_t, ring_max), UCS_CONFIG_TYPE_MEMUNITS},
 
-    {"PEER_TIMEOUT", "10s",
-     "How long a group operation waits for a member that has not joined the\n"
-     "group before it fails with UCS_ERR_TIMED_OUT.  A member that died is\n"
-     "detected within CHECK_INTERVAL instead.",
-     ucs_offsetof(uct_o2m_iface_config_t, peer_timeout), UCS_CONFIG_TYPE_TIME},
+    {"PEER_TIMEOUT", "inf",
+     "Opt-in bound on waiting for a member that has not joined a group; inf\n"
+     "(the default): wait as long as its process lives.  When set, a root\n"
+     "whose operation has made no progress for this long while a member has\n"
+     "not joined, and a member that has looked for the group for this long\n"
+     "(a fan-out receiver from its creation, a fan-in sender from its first\n"
+     "send), fail with UCS_ERR_TIMED_OUT; closing the interface waits this\n"
+     "long at most for members of destroyed groups that have not joined.\n"
+     "A member whose process exited is detected within CHECK_INTERVAL\n"
+     "whatever this value.",
+     ucs_offsetof(uct_o2m_iface_config_t, peer_timeout),
+     UCS_CONFIG_TYPE_TIME_UNITS},
 
     {"CMA", "try",
      "Single-copy reads (process_vm_readv) of zcopy messages, the only way\n"
@@ -356,10 +363,18 @@ ucs_status_t uct_o2m_iface_dir_add(uct_o2m_iface_t *iface, uint64_t group_id,
     uct_o2m_dir_entry_t *entry, *free_entry = NULL;
     unsigned i;
 
+    /* Destroyed groups that are done give their entries (and ids) back */
+    uct_o2m_iface_reap_retired(iface);
+
+retry:
     for (i = 0; i < iface->config.max_groups; ++i) {
         entry = &iface->dir[i];
         if (entry->in_use) {
             if (entry->group_id == group_id) {
+                /* Reusing the id says the destroyed group is over */
+                if (uct_o2m_iface_evict_retired(iface, 1, group_id)) {
+                    goto retry;
+                }
                 ucs_error("group id 0x%" PRIx64 " is already in use on this "
                           "interface", group_id);
                 return UCS_ERR_ALREADY_EXISTS;
@@ -369,9 +384,16 @@ ucs_status_t uct_o2m_iface_dir_add(uct_o2m_iface_t *iface, uint64_t group_id,
         }
     }
 
+    /* Members of unknown process are not worth failing a new group for */
+    if ((free_entry == NULL) && uct_o2m_iface_evict_retired(iface, 0, 0)) {
+        goto retry;
+    }
+
     if (free_entry == NULL) {
-        ucs_error("interface already roots %u groups (MAX_GROUPS)",
-                  iface->config.max_groups);
+        ucs_error("interface already roots %u groups (MAX_GROUPS; %zu of "
+                  "them destroyed, waiting for members to join)",
+                  iface->config.max_groups,
+                  ucs_list_length(&iface->retired));
         return UCS_ERR_EXCEEDS_LIMIT;
     }
 
@@ -453,6 +475,7 @@ unsigned uct_o2m_iface_progress(uct_iface_h tl_iface)
         if (now >= iface->next_check) {
             iface->next_check = now + iface->config.check_interval;
             uct_o2m_iface_check_peers(iface);
+            uct_o2m_iface_reap_retired(iface);
         }
     }
 
@@ -902,7 +925,8 @@ UCS_CLASS_INIT_FUNC(uct_o2m_iface_t, uct_iface_ops_t *ops, uct_md_h md,
     self->config.max_groups     = config->max_groups;
     self->config.max_zcopy      = config->max_zcopy;
     self->config.ring_max       = config->ring_max;
-    self->config.peer_timeout   = ucs_time_from_sec(config->peer_timeout);
+    self->config.peer_timeout   = (config->peer_timeout == UCS_TIME_AUTO) ?
+                                  UCS_TIME_INFINITY : config->peer_timeout;
     self->config.check_interval = ucs_time_from_sec(config->check_interval);
     self->next_check            = 0;
     self->idle_polls            = 0;
@@ -914,6 +938,7 @@ UCS_CLASS_INIT_FUNC(uct_o2m_iface_t, uct_iface_ops_t *ops, uct_md_h md,
     self->rx_buf_size[1]        = 0;
     ucs_list_head_init(&self->peer_segs);
     ucs_list_head_init(&self->eps);
+    ucs_list_head_init(&self->retired);
     uct_o2m_proc_self(&self->self);
 
     status = uct_o2m_iface_cma_init(self, config->cma);
@@ -978,6 +1003,9 @@ static UCS_CLASS_CLEANUP_FUNC(uct_o2m_iface_t)
                                    UCT_O2M_BCAST_TL_NAME,
                  self, ucs_list_length(&self->eps));
     }
+
+    /* Slow members of the groups we rooted may still have to join them */
+    uct_o2m_iface_drain_retired(self);
 
     ucs_list_for_each_safe(peer, tmp, &self->peer_segs, list) {
         ucs_list_del(&peer->list);

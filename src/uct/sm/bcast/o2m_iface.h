@@ -30,7 +30,7 @@
 
 #define UCT_O2M_IFACE_MAGIC     0x6f326d2d69666163ull /* "o2m-ifac" */
 #define UCT_O2M_GROUP_MAGIC     0x6f326d2d67727570ull /* "o2m-grup" */
-#define UCT_O2M_LAYOUT_VERSION  2
+#define UCT_O2M_LAYOUT_VERSION  3
 #define UCT_O2M_ZERR_RING       7    /* Failed zcopy reads kept for senders */
 #define UCT_O2M_MAX_IOV         16
 #define UCT_O2M_MAX_ZCOPY_HDR   256
@@ -154,7 +154,7 @@ typedef struct uct_o2m_iface_config {
     unsigned              max_groups;
     size_t                max_zcopy;
     size_t                ring_max;
-    double                peer_timeout;
+    ucs_time_t            peer_timeout;    /* UCS_TIME_INFINITY: none */
     double                check_interval;
     ucs_ternary_auto_value_t cma;          /* Single-copy reads: y/n/try */
 } uct_o2m_iface_config_t;
@@ -198,6 +198,7 @@ typedef struct uct_o2m_iface {
         uint64_t          seq;
         uct_o2m_watch_t   *watch;    /* NULL when no element is stuck */
     } rx_stall;
+    ucs_list_link_t       retired;   /* uct_o2m_retired_group_t */
     /* Private buffers for large messages and fan-in results; grown on
      * demand up to the configured max_zcopy (times members for gather) */
     void                  *rx_buf[2];
@@ -213,7 +214,7 @@ typedef struct uct_o2m_iface {
         unsigned          max_groups;
         size_t            max_zcopy;
         size_t            ring_max;
-        ucs_time_t        peer_timeout;
+        ucs_time_t        peer_timeout;   /* UCS_TIME_INFINITY: none */
         ucs_time_t        check_interval;
     } config;
 } uct_o2m_iface_t;

@@ -35,9 +35,24 @@
  * point-to-point endpoint (a group of two with the caller as root), which is
  * what UCP uses when sm_bcast or sm_incast is selected with UCX_TLS.
  *
- * A member that dies makes the others' group endpoints fail: their pending
- * and later operations return an error and the interface error handler is
- * called, within the configured PEER_TIMEOUT.
+ * Lifetime and liveness
+ * ---------------------
+ * Slow is not dead: by default a group waits for its members as long as
+ * their processes live.  A member whose process exits makes the others'
+ * group endpoints fail within CHECK_INTERVAL: their pending and later
+ * operations return an error and the interface error handler is called.
+ * PEER_TIMEOUT (default inf) is an opt-in bound on how long an operation
+ * waits for a member that has not joined the group.
+ *
+ * Finished is not failed: a member may destroy its endpoint once it has
+ * consumed (sm_bcast) or contributed (sm_incast) everything the root waits
+ * for; only a member that leaves before that fails the root.  When the root
+ * destroys its endpoint, the group stays reachable for the members that
+ * have not joined or not read everything yet: the root's interface keeps it
+ * until they are done or their processes have exited (uct_iface_close()
+ * waits for them, at most PEER_TIMEOUT when one is set).  A member that
+ * waits for more than the root sent before closing the group, or that
+ * contributes to a closed group, gets UCS_ERR_CONNECTION_RESET.
  */
 #ifndef UCT_O2M_H_
 #define UCT_O2M_H_
@@ -45,6 +60,7 @@
 #include <uct/api/uct.h>
 #include <stdint.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 BEGIN_C_DECLS
 
@@ -119,7 +135,8 @@ enum uct_o2m_group_params_field {
     UCT_O2M_GROUP_FIELD_OP        = UCS_BIT(1),
     UCT_O2M_GROUP_FIELD_DTYPE     = UCS_BIT(2),
     UCT_O2M_GROUP_FIELD_HDR_LEN   = UCS_BIT(3),
-    UCT_O2M_GROUP_FIELD_ROOT_ADDR = UCS_BIT(4)
+    UCT_O2M_GROUP_FIELD_ROOT_ADDR = UCS_BIT(4),
+    UCT_O2M_GROUP_FIELD_MEMBER_PIDS = UCS_BIT(5)
 };
 
 
@@ -143,6 +160,14 @@ typedef struct uct_o2m_group_params {
     /** Non-root members: the root's interface and device addresses. */
     const uct_iface_addr_t   *root_iface_addr;
     const uct_device_addr_t  *root_dev_addr;
+    /** Root (optional): the process of each member (size entries, 0 where
+     *  unknown).  They let the root tell a member that has not joined yet
+     *  but is alive (slow: waited for, also after the root destroyed its
+     *  endpoint, until the interface closes) from one whose process has
+     *  exited (the group fails).  Without them the root cannot see a
+     *  member that died before joining, and closing its interface does not
+     *  wait for members that have not joined. */
+    const pid_t              *member_pids;
 } uct_o2m_group_params_t;
 
 
