@@ -12,10 +12,15 @@
 #include <ucs/debug/log.h>
 #include <ucs/sys/compiler_def.h>
 #include <ucs/sys/math.h>
+#include <math.h>
 #include <string.h>
 
 /* No wait for sends after an error lasts longer, whatever PEER_TIMEOUT */
 #define UCG_COLL_MAX_WAIT_SEC (24.0 * 3600.0)
+
+/* The sends of a failed collective are waited for this long when
+ * PEER_TIMEOUT is inf (the wait only decides when they are parked) */
+#define UCG_COLL_CANCEL_SEND_SEC 10.0
 
 /* Scratch bytes (per buffer) a group's spare collective keeps */
 #define UCG_COLL_SPARE_SCRATCH_MAX (64 * 1024)
@@ -306,7 +311,9 @@ static void ucg_p2p_cancel_all(ucg_coll_t *coll)
 {
     ucg_group_h group   = coll->group;
     ucp_worker_h worker = group->context->ucp_worker;
-    double timeout      = ucs_min(group->context->config->peer_timeout,
+    double timeout      = isinf(group->context->config->peer_timeout) ?
+                          UCG_COLL_CANCEL_SEND_SEC :
+                          ucs_min(group->context->config->peer_timeout,
                                   UCG_COLL_MAX_WAIT_SEC);
     ucs_time_t deadline = ucs_get_time() + ucs_time_from_sec(timeout);
     unsigned i, progressed, recvs, sends;

@@ -16,6 +16,8 @@
 #include <errno.h>
 #include <limits.h>
 #include <ctype.h>
+#include <math.h>
+#include <stdio.h>
 
 
 /* Prefix of the variables inside the environment prefix: UCX_UCG_<NAME> */
@@ -49,6 +51,32 @@ const char *ucg_sm_mode_names[] = {
     [UCG_SM_MODE_AUTO + 1]     = NULL
 };
 
+
+/* A time in seconds, or "inf" (printed as such, not as "infus") */
+static int ucg_config_sscanf_timeout(const char *buf, void *dest,
+                                     const void *arg)
+{
+    if (!strcasecmp(buf, "inf")) {
+        *(double*)dest = INFINITY;
+        return 1;
+    }
+
+    return ucs_config_sscanf_time(buf, dest, arg);
+}
+
+static int ucg_config_sprintf_timeout(char *buf, size_t max, const void *src,
+                                      const void *arg)
+{
+    double value = *(const double*)src;
+
+    return isinf(value) ? snprintf(buf, max, "inf") :
+                          snprintf(buf, max, "%.9gs", value);
+}
+
+#define UCG_CONFIG_TYPE_TIMEOUT \
+    {ucg_config_sscanf_timeout, ucg_config_sprintf_timeout, \
+     ucs_config_clone_double,   ucs_config_release_nop, \
+     ucs_config_help_generic,   "time value: <number>[s|us|ms|ns], or inf"}
 
 ucs_config_field_t ucg_config_table[] = {
     {"HOSTS", "auto",
@@ -224,14 +252,21 @@ ucs_config_field_t ucg_config_table[] = {
      "permitted).",
      ucs_offsetof(ucg_config_t, sm_reduce_cma_thresh), UCS_CONFIG_TYPE_MEMUNITS},
 
-    {"PEER_TIMEOUT", "10s",
-     "How long UCG waits for a member that does not answer where waiting is\n"
-     "not the application's choice: a member that never joins a host-local\n"
-     "group (sm transports), flushes and closes when a group or context is\n"
-     "destroyed, and the sends of a collective that failed.  A collective\n"
-     "itself waits as long as its members take to arrive; a member that died\n"
-     "on this host fails it within CHECK_INTERVAL.",
-     ucs_offsetof(ucg_config_t, peer_timeout), UCS_CONFIG_TYPE_TIME},
+    {"PEER_TIMEOUT", "inf",
+     "Opt-in deadline for waits on members that do not answer where waiting\n"
+     "is not the application's choice; inf (the default): wait as long as\n"
+     "the members live.  When set, it bounds: a host-local (sm) operation\n"
+     "waiting for a member that has not joined its group (counted from when\n"
+     "the operation started waiting, not from the group's creation), each\n"
+     "flush when a group is destroyed, and the interfaces' wait for members\n"
+     "that join a destroyed group late when the context is destroyed, and\n"
+     "the sends of a collective that failed.  When inf, closing the context\n"
+     "waits at most 24 hours for peers on other hosts, and a failed\n"
+     "collective waits 10 s for its sends.  A collective itself waits as\n"
+     "long as its members take to arrive; a member that exited on this host\n"
+     "fails it within CHECK_INTERVAL, and a member that finished and left\n"
+     "is never a failure.",
+     ucs_offsetof(ucg_config_t, peer_timeout), UCG_CONFIG_TYPE_TIMEOUT},
 
     {"CHECK_INTERVAL", "100ms",
      "How often a waiting collective checks that the members on this host\n"

@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <poll.h>
@@ -30,7 +31,8 @@
 /* Bits of a uid that hold the creator's group counter */
 #define UCG_GROUP_UID_CNT_BITS 24
 
-/* No wait of the teardown lasts longer than this, whatever PEER_TIMEOUT */
+/* A wait for members on other hosts, whose liveness UCG cannot see, lasts
+ * no longer than this when PEER_TIMEOUT is inf */
 #define UCG_GROUP_MAX_WAIT_SEC (24.0 * 3600.0)
 
 static const char *ucg_group_tl_names[UCG_SM_LAST] = {
@@ -72,12 +74,6 @@ typedef struct ucg_group_id_reply {
     uint32_t distance;         /* to the next id free here; NUM_IDS: none */
 } ucg_group_id_reply_t;
 
-
-static double ucg_group_wait_sec(const ucg_group_t *group)
-{
-    return ucs_min(group->context->config->peer_timeout,
-                   UCG_GROUP_MAX_WAIT_SEC);
-}
 
 static ucs_status_t ucg_group_oob(const ucg_group_params_t *params,
                                   const void *sbuf, void *rbuf, size_t len)
@@ -862,16 +858,29 @@ err_free:
     return status;
 }
 
+/*
+ * Members may still be reading what we sent (fan-out root), or the root may
+ * not have delivered what we contributed (fan-in sender).  Slow is not dead
+ * and finished is not failed: each flush waits while the members are alive.
+ * It ends on completion, on an error of the endpoint (the transport fails
+ * it when a member it waits for has exited, or left before consuming what
+ * it waits for), when a member on this host has exited (ucg_group_check),
+ * or at the PEER_TIMEOUT deadline when one is set.  The transport keeps a
+ * root's group for members that have not joined it yet after the endpoint
+ * is destroyed.
+ */
 static void ucg_group_destroy_sm_eps(ucg_group_t *group)
 {
     ucg_context_t *context = group->context;
+    double timeout         = context->config->peer_timeout;
     ucg_sm_ep_t *sm_ep, *tmp;
     ucs_time_t deadline;
     ucs_status_t status;
 
-    deadline = ucs_get_time() + ucs_time_from_sec(ucg_group_wait_sec(group));
+    deadline = isfinite(timeout) ?
+               (ucs_get_time() + ucs_time_from_sec(timeout)) :
+               UCS_TIME_INFINITY;
     ucs_list_for_each_safe(sm_ep, tmp, &group->sm_eps, list) {
-        /* Members may still be reading what we sent */
         for (;;) {
             status = uct_ep_flush(sm_ep->ep, UCT_FLUSH_FLAG_LOCAL, NULL);
             if ((status != UCS_INPROGRESS) && (status != UCS_ERR_NO_RESOURCE)) {
@@ -882,9 +891,11 @@ static void ucg_group_destroy_sm_eps(ucg_group_t *group)
                 break; /* a member is gone: nobody left to wait for */
             }
 
-            if (ucs_get_time() > deadline) {
+            if ((deadline != UCS_TIME_INFINITY) &&
+                (ucs_get_time() > deadline)) {
                 ucs_diag("UCG group %u rank %u: flush of the %s endpoint "
-                         "(root %u) timed out", group->id, group->rank,
+                         "(root %u) did not complete in PEER_TIMEOUT",
+                         group->id, group->rank,
                          ucg_group_tl_names[sm_ep->tl], sm_ep->root);
                 break;
             }
@@ -1057,7 +1068,8 @@ static ucs_status_t ucg_p2p_conn_get(ucg_context_t *context, const void *addr,
  * Close the endpoints, flushed (every peer is closing its context too, or
  * is gone; UCP refuses the FORCE mode without error handling), those that
  * UCP failed with FORCE.  A flush that cannot complete is bounded by
- * PEER_TIMEOUT, and its request is then left to UCP.
+ * PEER_TIMEOUT (UCG_GROUP_MAX_WAIT_SEC when inf), and its request is then
+ * left to UCP.
  */
 void ucg_context_close_p2p_conns(ucg_context_h context)
 {
@@ -1175,8 +1187,9 @@ ucs_status_t ucg_group_sm_ep(ucg_group_h group, ucg_sm_tl_t tl,
 {
     ucg_context_t *context = group->context;
     uct_o2m_group_params_t params;
-    const ucg_member_t *root;
-    unsigned root_rank, host, my_index;
+    const ucg_member_t *root, *member;
+    unsigned root_rank, host, my_index, i;
+    pid_t *member_pids = NULL;
     ucg_sm_ep_t *sm_ep;
     ucs_status_t status;
 
@@ -1256,7 +1269,29 @@ ucs_status_t ucg_group_sm_ep(ucg_group_h group, ucg_sm_tl_t tl,
         params.hdr_len     = sizeof(ucg_sm_hdr_t);
     }
 
+    /* The root watches the members that have not joined yet: slow ones
+     * are waited for, also after the root destroys the endpoint, dead ones
+     * fail the group (without them, it could not tell the two apart) */
+    if (my_index == set->root) {
+        member_pids = ucs_calloc(set->count, sizeof(*member_pids),
+                                 "ucg sm member pids");
+        if (member_pids != NULL) {
+            for (i = 0; i < set->count; ++i) {
+                member = &group->members[ucs_min(set->ranks[i],
+                                                 group->size - 1)];
+                if ((set->ranks[i] < group->size) &&
+                    (member->real_host ==
+                     group->members[group->rank].real_host)) {
+                    member_pids[i] = member->pid;
+                }
+            }
+            params.field_mask  |= UCT_O2M_GROUP_FIELD_MEMBER_PIDS;
+            params.member_pids  = member_pids;
+        }
+    }
+
     status = uct_o2m_ep_create(context->sm_iface[tl], &params, &sm_ep->ep);
+    ucs_free(member_pids);
     if (status != UCS_OK) {
         ucs_error("UCG group %u rank %u: failed to create the %s endpoint "
                   "(o2m group 0x%" PRIx64 ", %u members, root rank %u, mode "

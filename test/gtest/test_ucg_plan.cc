@@ -15,6 +15,7 @@ extern "C" {
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -378,7 +379,7 @@ TEST_F(test_ucg_plan, config_defaults)
     EXPECT_EQ(65536u, m_config->allgather_ring_thresh);
     EXPECT_EQ(8u, m_config->sm_batched_max_ppn);
     EXPECT_EQ(UCS_MEMUNITS_INF, m_config->sm_locked_thresh);
-    EXPECT_DOUBLE_EQ(10.0, m_config->peer_timeout);
+    EXPECT_TRUE(std::isinf(m_config->peer_timeout));
     EXPECT_DOUBLE_EQ(0.1, m_config->check_interval);
     EXPECT_EQ(256u, m_config->sm_max_groups);
     EXPECT_EQ(0, m_config->log_plans);
@@ -420,6 +421,9 @@ TEST_F(test_ucg_plan, config_modify)
     EXPECT_EQ(1048576u, m_config->sm_locked_thresh);
     set("PEER_TIMEOUT", "2s");
     EXPECT_DOUBLE_EQ(2.0, m_config->peer_timeout);
+    set("PEER_TIMEOUT", "inf");
+    EXPECT_TRUE(std::isinf(m_config->peer_timeout));
+    set("PEER_TIMEOUT", "2s");
     set("CHECK_INTERVAL", "20ms");
     EXPECT_DOUBLE_EQ(0.02, m_config->check_interval);
     set("LOG_PLANS", "y");
@@ -500,7 +504,7 @@ TEST_F(test_ucg_plan, config_print)
         "SM_BCAST_MODE=auto", "SM_INCAST_MODE=auto", "KNOMIAL_RADIX=4",
         "P2P_FRAG_SIZE=64K", "SM_FRAG_SIZE=auto",
         "ALLREDUCE_RING_THRESH=64K", "ALLGATHER_RING_THRESH=64K",
-        "SM_BATCHED_MAX_PPN=8", "SM_LOCKED_THRESH=inf", "PEER_TIMEOUT=10",
+        "SM_BATCHED_MAX_PPN=8", "SM_LOCKED_THRESH=inf", "PEER_TIMEOUT=inf\n",
         "CHECK_INTERVAL=100", "SM_MAX_GROUPS=256", "LOG_PLANS=n"
     };
     char *buf   = NULL;
