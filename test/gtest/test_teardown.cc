@@ -499,3 +499,80 @@ TEST(o2m_teardown, create_use_destroy_rounds)
         pg.barrier(rank);
     }, 180);
 }
+
+/*
+ * Destroyed groups that wait for a member do not count toward MAX_GROUPS
+ * and stay within the directory's spare entries: with MAX_GROUPS 2, the
+ * root destroys 5 groups member 1 has not joined (it is alive, asleep at a
+ * barrier), then still creates 2 live groups; the oldest destroyed ones are
+ * given up, the 2 newest are still there for member 1, which joins them and
+ * reads what was sent.
+ */
+TEST(o2m_teardown, retired_groups_bounded)
+{
+    const unsigned nprocs = 2, nretired = 5;
+    shm_residue_check shm;
+    proc_group pg(nprocs);
+
+    pg.run_ok([&](unsigned rank) {
+        uct_env env("sm_bcast", {{"MAX_GROUPS", "2"}});
+        peer_addrs addrs;
+        am_log log;
+
+        env.set_am_handler(AM_ID, am_log::cb, &log);
+        addrs.exchange(pg, rank, env);
+        std::vector<pid_t> pids = pg.pids();
+
+        if (rank == 0) {
+            for (unsigned i = 0; i < nretired; ++i) {
+                group_desc g = {0x800u + i, nprocs, 0,
+                                UCT_O2M_MODE_BATCHED, false};
+                uct_ep_h ep  = create_ep(env, addrs, g, rank, pids);
+                CHILD_CHECK_OK(send_msg(env, ep, g, rank, 0));
+                uct_ep_destroy(ep);
+            }
+            std::vector<uct_ep_h> live;
+            for (unsigned i = 0; i < 2; ++i) {
+                group_desc g = {0x900u + i, nprocs, 0,
+                                UCT_O2M_MODE_BATCHED, false};
+                live.push_back(create_ep(env, addrs, g, rank, pids));
+            }
+            group_desc extra = {0x902u, nprocs, 0, UCT_O2M_MODE_BATCHED,
+                                false};
+            uct_o2m_group_params_t params;
+            uct_ep_h ep = NULL;
+            memset(&params, 0, sizeof(params));
+            params.group_id   = extra.id;
+            params.size       = nprocs;
+            params.my_index   = 0;
+            params.root_index = 0;
+            CHILD_CHECK(uct_o2m_ep_create(env.iface(), &params, &ep) ==
+                        UCS_ERR_EXCEEDS_LIMIT, "a 3rd live group with "
+                        "MAX_GROUPS 2");
+            for (uct_ep_h e : live) {
+                uct_ep_destroy(e);
+            }
+            pg.barrier(rank);
+            return; /* the interface close waits for member 1 */
+        }
+
+        pg.barrier(rank);
+        /* The 2 newest destroyed groups (the spare entries) are there */
+        for (unsigned i = nretired - 2; i < nretired; ++i) {
+            group_desc g = {0x800u + i, nprocs, 0, UCT_O2M_MODE_BATCHED,
+                            false};
+            size_t first = log.msgs.size();
+            uct_ep_h ep  = create_ep(env, addrs, g, rank, pids);
+            check_msgs(env, log, first, g, 1, rank);
+            uct_ep_destroy(ep);
+        }
+        /* and the 2 live groups, destroyed since */
+        for (unsigned i = 0; i < 2; ++i) {
+            group_desc g = {0x900u + i, nprocs, 0, UCT_O2M_MODE_BATCHED,
+                            false};
+            uct_ep_h ep = create_ep(env, addrs, g, rank, pids);
+            progress_for(env, 0.01);
+            uct_ep_destroy(ep);
+        }
+    }, 120);
+}

@@ -792,21 +792,32 @@ unsigned uct_o2m_iface_reap_retired(uct_o2m_iface_t *iface)
 int uct_o2m_iface_evict_retired(uct_o2m_iface_t *iface, int by_id,
                                 uint64_t group_id)
 {
-    uct_o2m_retired_group_t *rg;
+    uct_o2m_retired_group_t *rg, *victim = NULL;
 
     ucs_list_for_each(rg, &iface->retired, list) {
         if (by_id ? (rg->group_id == group_id) :
                     (uct_o2m_retired_waits_for(iface, rg, 1) < 0)) {
-            ucs_diag("group 0x%" PRIx64 ": destroyed group given up for %s "
-                     "before member %d joined", rg->group_id,
-                     by_id ? "a new group with its id" : "a new group",
-                     uct_o2m_retired_waits_for(iface, rg, 0));
-            uct_o2m_retired_destroy(iface, rg);
-            return 1;
+            victim = rg;
+            break;
         }
     }
 
-    return 0;
+    /* Else the oldest: the directory is bounded */
+    if (!by_id && (victim == NULL) && !ucs_list_is_empty(&iface->retired)) {
+        victim = ucs_list_head(&iface->retired, uct_o2m_retired_group_t,
+                               list);
+    }
+
+    if (victim == NULL) {
+        return 0;
+    }
+
+    ucs_diag("group 0x%" PRIx64 ": destroyed group given up for %s before "
+             "member %d joined", victim->group_id,
+             by_id ? "a new group with its id" : "a new group",
+             uct_o2m_retired_waits_for(iface, victim, 0));
+    uct_o2m_retired_destroy(iface, victim);
+    return 1;
 }
 
 void uct_o2m_iface_drain_retired(uct_o2m_iface_t *iface)
@@ -897,6 +908,12 @@ static UCS_CLASS_CLEANUP_FUNC(uct_o2m_group_ep_t)
     if (uct_o2m_group_is_root(self)) {
         uct_o2m_group_root_close(self);
     } else {
+        /* A member that never joined says that it left, so that the root
+         * does not wait for it (the group may not exist yet: then not) */
+        if ((self->seg == NULL) && (self->super.status == UCS_OK)) {
+            (void)uct_o2m_group_attach(self);
+        }
+
         if (self->seg != NULL) {
             /* How far we got, for the root to tell finished from failed */
             self->members[self->my_index].done =

@@ -193,7 +193,8 @@ void uct_o2m_group_destroy(uct_o2m_group_ep_t *ep);
 /* Retired groups of an interface (o2m_group.c) */
 unsigned uct_o2m_iface_reap_retired(uct_o2m_iface_t *iface);
 /* Give up a destroyed group that waits: the one with @a group_id, or the
- * oldest that waits only for members of unknown process; 0 if none */
+ * oldest that waits only for members of unknown process, else the oldest;
+ * 0 if none */
 int uct_o2m_iface_evict_retired(uct_o2m_iface_t *iface, int by_id,
                                 uint64_t group_id);
 void uct_o2m_iface_drain_retired(uct_o2m_iface_t *iface);

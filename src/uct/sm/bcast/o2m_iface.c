@@ -51,8 +51,10 @@ ucs_config_field_t uct_o2m_iface_config_table[] = {
      ucs_offsetof(uct_o2m_iface_config_t, max_members), UCS_CONFIG_TYPE_UINT},
 
     {"MAX_GROUPS", "64",
-     "Groups rooted at one interface at the same time (size of its group\n"
-     "directory).",
+     "Groups rooted at one interface at the same time.  The group directory\n"
+     "has twice as many entries: the others hold destroyed groups whose\n"
+     "members have not all joined yet (the oldest is given up when they are\n"
+     "all taken).",
      ucs_offsetof(uct_o2m_iface_config_t, max_groups), UCS_CONFIG_TYPE_UINT},
 
     {"MAX_ZCOPY", "64m",
@@ -360,16 +362,19 @@ void uct_o2m_iface_unmap_peer(uct_o2m_iface_t *iface,
 ucs_status_t uct_o2m_iface_dir_add(uct_o2m_iface_t *iface, uint64_t group_id,
                                    int seg_fd, uint64_t uuid)
 {
-    uct_o2m_dir_entry_t *entry, *free_entry = NULL;
-    unsigned i;
+    uct_o2m_dir_entry_t *entry, *free_entry;
+    unsigned i, in_use;
 
     /* Destroyed groups that are done give their entries (and ids) back */
     uct_o2m_iface_reap_retired(iface);
 
 retry:
-    for (i = 0; i < iface->config.max_groups; ++i) {
+    free_entry = NULL;
+    in_use     = 0;
+    for (i = 0; i < iface->config.dir_entries; ++i) {
         entry = &iface->dir[i];
         if (entry->in_use) {
+            ++in_use;
             if (entry->group_id == group_id) {
                 /* Reusing the id says the destroyed group is over */
                 if (uct_o2m_iface_evict_retired(iface, 1, group_id)) {
@@ -384,16 +389,21 @@ retry:
         }
     }
 
-    /* Members of unknown process are not worth failing a new group for */
-    if ((free_entry == NULL) && uct_o2m_iface_evict_retired(iface, 0, 0)) {
-        goto retry;
+    /* Destroyed groups waiting for late members do not count */
+    if ((in_use - ucs_list_length(&iface->retired)) >=
+        iface->config.max_groups) {
+        ucs_error("interface already roots %u groups (MAX_GROUPS)",
+                  iface->config.max_groups);
+        return UCS_ERR_EXCEEDS_LIMIT;
     }
 
+    /* The spare entries are full of them: the oldest is given up */
     if (free_entry == NULL) {
-        ucs_error("interface already roots %u groups (MAX_GROUPS; %zu of "
-                  "them destroyed, waiting for members to join)",
-                  iface->config.max_groups,
-                  ucs_list_length(&iface->retired));
+        if (uct_o2m_iface_evict_retired(iface, 0, 0)) {
+            goto retry;
+        }
+        ucs_error("group directory of %u entries is full",
+                  iface->config.dir_entries);
         return UCS_ERR_EXCEEDS_LIMIT;
     }
 
@@ -408,7 +418,7 @@ void uct_o2m_iface_dir_remove(uct_o2m_iface_t *iface, uint64_t group_id)
 {
     unsigned i;
 
-    for (i = 0; i < iface->config.max_groups; ++i) {
+    for (i = 0; i < iface->config.dir_entries; ++i) {
         if (iface->dir[i].in_use && (iface->dir[i].group_id == group_id)) {
             __atomic_store_n(&iface->dir[i].in_use, 0, __ATOMIC_RELEASE);
             return;
@@ -923,6 +933,9 @@ UCS_CLASS_INIT_FUNC(uct_o2m_iface_t, uct_iface_ops_t *ops, uct_md_h md,
     self->config.seg_size       = config->seg_size;
     self->config.max_members    = config->max_members;
     self->config.max_groups     = config->max_groups;
+    /* As many spare entries for destroyed groups waiting for members */
+    self->config.dir_entries    = ucs_min(2 * config->max_groups,
+                                          UCT_O2M_CHECK_MAX_GROUPS);
     self->config.max_zcopy      = config->max_zcopy;
     self->config.ring_max       = config->ring_max;
     self->config.peer_timeout   = (config->peer_timeout == UCS_TIME_AUTO) ?
@@ -953,7 +966,7 @@ UCS_CLASS_INIT_FUNC(uct_o2m_iface_t, uct_iface_ops_t *ops, uct_md_h md,
     }
 
     hdr_size       = sizeof(uct_o2m_iface_seg_t);
-    dir_size       = uct_o2m_iface_dir_size(self->config.max_groups);
+    dir_size       = uct_o2m_iface_dir_size(self->config.dir_entries);
     fifo_size      = (size_t)self->config.p2p_fifo_size *
                      self->config.seg_size;
     self->seg_size = hdr_size + dir_size + fifo_size;
@@ -972,7 +985,7 @@ UCS_CLASS_INIT_FUNC(uct_o2m_iface_t, uct_iface_ops_t *ops, uct_md_h md,
     self->seg->version     = UCT_O2M_LAYOUT_VERSION;
     self->seg->fifo_depth  = self->config.p2p_fifo_size;
     self->seg->elem_size   = self->config.seg_size;
-    self->seg->max_groups  = self->config.max_groups;
+    self->seg->max_groups  = self->config.dir_entries;
     self->seg->dir_offset  = hdr_size;
     self->seg->fifo_offset = hdr_size + dir_size;
     self->seg->owner       = self->self;

@@ -212,6 +212,8 @@ typedef struct uct_o2m_iface {
         unsigned          p2p_fifo_size;
         unsigned          max_members;
         unsigned          max_groups;
+        unsigned          dir_entries;    /* Directory: max_groups live
+                                             groups, the rest for retired */
         size_t            max_zcopy;
         size_t            ring_max;
         ucs_time_t        peer_timeout;   /* UCS_TIME_INFINITY: none */
