@@ -820,10 +820,14 @@ int uct_o2m_iface_evict_retired(uct_o2m_iface_t *iface, int by_id,
     return 1;
 }
 
+/* A close that waits this long for late members says so, once */
+#define UCT_O2M_DRAIN_NOTICE_SEC 10.0
+
 void uct_o2m_iface_drain_retired(uct_o2m_iface_t *iface)
 {
     ucs_time_t timeout = iface->config.peer_timeout;
     ucs_time_t start   = ucs_get_time();
+    int told           = 0;
     uct_o2m_retired_group_t *rg, *tmp;
     int member;
 
@@ -832,6 +836,20 @@ void uct_o2m_iface_drain_retired(uct_o2m_iface_t *iface)
     while ((uct_o2m_iface_reap(iface, 1), !ucs_list_is_empty(&iface->retired))
            && ((timeout == UCS_TIME_INFINITY) ||
                ((ucs_get_time() - start) <= timeout))) {
+        /* Not an error, but whoever sees the close wait should know why */
+        if (!told && ((ucs_get_time() - start) >
+                      ucs_time_from_sec(UCT_O2M_DRAIN_NOTICE_SEC))) {
+            rg     = ucs_list_head(&iface->retired, uct_o2m_retired_group_t,
+                                   list);
+            member = uct_o2m_retired_waits_for(iface, rg, 1);
+            ucs_warn("interface close waits for %zu destroyed group(s) "
+                     "whose members are alive and have not joined (group "
+                     "0x%" PRIx64 " member %d, pid %d); PEER_TIMEOUT bounds "
+                     "this wait", ucs_list_length(&iface->retired),
+                     rg->group_id, member,
+                     (member >= 0) ? rg->procs[member].pid : 0);
+            told = 1;
+        }
         usleep(1000);
     }
 
