@@ -79,6 +79,8 @@ typedef struct ucg_p2p_conn {
                                          member on another host */
     ucs_status_t        status;       /* UCS_OK, or the error UCP reported
                                          (the endpoint is not used again) */
+    uct_o2m_watch_t     *watch;       /* Peer on this real host: its
+                                         liveness, for the close; or NULL */
     size_t              addr_len;
     char                addr[0];      /* peer worker address */
 } ucg_p2p_conn_t;

@@ -1012,6 +1012,7 @@ static void ucg_p2p_conn_err_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
  */
 static ucs_status_t ucg_p2p_conn_get(ucg_context_t *context, const void *addr,
                                      size_t addr_len, int peer_err,
+                                     const uct_o2m_proc_t *proc,
                                      ucp_ep_h *ep_p)
 {
     ucp_ep_params_t params;
@@ -1037,6 +1038,7 @@ static ucs_status_t ucg_p2p_conn_get(ucg_context_t *context, const void *addr,
     conn->context  = context;
     conn->peer_err = peer_err;
     conn->status   = UCS_OK;
+    conn->watch    = NULL;
 
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
@@ -1057,6 +1059,12 @@ static ucs_status_t ucg_p2p_conn_get(ucg_context_t *context, const void *addr,
         return status;
     }
 
+    /* Not being able to watch only makes the close wait longer */
+    if ((proc != NULL) &&
+        (uct_o2m_watch_get(context->watches, proc, &conn->watch) != UCS_OK)) {
+        conn->watch = NULL;
+    }
+
     conn->addr_len = addr_len;
     memcpy(conn->addr, addr, addr_len);
     ucs_list_add_tail(&context->p2p_conns, &conn->list);
@@ -1071,6 +1079,12 @@ static ucs_status_t ucg_p2p_conn_get(ucg_context_t *context, const void *addr,
  * PEER_TIMEOUT (UCG_GROUP_MAX_WAIT_SEC when inf), and its request is then
  * left to UCP.
  */
+static void ucg_p2p_conn_free(ucg_p2p_conn_t *conn)
+{
+    uct_o2m_watch_put(conn->context->watches, conn->watch);
+    ucs_free(conn);
+}
+
 void ucg_context_close_p2p_conns(ucg_context_h context)
 {
     ucp_worker_h worker = context->ucp_worker;
@@ -1094,9 +1108,9 @@ void ucg_context_close_p2p_conns(ucg_context_h context)
         if (UCS_PTR_IS_ERR(req)) {
             ucs_diag("UCG: closing an endpoint failed: %s",
                      ucs_status_string(UCS_PTR_STATUS(req)));
-            ucs_free(conn);
+            ucg_p2p_conn_free(conn);
         } else if (req == NULL) {
-            ucs_free(conn);
+            ucg_p2p_conn_free(conn);
         } else {
             conn->ep = req; /* from now on, its close request */
             ucs_list_add_tail(&closing, &conn->list);
@@ -1106,12 +1120,16 @@ void ucg_context_close_p2p_conns(ucg_context_h context)
     while (!ucs_list_is_empty(&closing)) {
         ucs_list_for_each_safe(conn, tmp, &closing, list) {
             close_req = conn->ep;
+            /* A flush to a peer of this host that exited never completes
+             * (no error handling there): no wait for it */
             if ((ucp_request_check_status(close_req) != UCS_INPROGRESS) ||
+                ((conn->watch != NULL) &&
+                 uct_o2m_watch_has_exited(conn->watch)) ||
                 (ucs_get_time() > deadline)) {
-                /* after the deadline, UCP releases it when it completes */
+                /* UCP releases it when it completes */
                 ucp_request_free(close_req);
                 ucs_list_del(&conn->list);
-                ucs_free(conn);
+                ucg_p2p_conn_free(conn);
             }
         }
         ucp_worker_progress(worker);
@@ -1121,6 +1139,7 @@ void ucg_context_close_p2p_conns(ucg_context_h context)
 ucs_status_t ucg_group_p2p_ep(ucg_group_h group, unsigned rank,
                               ucp_ep_h *ep_p)
 {
+    uct_o2m_proc_t proc;
     ucg_member_t *member;
     ucs_status_t status;
 
@@ -1134,10 +1153,13 @@ ucs_status_t ucg_group_p2p_ep(ucg_group_h group, unsigned rank,
     if (member->ep == NULL) {
         /* Another host of the group's topology: real, or virtual (HOSTS),
          * which then behaves as a host of its own */
+        proc.pid        = member->pid;
+        proc.start_time = member->start_time;
         status = ucg_p2p_conn_get(group->context, member->worker_addr,
                                   member->worker_addr_len,
                                   group->topo.host_of[rank] !=
                                   group->topo.host_of[group->rank],
+                                  (member->watch != NULL) ? &proc : NULL,
                                   &member->ep);
         if (status != UCS_OK) {
             ucs_error("UCG group %u rank %u: failed to connect to rank %u: "

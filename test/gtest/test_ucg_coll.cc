@@ -869,8 +869,8 @@ void kill_test(unsigned np, const coll_config &cfg, unsigned victim,
      * handling, see docs/ucg.md, Failures): that is UCX's own, not what is
      * tested here, so UCP sends eagerly */
     opts.env["UCX_RNDV_THRESH"] = "inf";
-    /* the teardown waits at most this long for the dead member */
-    opts.env["UCX_UCG_PEER_TIMEOUT"]   = "1s";
+    /* The default PEER_TIMEOUT (inf): the teardown waits for nothing from
+     * the dead member (its liveness ends every wait on it) */
     opts.final_barrier = false;
     opts.timeout       = 60;
     opts.shared_size   = sizeof(kill_shared);
