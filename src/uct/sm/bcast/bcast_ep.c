@@ -213,7 +213,8 @@ unsigned uct_o2m_bcast_recv_progress(uct_o2m_group_ep_t *ep)
             break;
         }
 
-        status = uct_o2m_deliver_elem(iface, elem, ep->max_length, &why);
+        status = uct_o2m_deliver_elem(iface, elem, ep->max_length,
+                                      &ep->seg->failed, &why);
         if (ucs_unlikely(status != UCS_OK)) {
             ucs_error("group 0x%" PRIx64 " member %u: lost message %" PRIu64
                       ": %s%s%s", ep->group_id, ep->my_index, ep->rx_seq,

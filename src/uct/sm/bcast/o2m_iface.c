@@ -567,11 +567,28 @@ UCS_CLASS_DEFINE(uct_o2m_ep_t, uct_base_ep_t);
 
 void uct_o2m_ep_set_failed(uct_o2m_ep_t *ep, ucs_status_t status)
 {
+    uct_o2m_group_ep_t *group_ep;
+
     if (ep->status != UCS_OK) {
         return;
     }
 
     ep->status = status;
+
+    /*
+     * A fan-out root tells its receivers before its zcopy completions fire:
+     * a receiver still reading a buffer the user may now rewrite sees the
+     * word after its read and drops the copy (uct_o2m_deliver_elem).
+     */
+    if (ep->type == UCT_O2M_EP_BCAST_ROOT) {
+        group_ep = ucs_derived_of(ep, uct_o2m_group_ep_t);
+        if (group_ep->seg != NULL) {
+            __atomic_store_n(&group_ep->seg->failed, status,
+                             __ATOMIC_RELAXED);
+            __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        }
+    }
+
     uct_o2m_ep_fail_reqs(&ep->zcopy_reqs, status);
     uct_o2m_ep_fail_reqs(&ep->flush_reqs, status);
     uct_iface_handle_ep_err(ep->super.super.iface, &ep->super.super, status);

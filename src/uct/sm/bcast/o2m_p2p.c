@@ -16,8 +16,10 @@
 
 ucs_status_t uct_o2m_deliver_elem(uct_o2m_iface_t *iface,
                                   uct_o2m_elem_t *elem, size_t max_inline,
+                                  const volatile int32_t *failed,
                                   const char **why_p)
 {
+    ucs_status_t writer_status;
     uct_o2m_elem_info_t info;
     uct_o2m_zdesc_t zdesc;
     ucs_status_t status;
@@ -49,6 +51,22 @@ ucs_status_t uct_o2m_deliver_elem(uct_o2m_iface_t *iface,
     status = uct_o2m_zcopy_read(&zdesc, data);
     if (status != UCS_OK) {
         return status;
+    }
+
+    /*
+     * A writer that failed has completed its sends with an error and its
+     * user may already rewrite the buffer we just read: the copy is good
+     * only if the writer had not failed when the read ended.  Pairs with
+     * the fence in uct_o2m_ep_set_failed (both sides store, then load).
+     */
+    if (failed != NULL) {
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        writer_status = (ucs_status_t)__atomic_load_n(failed,
+                                                      __ATOMIC_RELAXED);
+        if (writer_status != UCS_OK) {
+            return (writer_status < 0) ? writer_status :
+                                         UCS_ERR_INVALID_PARAM;
+        }
     }
 
     uct_iface_invoke_am(&iface->super.super, info.am_id, data, zdesc.length,
@@ -177,7 +195,7 @@ unsigned uct_o2m_p2p_rx_progress(uct_o2m_iface_t *iface)
             break;
         }
 
-        status = uct_o2m_deliver_elem(iface, elem, max_inline, &why);
+        status = uct_o2m_deliver_elem(iface, elem, max_inline, NULL, &why);
         if (ucs_unlikely(status != UCS_OK)) {
             if (why != NULL) {
                 uct_o2m_p2p_rx_drop(iface, tail, why);

@@ -59,9 +59,12 @@ void uct_o2m_p2p_rx_check(uct_o2m_iface_t *iface);
 
 /* Deliver one element (also used by the fan-out receivers), inline data of
  * at most @a max_inline bytes.  A corrupt element: UCS_ERR_INVALID_PARAM
- * and *why_p says what is wrong; other errors leave it NULL. */
+ * and *why_p says what is wrong; other errors leave it NULL.  @a failed
+ * (NULL: none) is the writer's "failed" word: a large message read while
+ * it became set is not delivered (see uct_o2m_ep_set_failed). */
 ucs_status_t uct_o2m_deliver_elem(uct_o2m_iface_t *iface,
                                   uct_o2m_elem_t *elem, size_t max_inline,
+                                  const volatile int32_t *failed,
                                   const char **why_p);
 
 #endif
