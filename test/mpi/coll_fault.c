@@ -16,25 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "mpi_check.h"
 
-static int rank, size, errors, calls;
-
-#define CHECK(_cond, ...) \
-    do { \
-        if (!(_cond)) { \
-            if (errors++ < 10) { \
-                printf("rank %d: FAIL: ", rank); printf(__VA_ARGS__); \
-                printf("\n"); fflush(stdout); \
-            } \
-        } \
-    } while (0)
-
-#define CALL(_what, _call) \
-    do { \
-        int _rc = (_call); \
-        ++calls; \
-        CHECK(_rc == MPI_SUCCESS, "%s returned %d", _what, _rc); \
-    } while (0)
+static int rank, size;
 
 static void round_on(MPI_Comm comm, int r, int *a, int *b, int *big, int n)
 {
@@ -108,6 +92,7 @@ int main(int argc, char **argv)
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    check_rank = rank;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);

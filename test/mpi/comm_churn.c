@@ -16,33 +16,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "mpi_check.h"
+
+/* Failures name the round and the communicator (r, c where used) */
+#undef CALL
+#define CALL(_what, _call) \
+    CALLF(_call, "round %d comm %d %s", r, c, _what)
 
 #define NCOMMS 4
 #define MAXN   (16 * 1024)  /* ints per member: 64 KiB */
 
-static int wrank, wsize, errors, calls;
-
-#define CHECK(_cond, ...) \
-    do { \
-        if (!(_cond)) { \
-            if (errors++ < 10) { \
-                printf("rank %d: FAIL: ", wrank); printf(__VA_ARGS__); \
-                printf("\n"); fflush(stdout); \
-            } \
-        } \
-    } while (0)
-
-#define CALL(_what, _call) \
-    do { \
-        int _rc = (_call), _len; \
-        char _msg[MPI_MAX_ERROR_STRING] = ""; \
-        ++calls; \
-        if (_rc != MPI_SUCCESS) { \
-            MPI_Error_string(_rc, _msg, &_len); \
-        } \
-        CHECK(_rc == MPI_SUCCESS, "round %d comm %d %s: %s", r, c, _what, \
-              _msg); \
-    } while (0)
+static int wrank, wsize;
 
 /* One collective of kind @a k on @a comm; values depend on (r, c, k) */
 static void one(MPI_Comm comm, int r, int c, int k, int *a, int *b, int *big)
@@ -134,6 +118,7 @@ int main(int argc, char **argv)
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    check_rank = wrank;
     MPI_Comm_size(MPI_COMM_WORLD, &wsize);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     a   = malloc(MAXN * sizeof(int));

@@ -20,28 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include "mpi_check.h"
 
-static int rank, size, errors;
-
-#define CHECK(_cond, ...) \
-    do { \
-        if (!(_cond)) { \
-            if (errors++ < 10) { \
-                printf("rank %d: FAIL: ", rank); printf(__VA_ARGS__); \
-                printf("\n"); fflush(stdout); \
-            } \
-        } \
-    } while (0)
-
-#define CALL(_what, _call) \
-    do { \
-        int _rc = (_call), _len; \
-        char _msg[MPI_MAX_ERROR_STRING] = ""; \
-        if (_rc != MPI_SUCCESS) { \
-            MPI_Error_string(_rc, _msg, &_len); \
-        } \
-        CHECK(_rc == MPI_SUCCESS, "%s: %s", _what, _msg); \
-    } while (0)
+static int rank, size;
 
 static void late(const char *comm_name, int who, unsigned seconds)
 {
@@ -84,6 +65,7 @@ int main(int argc, char **argv)
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    check_rank = rank;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 
