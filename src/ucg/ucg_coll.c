@@ -1250,23 +1250,29 @@ void ucg_coll_group_cleanup(ucg_group_h group)
     }
 }
 
-/* A message that no collective is ready for: keep a copy */
-static ucs_status_t ucg_sm_keep(ucs_queue_head_t *queue, const void *data,
+/* A message that no collective is ready for: keep a copy.  Without memory
+ * for it the message is lost, and the collective that needs it would wait
+ * for it forever: the group fails instead (nothing lost silently). */
+static ucs_status_t ucg_sm_keep(ucg_group_h group, const void *data,
                                 size_t length)
 {
     ucg_sm_unexp_t *msg;
 
     msg = ucs_malloc(sizeof(*msg) + length, "ucg sm unexp");
     if (msg == NULL) {
-        ucs_error("ucg: out of memory for an early message of %zu bytes",
+        ucs_error("UCG group %u rank %u: out of memory for an early message "
+                  "of %zu bytes; the group fails", group->id, group->rank,
                   length);
-        return UCS_OK; /* the collective will fail on its own (timeout) */
+        if (group->failed == UCS_OK) {
+            group->failed = UCS_ERR_NO_MEMORY;
+        }
+        return UCS_OK;
     }
 
     memcpy(&msg->hdr, data, sizeof(msg->hdr));
     memcpy(msg->data, data, length);
     msg->length = length;
-    ucs_queue_push(queue, &msg->queue);
+    ucs_queue_push(&group->sm_unexp, &msg->queue);
     return UCS_OK;
 }
 
@@ -1311,5 +1317,5 @@ ucs_status_t ucg_sm_am_cb(void *arg, void *data, size_t length,
         break;
     }
 
-    return ucg_sm_keep(&group->sm_unexp, data, length);
+    return ucg_sm_keep(group, data, length);
 }
