@@ -507,11 +507,13 @@ static ucs_status_t ucg_sm_cma_deliver(ucg_coll_t *coll,
     for (pos = 0; pos < num_msgs; ++pos) {
         payload = UCS_PTR_BYTE_OFFSET(hdr, pos * stride + sizeof(*hdr));
         if (UCG_SM_PS_STAGE(coll) == 0) {
-            status = ucg_sm_cma_check_desc(coll, payload);
+            /* The payload may be in the sender's shared ring: check the
+             * private copy, which is what the read uses */
+            memcpy(&descs[pos], payload, sizeof(*descs));
+            status = ucg_sm_cma_check_desc(coll, &descs[pos]);
             if (status != UCS_OK) {
                 return status;
             }
-            memcpy(&descs[pos], payload, sizeof(*descs));
             continue;
         }
 
