@@ -168,6 +168,65 @@ ucs_status_t count_am(void *arg, void *data, size_t length, unsigned flags)
     return UCS_OK;
 }
 
+/* Rank 0 publishes its interface address in @a sh before anyone goes on */
+void publish_owner(proc_group &pg, unsigned rank, uct_env &env,
+                   corrupt_shared *sh)
+{
+    if (rank == 0) {
+        std::vector<char> a = env.iface_addr();
+        memcpy(&sh->owner_addr, a.data(), sizeof(sh->owner_addr));
+    }
+    pg.barrier(rank);
+}
+
+/* A group of plain active messages (no reduction) rooted at rank 0 */
+uct_o2m_group_params_t am_group_params(const corrupt_shared *sh,
+                                       const std::vector<char> &dev,
+                                       unsigned rank)
+{
+    uct_o2m_group_params_t p = group_params(sh->owner_addr, dev, rank,
+                                            UCT_O2M_MODE_BATCHED,
+                                            UCT_O2M_OP_GATHER);
+
+    p.field_mask &= ~(UCT_O2M_GROUP_FIELD_OP | UCT_O2M_GROUP_FIELD_DTYPE |
+                      UCT_O2M_GROUP_FIELD_HDR_LEN);
+    return p;
+}
+
+/*
+ * The root (rank 0) attaches first, then ranks 1 .. @a members - 1 with
+ * @a p; the others only pass the same barriers.
+ */
+void attach_root_first(proc_group &pg, unsigned rank, uct_env &env,
+                       const uct_o2m_group_params_t &p, unsigned members,
+                       uct_ep_h *ep)
+{
+    if (rank == 0) {
+        CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, ep));
+    }
+    pg.barrier(rank);
+    if ((rank != 0) && (rank < members)) {
+        CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, ep));
+    }
+    pg.barrier(rank);
+}
+
+/* A point-to-point endpoint to rank 0's interface, as UCP creates it */
+ucs_status_t p2p_ep_create(uct_env &env, const std::vector<char> &dev,
+                           const corrupt_shared *sh, uct_ep_h *ep)
+{
+    uct_ep_params_t ep_params;
+
+    memset(&ep_params, 0, sizeof(ep_params));
+    ep_params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                           UCT_EP_PARAM_FIELD_DEV_ADDR |
+                           UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    ep_params.iface      = env.iface();
+    ep_params.dev_addr   = (const uct_device_addr_t*)dev.data();
+    ep_params.iface_addr = (const uct_iface_addr_t*)&sh->owner_addr;
+    return uct_ep_create(&ep_params, ep);
+}
+
 /* Victim side: progress until the error handler reports @a expected */
 void wait_error(uct_env &env, ucs_status_t expected, const char *what)
 {
@@ -446,11 +505,7 @@ TEST_P(corrupt_iface_geom, peer_map_fails)
         std::vector<char> dev = env.dev_addr();
         ucs_status_t status;
 
-        if (rank == 0) {
-            std::vector<char> a = env.iface_addr();
-            memcpy(&sh->owner_addr, a.data(), sizeof(sh->owner_addr));
-        }
-        pg.barrier(rank);
+        publish_owner(pg, rank, env, sh);
 
         if (rank == 2) {
             foreign_seg seg(sh->owner_addr.pid, sh->owner_addr.seg_fd);
@@ -460,17 +515,9 @@ TEST_P(corrupt_iface_geom, peer_map_fails)
 
         if (rank == 1) {
             /* A point-to-point endpoint, as UCP creates it */
-            uct_ep_params_t ep_params;
             uct_ep_h ep = NULL;
 
-            memset(&ep_params, 0, sizeof(ep_params));
-            ep_params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                                   UCT_EP_PARAM_FIELD_DEV_ADDR |
-                                   UCT_EP_PARAM_FIELD_IFACE_ADDR;
-            ep_params.iface      = env.iface();
-            ep_params.dev_addr   = (const uct_device_addr_t*)dev.data();
-            ep_params.iface_addr = (const uct_iface_addr_t*)&sh->owner_addr;
-            status = uct_ep_create(&ep_params, &ep);
+            status = p2p_ep_create(env, dev, sh, &ep);
             CHILD_CHECK(status == UCS_ERR_INVALID_PARAM,
                         "%s: p2p ep creation: %s", fault.name,
                         ucs_status_string(status));
@@ -513,30 +560,10 @@ TEST_P(corrupt_bcast_elem, receiver_fails)
         uct_ep_h ep = NULL;
 
         env.set_am_handler(AM_ID, count_am, sh);
-        if (rank == 0) {
-            std::vector<char> a = env.iface_addr();
-            memcpy(&sh->owner_addr, a.data(), sizeof(sh->owner_addr));
-        }
-        pg.barrier(rank);
+        publish_owner(pg, rank, env, sh);
 
-        if (rank < 2) {
-            uct_o2m_group_params_t p = group_params(sh->owner_addr, dev, rank,
-                                                    UCT_O2M_MODE_BATCHED,
-                                                    UCT_O2M_OP_GATHER);
-            p.field_mask &= ~(UCT_O2M_GROUP_FIELD_OP |
-                              UCT_O2M_GROUP_FIELD_DTYPE |
-                              UCT_O2M_GROUP_FIELD_HDR_LEN);
-            if (rank == 0) {
-                CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
-            }
-            pg.barrier(rank);
-            if (rank == 1) {
-                CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
-            }
-        } else {
-            pg.barrier(rank);
-        }
-        pg.barrier(rank); /* Everyone attached */
+        attach_root_first(pg, rank, env, am_group_params(sh, dev, rank), 2,
+                          &ep);
 
         if (rank == 2) {
             foreign_group fg(sh->owner_addr);
@@ -587,11 +614,7 @@ TEST_P(corrupt_p2p_elem, element_dropped_fifo_moves)
         std::vector<char> dev = env.dev_addr();
 
         env.set_am_handler(AM_ID, count_am, sh);
-        if (rank == 0) {
-            std::vector<char> a = env.iface_addr();
-            memcpy(&sh->owner_addr, a.data(), sizeof(sh->owner_addr));
-        }
-        pg.barrier(rank);
+        publish_owner(pg, rank, env, sh);
 
         if (rank == 2) {
             foreign_seg seg(sh->owner_addr.pid, sh->owner_addr.seg_fd);
@@ -609,18 +632,10 @@ TEST_P(corrupt_p2p_elem, element_dropped_fifo_moves)
         pg.barrier(rank);
 
         if (rank == 1) {
-            uct_ep_params_t ep_params;
             uint64_t word = 42;
             uct_ep_h ep;
 
-            memset(&ep_params, 0, sizeof(ep_params));
-            ep_params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                                   UCT_EP_PARAM_FIELD_DEV_ADDR |
-                                   UCT_EP_PARAM_FIELD_IFACE_ADDR;
-            ep_params.iface      = env.iface();
-            ep_params.dev_addr   = (const uct_device_addr_t*)dev.data();
-            ep_params.iface_addr = (const uct_iface_addr_t*)&sh->owner_addr;
-            CHILD_CHECK_OK(uct_ep_create(&ep_params, &ep));
+            CHILD_CHECK_OK(p2p_ep_create(env, dev, sh, &ep));
             CHILD_CHECK_OK(uct_ep_am_short(ep, AM_ID, 7, &word,
                                            sizeof(word)));
             bool ok = progress_wait(env, [&]() {
@@ -695,22 +710,11 @@ TEST_P(corrupt_incast_slot, root_fails)
         uct_ep_h ep = NULL;
 
         env.set_am_handler(AM_ID, count_am, sh);
-        if (rank == 0) {
-            std::vector<char> a = env.iface_addr();
-            memcpy(&sh->owner_addr, a.data(), sizeof(sh->owner_addr));
-            uct_o2m_group_params_t p = group_params(sh->owner_addr, dev, 0,
-                                                    UCT_O2M_MODE_BATCHED,
-                                                    UCT_O2M_OP_SUM);
-            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
-        }
-        pg.barrier(rank);
-        if (rank == 1) {
-            uct_o2m_group_params_t p = group_params(sh->owner_addr, dev, 1,
-                                                    UCT_O2M_MODE_BATCHED,
-                                                    UCT_O2M_OP_SUM);
-            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
-        }
-        pg.barrier(rank);
+        publish_owner(pg, rank, env, sh);
+        attach_root_first(pg, rank, env,
+                          group_params(sh->owner_addr, dev, rank,
+                                       UCT_O2M_MODE_BATCHED, UCT_O2M_OP_SUM),
+                          2, &ep);
 
         if (rank == 2) {
             foreign_group fg(sh->owner_addr);
@@ -759,24 +763,9 @@ TEST(corrupt_group, geometry_changed_after_attach_is_ignored)
         uct_ep_h ep = NULL;
 
         env.set_am_handler(AM_ID, count_am, sh);
-        if (rank == 0) {
-            std::vector<char> a = env.iface_addr();
-            memcpy(&sh->owner_addr, a.data(), sizeof(sh->owner_addr));
-        }
-        pg.barrier(rank);
-        uct_o2m_group_params_t p = group_params(sh->owner_addr, dev, rank,
-                                                UCT_O2M_MODE_BATCHED,
-                                                UCT_O2M_OP_GATHER);
-        p.field_mask &= ~(UCT_O2M_GROUP_FIELD_OP | UCT_O2M_GROUP_FIELD_DTYPE |
-                          UCT_O2M_GROUP_FIELD_HDR_LEN);
-        if (rank == 0) {
-            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
-        }
-        pg.barrier(rank);
-        if (rank == 1) {
-            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
-        }
-        pg.barrier(rank);
+        publish_owner(pg, rank, env, sh);
+        attach_root_first(pg, rank, env, am_group_params(sh, dev, rank), 2,
+                          &ep);
 
         if (rank == 2) {
             foreign_group fg(sh->owner_addr);
@@ -837,24 +826,9 @@ TEST(corrupt_seg, resize_refused_group_goes_on)
         uct_ep_h ep = NULL;
 
         env.set_am_handler(AM_ID, count_am, sh);
-        if (rank == 0) {
-            std::vector<char> a = env.iface_addr();
-            memcpy(&sh->owner_addr, a.data(), sizeof(sh->owner_addr));
-        }
-        pg.barrier(rank);
-        uct_o2m_group_params_t p = group_params(sh->owner_addr, dev, rank,
-                                                UCT_O2M_MODE_BATCHED,
-                                                UCT_O2M_OP_GATHER);
-        p.field_mask &= ~(UCT_O2M_GROUP_FIELD_OP | UCT_O2M_GROUP_FIELD_DTYPE |
-                          UCT_O2M_GROUP_FIELD_HDR_LEN);
-        if (rank == 0) {
-            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
-        }
-        pg.barrier(rank);
-        if (rank == 1) {
-            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
-        }
-        pg.barrier(rank);
+        publish_owner(pg, rank, env, sh);
+        attach_root_first(pg, rank, env, am_group_params(sh, dev, rank), 2,
+                          &ep);
 
         if (rank == 2) {
             foreign_group fg(sh->owner_addr);
@@ -984,25 +958,14 @@ TEST(corrupt_incast, bcopy_above_root_limit_stays_in_slot)
         std::vector<char> dev = env.dev_addr();
         uct_ep_h ep = NULL;
 
-        if (rank == 0) {
-            std::vector<char> a = env.iface_addr();
-            memcpy(&sh->owner_addr, a.data(), sizeof(sh->owner_addr));
-        }
-        pg.barrier(rank);
+        publish_owner(pg, rank, env, sh);
         uct_o2m_group_params_t p = group_params(sh->owner_addr, dev, rank,
                                                 UCT_O2M_MODE_BATCHED,
                                                 UCT_O2M_OP_GATHER);
         p.field_mask &= ~(UCT_O2M_GROUP_FIELD_DTYPE |
                           UCT_O2M_GROUP_FIELD_HDR_LEN);
         p.size = 3;
-        if (rank == 0) {
-            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
-        }
-        pg.barrier(rank);
-        if (rank != 0) {
-            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
-        }
-        pg.barrier(rank);
+        attach_root_first(pg, rank, env, p, 3, &ep);
 
         if (rank == 1) {
             ssize_t len = uct_ep_am_bcopy(ep, AM_ID, [](void *dest,
