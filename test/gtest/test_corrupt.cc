@@ -428,6 +428,15 @@ std::string name_of(const char *name)
     return name;
 }
 
+/* A test's name: its fault's name */
+struct fault_name {
+    template <typename T>
+    std::string operator()(const ::testing::TestParamInfo<T> &i) const
+    {
+        return name_of(i.param.name);
+    }
+};
+
 } // namespace
 
 
@@ -483,9 +492,7 @@ TEST_P(corrupt_group_geom, member_attach_fails)
 
 INSTANTIATE_TEST_SUITE_P(field, corrupt_group_geom,
                          ::testing::ValuesIn(group_geom_faults()),
-                         [](const ::testing::TestParamInfo<geom_fault> &i) {
-                             return name_of(i.param.name);
-                         });
+                         fault_name());
 
 
 /*
@@ -537,9 +544,7 @@ TEST_P(corrupt_iface_geom, peer_map_fails)
 
 INSTANTIATE_TEST_SUITE_P(field, corrupt_iface_geom,
                          ::testing::ValuesIn(iface_geom_faults()),
-                         [](const ::testing::TestParamInfo<iface_fault> &i) {
-                             return name_of(i.param.name);
-                         });
+                         fault_name());
 
 
 /*
@@ -589,10 +594,7 @@ TEST_P(corrupt_bcast_elem, receiver_fails)
 }
 
 INSTANTIATE_TEST_SUITE_P(field, corrupt_bcast_elem,
-                         ::testing::ValuesIn(elem_faults()),
-                         [](const ::testing::TestParamInfo<elem_fault> &i) {
-                             return name_of(i.param.name);
-                         });
+                         ::testing::ValuesIn(elem_faults()), fault_name());
 
 
 /*
@@ -660,10 +662,7 @@ TEST_P(corrupt_p2p_elem, element_dropped_fifo_moves)
 }
 
 INSTANTIATE_TEST_SUITE_P(field, corrupt_p2p_elem,
-                         ::testing::ValuesIn(elem_faults()),
-                         [](const ::testing::TestParamInfo<elem_fault> &i) {
-                             return name_of(i.param.name);
-                         });
+                         ::testing::ValuesIn(elem_faults()), fault_name());
 
 
 /*
@@ -741,10 +740,7 @@ TEST_P(corrupt_incast_slot, root_fails)
 }
 
 INSTANTIATE_TEST_SUITE_P(field, corrupt_incast_slot,
-                         ::testing::ValuesIn(slot_faults()),
-                         [](const ::testing::TestParamInfo<elem_fault> &i) {
-                             return name_of(i.param.name);
-                         });
+                         ::testing::ValuesIn(slot_faults()), fault_name());
 
 
 /*
