@@ -91,7 +91,6 @@ TEST_F(cma, probe)
             std::vector<char> buf(1 << 20);
             uct_iov_t iov = {buf.data(), buf.size(), NULL, 1, 0};
             peer_addrs addrs;
-            uct_ep_params_t params;
             uct_ep_h ep;
 
             CHILD_CHECK(!(env.attr().cap.flags & UCT_IFACE_FLAG_AM_ZCOPY),
@@ -105,15 +104,7 @@ TEST_F(cma, probe)
 
             /* A point-to-point ep to ourselves refuses zcopy */
             addrs.exchange(pg, rank, env);
-            memset(&params, 0, sizeof(params));
-            params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                                UCT_EP_PARAM_FIELD_DEV_ADDR |
-                                UCT_EP_PARAM_FIELD_IFACE_ADDR;
-            params.iface      = env.iface();
-            params.dev_addr   = (const uct_device_addr_t*)addrs.dev[0].data();
-            params.iface_addr = (const uct_iface_addr_t*)
-                                addrs.iface[0].data();
-            CHILD_CHECK_OK(uct_ep_create(&params, &ep));
+            CHILD_CHECK_OK(addrs.p2p_ep_create(env, 0, &ep));
             CHILD_CHECK(uct_ep_am_zcopy(ep, 1, NULL, 0, &iov, 1, 0, NULL) ==
                         UCS_ERR_UNSUPPORTED, "%s: am_zcopy accepted", tl);
             uct_ep_destroy(ep);
@@ -162,20 +153,12 @@ TEST_F(cma, p2p_read_fails)
 
         std::vector<char> buf(256 << 10, 'x');
         uct_iov_t iov = {buf.data(), buf.size(), NULL, 1, 0};
-        uct_ep_params_t params;
         ucs_status_t status;
         zcomp comp;
         uct_ep_h ep;
 
         pg.barrier(rank);
-        memset(&params, 0, sizeof(params));
-        params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                            UCT_EP_PARAM_FIELD_DEV_ADDR |
-                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
-        params.iface      = env.iface();
-        params.dev_addr   = (const uct_device_addr_t*)addrs.dev[0].data();
-        params.iface_addr = (const uct_iface_addr_t*)addrs.iface[0].data();
-        CHILD_CHECK_OK(uct_ep_create(&params, &ep));
+        CHILD_CHECK_OK(addrs.p2p_ep_create(env, 0, &ep));
 
         status = uct_ep_am_zcopy(ep, 2, NULL, 0, &iov, 1, 0, &comp.super);
         CHILD_CHECK(status == UCS_INPROGRESS, "am_zcopy: %s",
@@ -208,25 +191,8 @@ TEST_F(cma, bcast_read_fails)
                                  unsigned flags) { return UCS_OK; }, NULL);
         addrs.exchange(pg, rank, env);
 
-        memset(&params, 0, sizeof(params));
-        params.group_id   = 0xc3a;
-        params.size       = 3;
-        params.my_index   = rank;
-        params.root_index = 0;
-        if (rank != 0) {
-            params.field_mask      = UCT_O2M_GROUP_FIELD_ROOT_ADDR;
-            params.root_iface_addr = (const uct_iface_addr_t*)
-                                     addrs.iface[0].data();
-            params.root_dev_addr   = (const uct_device_addr_t*)
-                                     addrs.dev[0].data();
-        }
-        if (rank == 0) {
-            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &params, &ep));
-        }
-        pg.barrier(rank);
-        if (rank != 0) {
-            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &params, &ep));
-        }
+        params = addrs.group_params(0xc3a, 3, rank);
+        group_ep_create_root_first(pg, rank, env, params, &ep);
         if (rank == 2) {
             deny_cma();
         }
@@ -274,27 +240,11 @@ TEST_F(cma, incast_read_fails)
                                  unsigned flags) { return UCS_OK; }, NULL);
         addrs.exchange(pg, rank, env);
 
-        memset(&params, 0, sizeof(params));
-        params.field_mask = UCT_O2M_GROUP_FIELD_OP;
-        params.op         = UCT_O2M_OP_GATHER;
-        params.group_id   = 0xc3b;
-        params.size       = 3;
-        params.my_index   = rank;
-        params.root_index = 0;
-        if (rank != 0) {
-            params.field_mask     |= UCT_O2M_GROUP_FIELD_ROOT_ADDR;
-            params.root_iface_addr = (const uct_iface_addr_t*)
-                                     addrs.iface[0].data();
-            params.root_dev_addr   = (const uct_device_addr_t*)
-                                     addrs.dev[0].data();
-        }
+        params             = addrs.group_params(0xc3b, 3, rank);
+        params.field_mask |= UCT_O2M_GROUP_FIELD_OP;
+        params.op          = UCT_O2M_OP_GATHER;
+        group_ep_create_root_first(pg, rank, env, params, &ep);
         if (rank == 0) {
-            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &params, &ep));
-        }
-        pg.barrier(rank);
-        if (rank != 0) {
-            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &params, &ep));
-        } else {
             deny_cma();
         }
         pg.barrier(rank);

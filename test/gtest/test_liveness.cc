@@ -248,17 +248,9 @@ size_t claim_pack_and_die(void *dest, void *arg)
 
 uct_ep_h claim_ep(uct_env &env, const peer_addrs &addrs, unsigned peer)
 {
-    uct_ep_params_t params;
     uct_ep_h ep;
 
-    memset(&params, 0, sizeof(params));
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                        UCT_EP_PARAM_FIELD_DEV_ADDR |
-                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    params.iface      = env.iface();
-    params.dev_addr   = (const uct_device_addr_t*)addrs.dev[peer].data();
-    params.iface_addr = (const uct_iface_addr_t*)addrs.iface[peer].data();
-    CHILD_CHECK_OK(uct_ep_create(&params, &ep));
+    CHILD_CHECK_OK(addrs.p2p_ep_create(env, peer, &ep));
     return ep;
 }
 
@@ -391,7 +383,6 @@ TEST_F(liveness, group_no_pidfd_open)
 
         uct_env env("sm_bcast", {{"CHECK_INTERVAL", "10ms"}});
         uct_o2m_group_params_t params;
-        uct_ep_params_t p2p_params;
         unsigned received = 0;
         peer_addrs addrs;
         uct_ep_h ep, p2p;
@@ -399,37 +390,11 @@ TEST_F(liveness, group_no_pidfd_open)
         env.set_am_handler(1, count_am_cb, &received);
         addrs.exchange(pg, rank, env);
 
-        memset(&params, 0, sizeof(params));
-        params.group_id   = 0x11fe;
-        params.size       = 3;
-        params.my_index   = rank;
-        params.root_index = 0;
-        if (rank != 0) {
-            params.field_mask      = UCT_O2M_GROUP_FIELD_ROOT_ADDR;
-            params.root_iface_addr = (const uct_iface_addr_t*)
-                                     addrs.iface[0].data();
-            params.root_dev_addr   = (const uct_device_addr_t*)
-                                     addrs.dev[0].data();
-        }
-        if (rank == 0) {
-            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &params, &ep));
-        }
-        pg.barrier(rank);
-        if (rank != 0) {
-            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &params, &ep));
-        }
+        params = addrs.group_params(0x11fe, 3, rank);
+        group_ep_create_root_first(pg, rank, env, params, &ep);
 
         /* And a point-to-point endpoint to the next process */
-        memset(&p2p_params, 0, sizeof(p2p_params));
-        p2p_params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                                UCT_EP_PARAM_FIELD_DEV_ADDR |
-                                UCT_EP_PARAM_FIELD_IFACE_ADDR;
-        p2p_params.iface      = env.iface();
-        p2p_params.dev_addr   = (const uct_device_addr_t*)
-                                addrs.dev[(rank + 1) % 3].data();
-        p2p_params.iface_addr = (const uct_iface_addr_t*)
-                                addrs.iface[(rank + 1) % 3].data();
-        CHILD_CHECK_OK(uct_ep_create(&p2p_params, &p2p));
+        CHILD_CHECK_OK(addrs.p2p_ep_create(env, (rank + 1) % 3, &p2p));
         pg.barrier(rank);
 
         if (rank == 0) {

@@ -875,7 +875,60 @@ struct peer_addrs {
                              all_dev.begin() + ((r + 1) * mine_dev.size()));
         }
     }
+
+    /*
+     * Member @a rank of group @a group_id of @a size members, rooted at rank
+     * 0: the members name the root's addresses (which stay ours)
+     */
+    uct_o2m_group_params_t group_params(uint64_t group_id, unsigned size,
+                                        unsigned rank) const
+    {
+        uct_o2m_group_params_t p;
+
+        memset(&p, 0, sizeof(p));
+        p.group_id   = group_id;
+        p.size       = size;
+        p.my_index   = rank;
+        p.root_index = 0;
+        if (rank != 0) {
+            p.field_mask      = UCT_O2M_GROUP_FIELD_ROOT_ADDR;
+            p.root_iface_addr = (const uct_iface_addr_t*)iface[0].data();
+            p.root_dev_addr   = (const uct_device_addr_t*)dev[0].data();
+        }
+        return p;
+    }
+
+    /* A point-to-point endpoint of @a env to rank @a peer */
+    ucs_status_t p2p_ep_create(const uct_env &env, unsigned peer,
+                               uct_ep_h *ep) const
+    {
+        uct_ep_params_t params;
+
+        memset(&params, 0, sizeof(params));
+        params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                            UCT_EP_PARAM_FIELD_DEV_ADDR |
+                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
+        params.iface      = env.iface();
+        params.dev_addr   = (const uct_device_addr_t*)dev[peer].data();
+        params.iface_addr = (const uct_iface_addr_t*)iface[peer].data();
+        return uct_ep_create(&params, ep);
+    }
 };
+
+/* The root (rank 0) creates its group endpoint first, then the others */
+static inline void group_ep_create_root_first(proc_group &pg, unsigned rank,
+                                              const uct_env &env,
+                                              const uct_o2m_group_params_t &p,
+                                              uct_ep_h *ep)
+{
+    if (rank == 0) {
+        CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, ep));
+    }
+    pg.barrier(rank);
+    if (rank != 0) {
+        CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, ep));
+    }
+}
 
 
 /*
