@@ -90,11 +90,7 @@ int main(int argc, char **argv)
     int *a, *b, *big, r, all_errors;
     MPI_Comm dup;
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    check_rank = rank;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    check_init(&argc, &argv, &rank, &size);
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
 
     a   = malloc(2 * n * sizeof(int));

@@ -116,11 +116,7 @@ int main(int argc, char **argv)
     MPI_Comm comms[NCOMMS];
     double start;
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
-    check_rank = wrank;
-    MPI_Comm_size(MPI_COMM_WORLD, &wsize);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    check_init(&argc, &argv, &wrank, &wsize);
     a   = malloc(MAXN * sizeof(int));
     b   = malloc(MAXN * sizeof(int));
     big = malloc((size_t)(MAXN + wsize) * wsize * sizeof(int));

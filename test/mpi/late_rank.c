@@ -63,11 +63,7 @@ int main(int argc, char **argv)
     int *a, *b, i, all_errors;
     MPI_Comm dup;
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    check_rank = rank;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    check_init(&argc, &argv, &rank, &size);
 
     /* MPI_COMM_WORLD: the root of the first bcast is late */
     late("MPI_COMM_WORLD", 0, seconds);

@@ -56,4 +56,15 @@ static void check_fail(const char *fmt, ...)
 
 #define CALL(_what, _call) CALLF(_call, "%s", _what)
 
+/* MPI_Init; this rank's place in MPI_COMM_WORLD, whose calls then return
+ * their errors (for CALL to check) instead of aborting the job */
+static void check_init(int *argc, char ***argv, int *rank, int *size)
+{
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    check_rank = *rank;
+}
+
 #endif
