@@ -42,8 +42,13 @@ extern "C" {
         } \
     } while (0)
 
+/* Evaluates @a _status once: a failed call is not made again to print it */
 #define CHILD_CHECK_OK(_status) \
-    CHILD_CHECK((_status) == UCS_OK, "%s", ucs_status_string(_status))
+    do { \
+        ucs_status_t _child_st = (_status); \
+        CHILD_CHECK(_child_st == UCS_OK, "%s: %s", #_status, \
+                    ucs_status_string(_child_st)); \
+    } while (0)
 
 
 namespace o2m_test {
