@@ -340,8 +340,21 @@ static void ucg_p2p_cancel_all(ucg_coll_t *coll)
     }
 }
 
+/* A parked record whose requests UCP is done with, and its buffers */
+static void ucg_coll_parked_release(ucg_parked_t *parked)
+{
+    unsigned i;
+
+    for (i = 0; i < UCG_COLL_MAX_SCRATCH; ++i) {
+        ucs_free(parked->scratch[i]);
+    }
+    ucs_list_del(&parked->list);
+    ucs_free(parked);
+}
+
 /* Free the parked requests that completed, and the buffers of those that
- * all have; @a force (context destroy): release every request to UCP */
+ * all have; @a force (context destroy): release every request to UCP, and
+ * keep the buffers for ucg_coll_parked_free once the worker is gone */
 void ucg_coll_parked_progress(ucg_context_h context, int force)
 {
     ucg_parked_t *parked, *tmp;
@@ -350,8 +363,8 @@ void ucg_coll_parked_progress(ucg_context_h context, int force)
     ucs_list_for_each_safe(parked, tmp, &context->parked, list) {
         kept = 0;
         for (i = 0; i < parked->num_reqs; ++i) {
-            if (ucp_request_check_status(parked->reqs[i]) !=
-                UCS_INPROGRESS) {
+            if ((ucp_request_check_status(parked->reqs[i]) !=
+                 UCS_INPROGRESS) || force) {
                 ucp_request_free(parked->reqs[i]);
             } else {
                 parked->reqs[kept++] = parked->reqs[i];
@@ -359,22 +372,21 @@ void ucg_coll_parked_progress(ucg_context_h context, int force)
         }
         parked->num_reqs = kept;
 
-        if (force) {
-            for (i = 0; i < parked->num_reqs; ++i) {
-                ucp_request_free(parked->reqs[i]);
-            }
+        /* A request released by force may still use the buffers until the
+         * worker is destroyed */
+        if ((parked->num_reqs == 0) && !force) {
+            ucg_coll_parked_release(parked);
         }
+    }
+}
 
-        if ((parked->num_reqs == 0) || force) {
-            if (parked->num_reqs == 0) {
-                for (i = 0; i < UCG_COLL_MAX_SCRATCH; ++i) {
-                    ucs_free(parked->scratch[i]);
-                }
-            }
-            /* else UCP may still use the buffers: they stay allocated */
-            ucs_list_del(&parked->list);
-            ucs_free(parked);
-        }
+void ucg_coll_parked_free(ucg_context_h context)
+{
+    ucg_parked_t *parked, *tmp;
+
+    ucs_list_for_each_safe(parked, tmp, &context->parked, list) {
+        ucs_assert(parked->num_reqs == 0);
+        ucg_coll_parked_release(parked);
     }
 }
 

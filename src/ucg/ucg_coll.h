@@ -155,6 +155,10 @@ typedef struct ucg_parked {
  *  complete stay allocated */
 void ucg_coll_parked_progress(ucg_context_h context, int force);
 
+/** Free the buffers of the parked requests (after the UCP worker is
+ *  destroyed: nothing can use them any more) */
+void ucg_coll_parked_free(ucg_context_h context);
+
 /** Fail and release the started collectives of a group being destroyed */
 void ucg_coll_group_cleanup(ucg_group_h group);
 

@@ -674,6 +674,7 @@ void ucg_context_destroy(ucg_context_h context)
     /* No message arrives once the interfaces are closed */
     ucg_context_o2m_close(context);
     ucg_context_ucp_cleanup(context);
+    ucg_coll_parked_free(context);
     uct_o2m_watch_table_destroy(context->watches);
     ucg_config_release(context->config);
     ucs_free(context);
