@@ -22,6 +22,10 @@
  * PEER_TIMEOUT is inf (the wait only decides when they are parked) */
 #define UCG_COLL_CANCEL_SEND_SEC 10.0
 
+/* Bound of the wait for UCP to complete the sends of force-closed
+ * endpoints (it needs no peer for it: against a UCP that never does) */
+#define UCG_COLL_FORCE_CLOSE_SEC 30.0
+
 /* Scratch bytes (per buffer) a group's spare collective keeps */
 #define UCG_COLL_SPARE_SCRATCH_MAX (64 * 1024)
 
@@ -294,18 +298,69 @@ static void ucg_p2p_park(ucg_coll_t *coll)
 }
 
 /*
- * After an error: cancel what is outstanding, and free nothing UCP may
+ * Sends of a failed collective still outstanding after the wait: those on
+ * endpoints with PEER error handling (members on other hosts) are ended
+ * with a force-close of the endpoint (ucg_group_p2p_force_close), and UCP
+ * is progressed until it has completed them: once the collective returns,
+ * UCP reads none of its buffers, which may be the user's.  Endpoints to
+ * members of this host have no error handling (UCP refuses FORCE there):
+ * their sends stay outstanding and are parked.
+ */
+static void ucg_p2p_force_close_sends(ucg_coll_t *coll)
+{
+    ucg_group_h group   = coll->group;
+    ucp_worker_h worker = group->context->ucp_worker;
+    size_t *lengths     = ucg_p2p_req_lengths(coll);
+    unsigned *peers     = ucg_p2p_req_peers(coll);
+    ucs_time_t deadline = ucs_get_time() +
+                          ucs_time_from_sec(UCG_COLL_FORCE_CLOSE_SEC);
+    unsigned i, recvs, sends, closed = 0;
+
+    for (i = 0; i < coll->num_reqs; ++i) {
+        if ((lengths[i] == SIZE_MAX) &&
+            (ucg_group_p2p_force_close(group, peers[i]) == UCS_OK)) {
+            ++closed;
+        }
+    }
+
+    if (closed == 0) {
+        return;
+    }
+
+    /* UCP completes the requests of a closed endpoint once it has
+     * discarded its transport endpoints: no wait for a peer */
+    do {
+        ucp_worker_progress(worker);
+        ucg_p2p_reap(coll, &recvs, &sends);
+        for (i = 0; i < coll->num_reqs; ++i) {
+            if ((lengths[i] == SIZE_MAX) &&
+                (group->members[peers[i]].ep == NULL)) {
+                break;
+            }
+        }
+    } while ((i < coll->num_reqs) && (ucs_get_time() < deadline));
+
+    if (i < coll->num_reqs) {
+        ucs_error("ucg group %u %s seq %u: UCP did not complete the sends "
+                  "of force-closed endpoints", group->id,
+                  ucg_coll_name(coll->params.type), coll->seq);
+    }
+}
+
+/*
+ * After an error: cancel what is outstanding, and leave nothing UCP may
  * still write into or read from.  A receive that has not matched completes
  * at once; one that has matched a message completes when the rest of the
  * message arrives, which its sender delivers as it progresses (slow is not
- * dead), unless the sender has exited (its liveness watch, or UCP's error handling
- * for a member on another host): then no more data comes once UCP has
- * nothing left to progress, and the receive is parked.  Sends cannot be
+ * dead), unless the sender has exited (its liveness watch, or UCP's error
+ * handling for a member on another host): then no more data comes once UCP
+ * has nothing left to progress, and the receive is parked.  Sends cannot be
  * cancelled: a send to a live member completes when the member progresses
  * (eager), or never if it has given up its receive (a rendezvous waits for
- * it): sends still outstanding when UCP has nothing left to progress and
- * PEER_TIMEOUT has passed are parked with their buffers, as are those to
- * members that exited.
+ * it).  Sends still outstanding when UCP has nothing left to progress and
+ * PEER_TIMEOUT has passed, and those to members that exited, are ended by
+ * force-closing their endpoints (ucg_p2p_force_close_sends) when they go to
+ * other hosts, and parked with their buffers when they go to this host.
  */
 static void ucg_p2p_cancel_all(ucg_coll_t *coll)
 {
@@ -332,6 +387,7 @@ static void ucg_p2p_cancel_all(ucg_coll_t *coll)
     } while ((recvs > 0) || (progressed > 0) ||
              ((sends > 0) && (ucs_get_time() < deadline)));
 
+    ucg_p2p_force_close_sends(coll);
     if (coll->num_reqs > 0) {
         ucs_debug("ucg group %u %s seq %u: %u requests left to UCP",
                   group->id, ucg_coll_name(coll->params.type), coll->seq,

@@ -78,7 +78,8 @@ typedef struct ucg_p2p_conn {
     int                 peer_err;     /* UCP_ERR_HANDLING_MODE_PEER: to a
                                          member on another host */
     ucs_status_t        status;       /* UCS_OK, or the error UCP reported
-                                         (the endpoint is not used again) */
+                                         (replaced by a new endpoint when a
+                                         group connects again) */
     uct_o2m_watch_t     *watch;       /* Peer on this real host: its
                                          liveness, for the close; or NULL */
     size_t              addr_len;
@@ -226,6 +227,16 @@ int ucg_group_sm_admit(ucg_group_h group, const ucg_sm_slot_t *slots,
  *  handling) is created, so that UCP reports its failure while this member
  *  only receives from it; the error if UCP already has */
 ucs_status_t ucg_group_p2p_watch(ucg_group_h group, unsigned rank);
+
+/**
+ * Close the UCP endpoint to @a rank with FORCE (UCP completes its requests
+ * with an error and no longer uses their buffers), take it out of the
+ * context's cache and fail every group that used it.  Only endpoints with
+ * PEER error handling (members on other hosts, real or virtual) can be:
+ * UCS_ERR_UNSUPPORTED for one to this host, UCS_ERR_NO_ELEM when there is
+ * no endpoint.
+ */
+ucs_status_t ucg_group_p2p_force_close(ucg_group_h group, unsigned rank);
 
 /** Close the UCP endpoints of the context (ucg_context_destroy) */
 void ucg_context_close_p2p_conns(ucg_context_h context);

@@ -962,6 +962,58 @@ unsigned ucg_group_rank(ucg_group_h group)
     return group->rank;
 }
 
+static void ucg_p2p_conn_free(ucg_p2p_conn_t *conn)
+{
+    uct_o2m_watch_put(conn->context->watches, conn->watch);
+    ucs_free(conn);
+}
+
+/*
+ * Take @a conn (PEER error handling) out of the cache and close its
+ * endpoint with FORCE: UCP completes the requests still on it with an
+ * error (once the worker has progressed) and uses no buffer of theirs after
+ * that.  No group keeps the endpoint: a member whose endpoint it was is
+ * marked failed (its group cannot count on what was sent to it, and the
+ * peer sees the connection fail too) and is connected again if a
+ * collective of a new group needs it.
+ */
+static void ucg_p2p_conn_drop(ucg_p2p_conn_t *conn)
+{
+    ucg_context_t *context = conn->context;
+    ucp_request_param_t param;
+    ucs_status_ptr_t req;
+    ucg_group_t *group;
+    unsigned i;
+
+    ucs_assert(conn->peer_err);
+    ucs_list_for_each(group, &context->groups, list) {
+        for (i = 0; i < group->size; ++i) {
+            if (group->members[i].ep != conn->ep) {
+                continue;
+            }
+            group->members[i].ep        = NULL;
+            group->members[i].ep_failed = 1;
+            if (group->failed == UCS_OK) {
+                group->failed = UCS_ERR_CANCELED;
+            }
+        }
+    }
+
+    memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags        = UCP_EP_CLOSE_FLAG_FORCE;
+    req                = ucp_ep_close_nbx(conn->ep, &param);
+    if (UCS_PTR_IS_ERR(req)) {
+        ucs_diag("UCG: force-closing an endpoint failed: %s",
+                 ucs_status_string(UCS_PTR_STATUS(req)));
+    } else if (req != NULL) {
+        ucp_request_free(req); /* UCP releases it when it completes */
+    }
+
+    ucs_list_del(&conn->list);
+    ucg_p2p_conn_free(conn);
+}
+
 /*
  * UCP reports the failure of an endpoint to a member on another host (its
  * process died, its host is unreachable): every group with that member
@@ -1022,11 +1074,16 @@ static ucs_status_t ucg_p2p_conn_get(ucg_context_t *context, const void *addr,
     ucs_list_for_each(conn, &context->p2p_conns, list) {
         if ((conn->addr_len == addr_len) && (conn->peer_err == peer_err) &&
             !memcmp(conn->addr, addr, addr_len)) {
-            if (conn->status != UCS_OK) {
-                return conn->status;
+            if (conn->status == UCS_OK) {
+                *ep_p = conn->ep;
+                return UCS_OK;
             }
-            *ep_p = conn->ep;
-            return UCS_OK;
+            /* UCP failed it (the groups using it have failed): a new
+             * group connects again, and fails cleanly if the peer is
+             * gone (the peer may only have closed its endpoint, see
+             * ucg_group_p2p_force_close) */
+            ucg_p2p_conn_drop(conn);
+            break;
         }
     }
 
@@ -1079,11 +1136,6 @@ static ucs_status_t ucg_p2p_conn_get(ucg_context_t *context, const void *addr,
  * PEER_TIMEOUT (UCG_GROUP_MAX_WAIT_SEC when inf), and its request is then
  * left to UCP.
  */
-static void ucg_p2p_conn_free(ucg_p2p_conn_t *conn)
-{
-    uct_o2m_watch_put(conn->context->watches, conn->watch);
-    ucs_free(conn);
-}
 
 void ucg_context_close_p2p_conns(ucg_context_h context)
 {
@@ -1464,6 +1516,38 @@ int ucg_group_member_exited(ucg_group_h group, unsigned rank)
     }
 
     return (member->watch != NULL) && uct_o2m_watch_has_exited(member->watch);
+}
+
+ucs_status_t ucg_group_p2p_force_close(ucg_group_h group, unsigned rank)
+{
+    ucg_member_t *member;
+    ucg_p2p_conn_t *conn;
+
+    if (rank >= group->size) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    member = &group->members[rank];
+    if (member->ep == NULL) {
+        return UCS_ERR_NO_ELEM;
+    }
+
+    ucs_list_for_each(conn, &group->context->p2p_conns, list) {
+        if (conn->ep != member->ep) {
+            continue;
+        }
+        if (!conn->peer_err) {
+            return UCS_ERR_UNSUPPORTED;
+        }
+        ucs_warn("UCG group %u rank %u: closing the connection to rank %u "
+                 "(pid %d) with requests of a failed collective on it; "
+                 "the groups using it fail", group->id, group->rank, rank,
+                 member->pid);
+        ucg_p2p_conn_drop(conn);
+        return UCS_OK;
+    }
+
+    return UCS_ERR_NO_ELEM;
 }
 
 ucs_status_t ucg_group_p2p_watch(ucg_group_h group, unsigned rank)

@@ -19,6 +19,7 @@ extern "C" {
 #include <climits>
 #include <cstring>
 #include <signal.h>
+#include <sys/mman.h>
 
 using namespace ucg_test;
 
@@ -1172,6 +1173,156 @@ TEST(ucg_coll_errors, kill_remote_member)
         EXPECT_EQ((r == victim) ? (128 + SIGKILL) : 0, status[r])
             << "child rank " << r;
     }
+}
+
+/*
+ * A failed collective returns only when UCP no longer reads its buffers.
+ * Rank 2 is stopped (SIGSTOP) before an allgather in which everybody
+ * sends to everybody over tcp (virtual hosts, small socket buffers): rank
+ * 0's eager send to it stays in UCP's pending queue.  Rank 1 dies, rank
+ * 0's collective fails; rank 0 then makes its buffer unreadable (as a
+ * freed buffer can be) and lets rank 2 continue: a send UCP still had
+ * would be packed from that buffer (SIGSEGV in rank 0), which happened
+ * when the sends that missed PEER_TIMEOUT were only parked.  Rank 0's
+ * endpoint to rank 2 is force-closed instead; rank 2's collective fails
+ * (its peers are gone or closed their connection) and it exits normally.
+ */
+struct stopped_shared {
+    int    stopped_pid;
+    int    root_started;
+    int    resumed_done;
+};
+
+TEST(ucg_coll_errors, stopped_member_send_buffer)
+{
+    const double bound    = 30.0; /* against hangs only */
+    const size_t block    = 2 << 20;
+    const unsigned victim = 1, stopped = 2;
+    run_opts opts;
+
+    opts.env["UCX_UCG_HOSTS"]          = "1";
+    opts.env["UCX_UCG_CHECK_INTERVAL"] = "100ms";
+    opts.env["UCX_UCG_PEER_TIMEOUT"]   = "1s";
+    opts.env["UCX_UCG_ALLGATHER_P2P"]  = "linear";
+    /* eager sends by copy: packed from the user's buffer when UCP
+     * dispatches them (see kill_remote_member for the two settings) */
+    opts.env["UCX_RNDV_THRESH"]        = "inf";
+    opts.env["UCX_ZCOPY_THRESH"]       = "inf";
+    /* a stopped receiver soon blocks the sender's socket */
+    opts.env["UCX_TCP_SNDBUF"]         = "64k";
+    opts.env["UCX_TCP_RCVBUF"]         = "64k";
+    opts.final_barrier = false;
+    opts.timeout       = 120;
+    opts.shared_size   = sizeof(stopped_shared);
+
+    std::vector<int> status = run(3, opts, [&](member &m) {
+        stopped_shared *sh = static_cast<stopped_shared*>(m.shared);
+        size_t len         = block * m.size;
+        ucg_coll_params_t params;
+        ucs_status_t st;
+        ucg_coll_h coll;
+        double deadline;
+
+        /* connections exist */
+        run_coll(m, coll_desc(UCG_COLL_ALLGATHER, 10, UCG_DT_INT32));
+        m.procs->barrier(m.rank);
+
+        void *buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        CHILD_CHECK(buf != MAP_FAILED, "mmap: %m");
+        memset(buf, 0x40 + m.rank, len);
+        memset(&params, 0, sizeof(params));
+        params.type  = UCG_COLL_ALLGATHER;
+        params.sbuf  = UCG_IN_PLACE;
+        params.rbuf  = buf;
+        params.count = block;
+        params.dtype = UCG_DT_UINT8;
+
+        if (m.rank == stopped) {
+            __atomic_store_n(&sh->stopped_pid, (int)getpid(),
+                             __ATOMIC_SEQ_CST);
+            kill(getpid(), SIGSTOP);
+            /* continued by rank 0 once its collective failed */
+            CHILD_CHECK_OK(ucg_coll_init(m.group, &params, &coll));
+            st = ucg_coll_start(coll);
+            if (st == UCS_OK) {
+                st = wait_coll(coll, "allgather after SIGCONT", bound);
+            }
+            ucg_coll_finalize(coll);
+            printf("[ ucg      ] stopped_member_send_buffer: rank %u after "
+                   "SIGCONT: '%s'\n", m.rank, ucs_status_string(st));
+            fflush(stdout);
+            __atomic_store_n(&sh->resumed_done, 1, __ATOMIC_SEQ_CST);
+            CHILD_CHECK(st != UCS_OK, "completed although rank %u died",
+                        victim);
+            return;
+        }
+
+        /* until rank 2 is stopped */
+        int pid  = 0;
+        deadline = now() + bound;
+        while ((pid = __atomic_load_n(&sh->stopped_pid,
+                                      __ATOMIC_SEQ_CST)) == 0) {
+            CHILD_CHECK(now() < deadline, "rank %u did not stop", stopped);
+            usleep(1000);
+        }
+        for (;;) {
+            char path[64], state = 0;
+            snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+            FILE *f = fopen(path, "r");
+            CHILD_CHECK(f != NULL, "%s: %m", path);
+            CHILD_CHECK(fscanf(f, "%*d (%*[^)]) %c", &state) == 1,
+                        "cannot parse %s", path);
+            fclose(f);
+            if (state == 'T') {
+                break;
+            }
+            CHILD_CHECK(now() < deadline, "rank %u is not stopped (%c)",
+                        stopped, state);
+            usleep(1000);
+        }
+
+        CHILD_CHECK_OK(ucg_coll_init(m.group, &params, &coll));
+        CHILD_CHECK_OK(ucg_coll_start(coll));
+        if (m.rank == victim) {
+            deadline = now() + bound;
+            while (!__atomic_load_n(&sh->root_started, __ATOMIC_SEQ_CST)) {
+                CHILD_CHECK(now() < deadline, "rank 0 did not start");
+                ucg_coll_test(coll);
+            }
+            kill(getpid(), SIGKILL);
+            _exit(2); /* not reached */
+        }
+
+        __atomic_store_n(&sh->root_started, 1, __ATOMIC_SEQ_CST);
+        st = wait_coll(coll, "allgather with a dead and a stopped member",
+                       bound);
+        CHILD_CHECK(st != UCS_OK, "completed although rank %u died",
+                    victim);
+        ucg_coll_finalize(coll);
+
+        /* what a user may do with its buffer after the error */
+        CHILD_CHECK(mprotect(buf, len, PROT_NONE) == 0, "mprotect: %m");
+        CHILD_CHECK(kill(pid, SIGCONT) == 0, "SIGCONT: %m");
+        deadline = now() + bound;
+        while (!__atomic_load_n(&sh->resumed_done, __ATOMIC_SEQ_CST)) {
+            CHILD_CHECK(now() < deadline, "rank %u did not finish after "
+                        "SIGCONT", stopped);
+            ucg_progress(m.context);
+            sched_yield();
+        }
+        /* what UCP of this rank would still do with the stopped member's
+         * connection happens in these calls */
+        for (unsigned i = 0; i < 1000; ++i) {
+            ucg_progress(m.context);
+        }
+        CHILD_CHECK(m.group->members[stopped].ep == NULL,
+                    "the endpoint to rank %u is still cached", stopped);
+    }, "stopped_member_send_buffer");
+
+    EXPECT_EQ(0, status[0]) << "rank 0 (the sender)";
+    EXPECT_EQ(128 + SIGKILL, status[victim]);
+    EXPECT_EQ(0, status[stopped]);
 }
 
 const coll_config kill_o2m   = {"kill_o2m", 4, "auto", O2M_ON, 0, false,
