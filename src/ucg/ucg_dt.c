@@ -1,16 +1,18 @@
 /**
  * UCG datatypes and reduction operations.
  *
- * One kernel per valid (op, dtype) pair, generated with X-macros and looked
- * up in a table [op][dtype]; the table is also what ucg_op_valid() reports,
- * so validity and implementation cannot disagree.
+ * The kernels are those of the sm_incast transport for the types it has
+ * (integers, float, double: uct_o2m_reduce_func() of the plugin), and the
+ * plugin's kernel template (o2m_reduce_kernel.h) instantiated here for the
+ * types UCG adds (long double, complex, MINLOC/MAXLOC pairs).  Which pairs
+ * are valid is UCG's own (MPI's) list below; a pair's kernel is looked up
+ * once, by ucg_op_desc_init().
  *
  * Semantics (MPI 3.1, 5.9.2), inout[i] = in[i] op inout[i]:
  *  - integer SUM/PROD wrap around (computed in an unsigned type at least as
  *    wide as int, so there is no signed overflow);
- *  - MIN/MAX use the C comparison with the same operand order as the
- *    sm_incast kernels (min = inout < in ? inout : in), so that a reduction
- *    gives bit-identical results whichever of the two computes it;
+ *  - MIN/MAX use the C comparison with the operand order of the sm_incast
+ *    kernels (min = inout < in ? inout : in);
  *  - LAND/LOR/LXOR give 1 or 0 in the element type;
  *  - MINLOC/MAXLOC: the smaller (larger) value, and on equal values the
  *    smaller index.
@@ -20,8 +22,12 @@
 #endif
 
 #include "ucg_dt.h"
+#include "o2m_reduce.h"
+#include "o2m_reduce_kernel.h"
 
+#include <ucs/debug/assert.h>
 #include <ucs/debug/log.h>
+#include <ucs/sys/compiler_def.h>
 #include <complex.h>
 #include <stdalign.h>
 #include <stdint.h>
@@ -41,10 +47,33 @@ typedef float _Complex       ucg_dt_cfloat_t;
 typedef double _Complex      ucg_dt_cdouble_t;
 typedef long double _Complex ucg_dt_cldouble_t;
 
+/* Unaligned variants of the types UCG adds, for the kernel template */
+typedef long double              ucg_dt_long_double_u_t UCT_O2M_UNALIGNED;
+typedef ucg_dt_cfloat_t          ucg_dt_float_complex_u_t UCT_O2M_UNALIGNED;
+typedef ucg_dt_cdouble_t         ucg_dt_double_complex_u_t UCT_O2M_UNALIGNED;
+typedef ucg_dt_cldouble_t        ucg_dt_long_double_complex_u_t
+                                 UCT_O2M_UNALIGNED;
+
+/*
+ * A struct cannot be given a smaller alignment: the pair kernels access
+ * naturally aligned elements, and misaligned buffers of pairs take the
+ * element-by-element path of ucg_op_reduce().
+ */
+typedef ucg_dt_float_int_t       ucg_dt_float_int_u_t;
+typedef ucg_dt_double_int_t      ucg_dt_double_int_u_t;
+typedef ucg_dt_long_int_t        ucg_dt_long_int_u_t;
+typedef ucg_dt_2int_t            ucg_dt_2int_u_t;
+typedef ucg_dt_short_int_t       ucg_dt_short_int_u_t;
+typedef ucg_dt_long_double_int_t ucg_dt_long_double_int_u_t;
+
+/* Largest element of a predefined type (long double complex, pairs) */
+#define UCG_DT_MAX_ELEM_SIZE 32
+
 
 /*
  * Element types: _m(..., DTYPE, name, C type, arithmetic type)
  * The arithmetic type matters only for integer SUM/PROD (wrap-around).
+ * The types of the sm_incast kernels have the names of uct_o2m_dtype_t.
  */
 #define UCG_DT_FOR_INT_TYPES(_m, ...) \
     _m(__VA_ARGS__, INT8,   int8,   int8_t,   uint32_t) \
@@ -56,9 +85,11 @@ typedef long double _Complex ucg_dt_cldouble_t;
     _m(__VA_ARGS__, INT64,  int64,  int64_t,  uint64_t) \
     _m(__VA_ARGS__, UINT64, uint64, uint64_t, uint64_t)
 
-#define UCG_DT_FOR_FP_TYPES(_m, ...) \
+#define UCG_DT_FOR_O2M_FP_TYPES(_m, ...) \
     _m(__VA_ARGS__, FLOAT,       float,       float,       float) \
-    _m(__VA_ARGS__, DOUBLE,      double,      double,      double) \
+    _m(__VA_ARGS__, DOUBLE,      double,      double,      double)
+
+#define UCG_DT_FOR_LONG_DOUBLE(_m, ...) \
     _m(__VA_ARGS__, LONG_DOUBLE, long_double, long double, long double)
 
 #define UCG_DT_FOR_COMPLEX_TYPES(_m, ...) \
@@ -85,123 +116,67 @@ typedef long double _Complex ucg_dt_cldouble_t;
 
 #define UCG_DT_FOR_ALL_TYPES(_m, ...) \
     UCG_DT_FOR_INT_TYPES(_m, __VA_ARGS__) \
-    UCG_DT_FOR_FP_TYPES(_m, __VA_ARGS__) \
+    UCG_DT_FOR_O2M_FP_TYPES(_m, __VA_ARGS__) \
+    UCG_DT_FOR_LONG_DOUBLE(_m, __VA_ARGS__) \
     UCG_DT_FOR_COMPLEX_TYPES(_m, __VA_ARGS__) \
     UCG_DT_FOR_PAIR_TYPES(_m, __VA_ARGS__)
 
 
 /*
- * Element operations: _a = in[i], _b = inout[i], both of type _t; _w is the
- * arithmetic type.
+ * The operations UCG adds: _a = inout[i], _b = in[i] (the order of the
+ * kernel template).  On equal values the smaller index (MPI), whichever
+ * operand holds it.
  */
-#define UCG_DT_EXPR_SUM(_t, _w, _a, _b)  ((_t)((_w)(_a) + (_w)(_b)))
-#define UCG_DT_EXPR_PROD(_t, _w, _a, _b) ((_t)((_w)(_a) * (_w)(_b)))
-#define UCG_DT_EXPR_MIN(_t, _w, _a, _b)  (((_b) < (_a)) ? (_b) : (_a))
-#define UCG_DT_EXPR_MAX(_t, _w, _a, _b)  (((_b) > (_a)) ? (_b) : (_a))
-#define UCG_DT_EXPR_BAND(_t, _w, _a, _b) ((_t)((_a) & (_b)))
-#define UCG_DT_EXPR_BOR(_t, _w, _a, _b)  ((_t)((_a) | (_b)))
-#define UCG_DT_EXPR_BXOR(_t, _w, _a, _b) ((_t)((_a) ^ (_b)))
-#define UCG_DT_EXPR_LAND(_t, _w, _a, _b) ((_t)(((_a) != 0) & ((_b) != 0)))
-#define UCG_DT_EXPR_LOR(_t, _w, _a, _b)  ((_t)(((_a) != 0) | ((_b) != 0)))
-#define UCG_DT_EXPR_LXOR(_t, _w, _a, _b) ((_t)(((_a) != 0) ^ ((_b) != 0)))
-/* Pairs: on equal values the smaller index (MPI) */
 #define UCG_DT_EXPR_MINLOC(_t, _w, _a, _b) \
-    (((_a).v < (_b).v) ? (_a) : \
-     (((_b).v < (_a).v) ? (_b) : (((_a).i < (_b).i) ? (_a) : (_b))))
+    (((_b).v < (_a).v) ? (_b) : \
+     (((_a).v < (_b).v) ? (_a) : (((_b).i < (_a).i) ? (_b) : (_a))))
 #define UCG_DT_EXPR_MAXLOC(_t, _w, _a, _b) \
-    (((_a).v > (_b).v) ? (_a) : \
-     (((_b).v > (_a).v) ? (_b) : (((_a).i < (_b).i) ? (_a) : (_b))))
+    (((_b).v > (_a).v) ? (_b) : \
+     (((_a).v > (_b).v) ? (_a) : (((_b).i < (_a).i) ? (_b) : (_a))))
 
 
 /*
- * Every valid (op, dtype) pair of the predefined operations:
- * _m(OP, DTYPE, name, type, wtype)
+ * The valid (op, dtype) pairs of the predefined operations, as MPI defines
+ * them: _m(OP, DTYPE, name, type, wtype).  The ones computed by the kernels
+ * of the plugin (same op and dtype names as uct_o2m_op_t / uct_o2m_dtype_t):
  */
-#define UCG_DT_FOR_REDUCE_PAIRS(_m) \
+#define UCG_DT_FOR_O2M_PAIRS(_m) \
     UCG_DT_FOR_INT_TYPES(_m, SUM) \
-    UCG_DT_FOR_FP_TYPES(_m, SUM) \
-    UCG_DT_FOR_COMPLEX_TYPES(_m, SUM) \
+    UCG_DT_FOR_O2M_FP_TYPES(_m, SUM) \
     UCG_DT_FOR_INT_TYPES(_m, PROD) \
-    UCG_DT_FOR_FP_TYPES(_m, PROD) \
-    UCG_DT_FOR_COMPLEX_TYPES(_m, PROD) \
+    UCG_DT_FOR_O2M_FP_TYPES(_m, PROD) \
     UCG_DT_FOR_INT_TYPES(_m, MIN) \
-    UCG_DT_FOR_FP_TYPES(_m, MIN) \
+    UCG_DT_FOR_O2M_FP_TYPES(_m, MIN) \
     UCG_DT_FOR_INT_TYPES(_m, MAX) \
-    UCG_DT_FOR_FP_TYPES(_m, MAX) \
+    UCG_DT_FOR_O2M_FP_TYPES(_m, MAX) \
     UCG_DT_FOR_INT_TYPES(_m, LAND) \
     UCG_DT_FOR_INT_TYPES(_m, LOR) \
     UCG_DT_FOR_INT_TYPES(_m, LXOR) \
     UCG_DT_FOR_INT_TYPES(_m, BAND) \
     UCG_DT_FOR_INT_TYPES(_m, BOR) \
-    UCG_DT_FOR_INT_TYPES(_m, BXOR) \
-    UCG_DT_FOR_PAIR_TYPES(_m, MINLOC) \
-    UCG_DT_FOR_PAIR_TYPES(_m, MAXLOC)
+    UCG_DT_FOR_INT_TYPES(_m, BXOR)
+
+/* ... and the ones with a kernel here: _m(..., EXPR, OP, DTYPE, ...) */
+#define UCG_DT_FOR_OWN_PAIRS(_m) \
+    UCG_DT_FOR_LONG_DOUBLE(_m, UCT_O2M_EXPR_SUM, SUM) \
+    UCG_DT_FOR_COMPLEX_TYPES(_m, UCT_O2M_EXPR_SUM, SUM) \
+    UCG_DT_FOR_LONG_DOUBLE(_m, UCT_O2M_EXPR_PROD, PROD) \
+    UCG_DT_FOR_COMPLEX_TYPES(_m, UCT_O2M_EXPR_PROD, PROD) \
+    UCG_DT_FOR_LONG_DOUBLE(_m, UCT_O2M_EXPR_MIN, MIN) \
+    UCG_DT_FOR_LONG_DOUBLE(_m, UCT_O2M_EXPR_MAX, MAX) \
+    UCG_DT_FOR_PAIR_TYPES(_m, UCG_DT_EXPR_MINLOC, MINLOC) \
+    UCG_DT_FOR_PAIR_TYPES(_m, UCG_DT_EXPR_MAXLOC, MAXLOC)
 
 
-typedef void (*ucg_dt_reduce_func_t)(const void *in, void *inout,
-                                     size_t count);
+#define UCG_DT_DEFINE_REDUCE(_expr, _OP, _DT, _name, _type, _wtype) \
+    UCT_O2M_DEFINE_REDUCE_KERNEL(ucg_dt_reduce_##_OP##_##_name, _expr, \
+                                 _type, _wtype, ucg_dt_##_name##_u_t)
 
-/*
- * Bytes per block of the aligned loop.  An inner loop with a trip count known
- * at compile time (a multiple of any vector length) is what GCC's "very
- * cheap" vectorizer cost model, the default at -O2 since GCC 12, accepts: it
- * needs no epilogue and no peeling.  The tail is a scalar loop.
- */
-#define UCG_DT_REDUCE_BLOCK 256
-
-/*
- * Kernel of one pair.  The aligned loop has restrict-qualified typed
- * parameters, so GCC vectorizes it without run-time alias checks.  Buffers
- * that are unaligned (fragments of network buffers) or that overlap (in ==
- * inout) take the element-by-element loop, through memcpy, which is well
- * defined at any address and compiles to plain unaligned loads and stores.
- * Long double elements are loaded as values: their padding is only copied.
- */
-#define UCG_DT_DEFINE_REDUCE(_OP, _DT, _name, _type, _wtype) \
-    static void \
-    ucg_dt_reduce_aligned_##_OP##_##_name(const _type *__restrict in, \
-                                          _type *__restrict inout, \
-                                          size_t count) \
-    { \
-        const size_t block = UCG_DT_REDUCE_BLOCK / sizeof(_type); \
-        size_t i, j; \
-        \
-        for (i = 0; i + block <= count; i += block) { \
-            for (j = 0; j < block; ++j) { \
-                inout[i + j] = UCG_DT_EXPR_##_OP(_type, _wtype, in[i + j], \
-                                                 inout[i + j]); \
-            } \
-        } \
-        for (; i < count; ++i) { \
-            inout[i] = UCG_DT_EXPR_##_OP(_type, _wtype, in[i], inout[i]); \
-        } \
-    } \
-    \
-    static void \
-    ucg_dt_reduce_##_OP##_##_name(const void *in, void *inout, size_t count) \
-    { \
-        const char *src = (const char*)in; \
-        char *dst       = (char*)inout; \
-        _type a, b, r; \
-        size_t i; \
-        \
-        if (ucg_dt_aligned_disjoint(in, inout, count, sizeof(_type), \
-                                    alignof(_type))) { \
-            ucg_dt_reduce_aligned_##_OP##_##_name((const _type*)in, \
-                                                  (_type*)inout, count); \
-            return; \
-        } \
-        \
-        for (i = 0; i < count; ++i) { \
-            memcpy(&a, src + (i * sizeof(_type)), sizeof(_type)); \
-            memcpy(&b, dst + (i * sizeof(_type)), sizeof(_type)); \
-            r = UCG_DT_EXPR_##_OP(_type, _wtype, a, b); \
-            memcpy(dst + (i * sizeof(_type)), &r, sizeof(_type)); \
-        } \
-    }
-
-#define UCG_DT_TABLE_ENTRY(_OP, _DT, _name, _type, _wtype) \
+#define UCG_DT_TABLE_ENTRY(_expr, _OP, _DT, _name, _type, _wtype) \
     [UCG_OP_##_OP][UCG_DT_##_DT] = ucg_dt_reduce_##_OP##_##_name,
+
+#define UCG_DT_O2M_PAIR_ENTRY(_OP, _DT, _name, _type, _wtype) \
+    [UCG_OP_##_OP][UCG_DT_##_DT] = {1, UCT_O2M_OP_##_OP, UCT_O2M_DT_##_DT},
 
 #define UCG_DT_SIZE_ENTRY(_unused, _DT, _name, _type, _wtype) \
     [UCG_DT_##_DT] = sizeof(_type),
@@ -209,23 +184,33 @@ typedef void (*ucg_dt_reduce_func_t)(const void *in, void *inout,
 #define UCG_DT_NAME_ENTRY(_unused, _DT, _name, _type, _wtype) \
     [UCG_DT_##_DT] = #_name,
 
+#define UCG_DT_ALIGN_MASK_ENTRY(_unused, _DT, _name, _type, _wtype) \
+    [UCG_DT_##_DT] = alignof(_type) - 1,
 
-/* Whether both buffers are aligned for the type and do not overlap */
-static inline int ucg_dt_aligned_disjoint(const void *in, const void *inout,
-                                          size_t count, size_t size,
-                                          size_t align)
-{
-    uintptr_t a   = (uintptr_t)in;
-    uintptr_t b   = (uintptr_t)inout;
-    uintptr_t len = count * size;
 
-    return (((a | b) & (align - 1)) == 0) && ((a + len <= b) || (b + len <= a));
-}
+#define UCG_DT_CHECK_SIZE(_unused, _DT, _name, _type, _wtype) \
+    _Static_assert(sizeof(_type) <= UCG_DT_MAX_ELEM_SIZE, \
+                   "UCG_DT_MAX_ELEM_SIZE is too small for " #_name);
 
-UCG_DT_FOR_REDUCE_PAIRS(UCG_DT_DEFINE_REDUCE)
 
-static const ucg_dt_reduce_func_t ucg_dt_reduce_funcs[UCG_OP_LAST][UCG_DT_LAST] = {
-    UCG_DT_FOR_REDUCE_PAIRS(UCG_DT_TABLE_ENTRY)
+UCG_DT_FOR_ALL_TYPES(UCG_DT_CHECK_SIZE, _)
+UCG_DT_FOR_OWN_PAIRS(UCG_DT_DEFINE_REDUCE)
+
+/* Kernels of the pairs UCG adds */
+static const uct_o2m_reduce_func_t
+ucg_dt_reduce_funcs[UCG_OP_LAST][UCG_DT_LAST] = {
+    UCG_DT_FOR_OWN_PAIRS(UCG_DT_TABLE_ENTRY)
+};
+
+/* The sm_incast pair of each pair the plugin computes */
+typedef struct {
+    uint8_t         valid;
+    uct_o2m_op_t    op;
+    uct_o2m_dtype_t dtype;
+} ucg_dt_o2m_pair_t;
+
+static const ucg_dt_o2m_pair_t ucg_dt_o2m_pairs[UCG_OP_LAST][UCG_DT_LAST] = {
+    UCG_DT_FOR_O2M_PAIRS(UCG_DT_O2M_PAIR_ENTRY)
 };
 
 static const size_t ucg_dt_sizes[UCG_DT_LAST] = {
@@ -254,45 +239,9 @@ static const char *ucg_op_names[UCG_OP_LAST] = {
     [UCG_OP_USER]   = "user"
 };
 
-/* The sm_incast equivalents; UCT_O2M_OP_GATHER / UCT_O2M_DT_LAST: none */
-static const uct_o2m_op_t ucg_dt_o2m_ops[UCG_OP_LAST] = {
-    [UCG_OP_SUM]    = UCT_O2M_OP_SUM,
-    [UCG_OP_PROD]   = UCT_O2M_OP_PROD,
-    [UCG_OP_MIN]    = UCT_O2M_OP_MIN,
-    [UCG_OP_MAX]    = UCT_O2M_OP_MAX,
-    [UCG_OP_LAND]   = UCT_O2M_OP_LAND,
-    [UCG_OP_LOR]    = UCT_O2M_OP_LOR,
-    [UCG_OP_LXOR]   = UCT_O2M_OP_LXOR,
-    [UCG_OP_BAND]   = UCT_O2M_OP_BAND,
-    [UCG_OP_BOR]    = UCT_O2M_OP_BOR,
-    [UCG_OP_BXOR]   = UCT_O2M_OP_BXOR,
-    [UCG_OP_MINLOC] = UCT_O2M_OP_GATHER,
-    [UCG_OP_MAXLOC] = UCT_O2M_OP_GATHER,
-    [UCG_OP_USER]   = UCT_O2M_OP_GATHER
-};
-
-static const uct_o2m_dtype_t ucg_dt_o2m_dtypes[UCG_DT_LAST] = {
-    [UCG_DT_INT8]                = UCT_O2M_DT_INT8,
-    [UCG_DT_UINT8]               = UCT_O2M_DT_UINT8,
-    [UCG_DT_INT16]               = UCT_O2M_DT_INT16,
-    [UCG_DT_UINT16]              = UCT_O2M_DT_UINT16,
-    [UCG_DT_INT32]               = UCT_O2M_DT_INT32,
-    [UCG_DT_UINT32]              = UCT_O2M_DT_UINT32,
-    [UCG_DT_INT64]               = UCT_O2M_DT_INT64,
-    [UCG_DT_UINT64]              = UCT_O2M_DT_UINT64,
-    [UCG_DT_FLOAT]               = UCT_O2M_DT_FLOAT,
-    [UCG_DT_DOUBLE]              = UCT_O2M_DT_DOUBLE,
-    [UCG_DT_LONG_DOUBLE]         = UCT_O2M_DT_LAST,
-    [UCG_DT_FLOAT_COMPLEX]       = UCT_O2M_DT_LAST,
-    [UCG_DT_DOUBLE_COMPLEX]      = UCT_O2M_DT_LAST,
-    [UCG_DT_LONG_DOUBLE_COMPLEX] = UCT_O2M_DT_LAST,
-    [UCG_DT_FLOAT_INT]           = UCT_O2M_DT_LAST,
-    [UCG_DT_DOUBLE_INT]          = UCT_O2M_DT_LAST,
-    [UCG_DT_LONG_INT]            = UCT_O2M_DT_LAST,
-    [UCG_DT_2INT]                = UCT_O2M_DT_LAST,
-    [UCG_DT_SHORT_INT]           = UCT_O2M_DT_LAST,
-    [UCG_DT_LONG_DOUBLE_INT]     = UCT_O2M_DT_LAST,
-    [UCG_DT_BYTES]               = UCT_O2M_DT_LAST
+/* Address bits the kernel of a type needs clear (pairs: see above) */
+static const uint8_t ucg_dt_align_masks[UCG_DT_LAST] = {
+    UCG_DT_FOR_PAIR_TYPES(UCG_DT_ALIGN_MASK_ENTRY, _)
 };
 
 static const char ucg_dt_invalid_name[] = "<invalid>";
@@ -313,7 +262,8 @@ int ucg_op_valid(ucg_op_t op, ucg_dtype_t dtype)
         return 1;
     }
 
-    return ucg_dt_reduce_funcs[op][dtype] != NULL;
+    return ucg_dt_o2m_pairs[op][dtype].valid ||
+           (ucg_dt_reduce_funcs[op][dtype] != NULL);
 }
 
 const char *ucg_dtype_name(ucg_dtype_t dtype)
@@ -368,6 +318,8 @@ ucs_status_t ucg_op_desc_init(ucg_op_desc_t *desc, ucg_op_t op,
                               ucg_dtype_t dtype, size_t dt_size,
                               const ucg_user_op_t *user_op)
 {
+    const ucg_dt_o2m_pair_t *pair;
+
     if (!ucg_op_valid(op, dtype)) {
         ucs_error("reduction '%s' (%d) is not defined on datatype '%s' (%d)",
                   ucg_op_name(op), (int)op, ucg_dtype_name(dtype),
@@ -392,18 +344,60 @@ ucs_status_t ucg_op_desc_init(ucg_op_desc_t *desc, ucg_op_t op,
     desc->dt_size = (dtype == UCG_DT_BYTES) ? dt_size : ucg_dt_sizes[dtype];
     if (op == UCG_OP_USER) {
         desc->user_op = *user_op;
+        desc->reduce  = NULL;
     } else {
         memset(&desc->user_op, 0, sizeof(desc->user_op));
+        pair         = &ucg_dt_o2m_pairs[op][dtype];
+        desc->reduce = pair->valid ? uct_o2m_reduce_func(pair->op,
+                                                         pair->dtype) :
+                                     ucg_dt_reduce_funcs[op][dtype];
+        ucs_assert(desc->reduce != NULL);
     }
 
     return UCS_OK;
 }
 
+/* Whether the kernel of @a desc can take these buffers as they are */
+static inline int ucg_dt_kernel_fits(const ucg_op_desc_t *desc,
+                                     const void *in, const void *inout,
+                                     size_t count)
+{
+    uintptr_t a   = (uintptr_t)in;
+    uintptr_t b   = (uintptr_t)inout;
+    uintptr_t len = count * desc->dt_size;
+
+    return (((a | b) & ucg_dt_align_masks[desc->dtype]) == 0) &&
+           ((a + len <= b) || (b + len <= a));
+}
+
+/*
+ * Overlapping buffers (in == inout is allowed), or misaligned pairs: element
+ * by element through aligned copies, each element of in read before the
+ * element before it is written, as a plain loop over the elements would.
+ */
+static void ucg_dt_reduce_by_element(const ucg_op_desc_t *desc,
+                                     const void *in, void *inout,
+                                     size_t count)
+{
+    union {
+        long double align;
+        char        bytes[UCG_DT_MAX_ELEM_SIZE];
+    } src, dst;
+    size_t i, offset;
+
+    ucs_assert(desc->dt_size <= sizeof(src));
+    for (i = 0; i < count; ++i) {
+        offset = i * desc->dt_size;
+        memcpy(src.bytes, UCS_PTR_BYTE_OFFSET(in, offset), desc->dt_size);
+        memcpy(dst.bytes, UCS_PTR_BYTE_OFFSET(inout, offset), desc->dt_size);
+        desc->reduce(dst.bytes, src.bytes, 1);
+        memcpy(UCS_PTR_BYTE_OFFSET(inout, offset), dst.bytes, desc->dt_size);
+    }
+}
+
 void ucg_op_reduce(const ucg_op_desc_t *desc, const void *in, void *inout,
                    size_t count)
 {
-    ucg_dt_reduce_func_t func;
-
     if (count == 0) {
         return;
     }
@@ -414,8 +408,11 @@ void ucg_op_reduce(const ucg_op_desc_t *desc, const void *in, void *inout,
     }
 
     /* desc was validated by ucg_op_desc_init() */
-    func = ucg_dt_reduce_funcs[desc->op][desc->dtype];
-    func(in, inout, count);
+    if (ucs_likely(ucg_dt_kernel_fits(desc, in, inout, count))) {
+        desc->reduce(inout, in, count);
+    } else {
+        ucg_dt_reduce_by_element(desc, in, inout, count);
+    }
 }
 
 int ucg_op_is_commutative(const ucg_op_desc_t *desc)
@@ -426,24 +423,21 @@ int ucg_op_is_commutative(const ucg_op_desc_t *desc)
 int ucg_op_to_o2m(const ucg_op_desc_t *desc, uct_o2m_op_t *op_p,
                   uct_o2m_dtype_t *dtype_p)
 {
-    uct_o2m_op_t    o2m_op;
-    uct_o2m_dtype_t o2m_dtype;
+    const ucg_dt_o2m_pair_t *pair;
 
     if (((unsigned)desc->op >= UCG_OP_LAST) ||
-        ((unsigned)desc->dtype >= UCG_DT_LAST) ||
-        !ucg_op_valid(desc->op, desc->dtype)) {
+        ((unsigned)desc->dtype >= UCG_DT_LAST)) {
         return 0;
     }
 
-    /* Both tables say "none" for user ops, MINLOC/MAXLOC and the types the
-     * transport lacks; the logical ops of both give 1/0 on integers */
-    o2m_op    = ucg_dt_o2m_ops[desc->op];
-    o2m_dtype = ucg_dt_o2m_dtypes[desc->dtype];
-    if ((o2m_op == UCT_O2M_OP_GATHER) || (o2m_dtype == UCT_O2M_DT_LAST)) {
+    /* None for user ops, MINLOC/MAXLOC and the types the transport lacks;
+     * the logical ops of both give 1/0 on integers */
+    pair = &ucg_dt_o2m_pairs[desc->op][desc->dtype];
+    if (!pair->valid) {
         return 0;
     }
 
-    *op_p    = o2m_op;
-    *dtype_p = o2m_dtype;
+    *op_p    = pair->op;
+    *dtype_p = pair->dtype;
     return 1;
 }

@@ -5,14 +5,16 @@
 #define UCG_DT_H_
 
 #include "api/ucg.h"
-#include "uct_o2m.h"
+#include "o2m_reduce.h"
 
 /** A reduction: op on elements of dtype (dt_size bytes) */
 typedef struct ucg_op_desc {
-    ucg_op_t      op;
-    ucg_dtype_t   dtype;
-    size_t        dt_size;
-    ucg_user_op_t user_op;  /* op == UCG_OP_USER */
+    ucg_op_t              op;
+    ucg_dtype_t           dtype;
+    size_t                dt_size;
+    ucg_user_op_t         user_op;  /* op == UCG_OP_USER */
+    /* Other ops: the kernel, reduce(inout, in, count) */
+    uct_o2m_reduce_func_t reduce;
 } ucg_op_desc_t;
 
 /** Fill @a desc from collective parameters; UCS_ERR_INVALID_PARAM (and a log
@@ -34,9 +36,9 @@ int ucg_op_is_commutative(const ucg_op_desc_t *desc);
 int ucg_op_to_o2m(const ucg_op_desc_t *desc, uct_o2m_op_t *op_p,
                   uct_o2m_dtype_t *dtype_p);
 
-/* Added by helper "dt" (for the plan tool): parse the names returned by
- * ucg_dtype_name() / ucg_op_name(), case-insensitively.  Return 1 and set
- * the output when @a name is known, 0 otherwise. */
+/* Parse the names returned by ucg_dtype_name() / ucg_op_name(),
+ * case-insensitively (ucg_info's plan queries).  Return 1 and set the
+ * output when @a name is known, 0 otherwise. */
 int ucg_dtype_from_name(const char *name, ucg_dtype_t *dtype_p);
 int ucg_op_from_name(const char *name, ucg_op_t *op_p);
 

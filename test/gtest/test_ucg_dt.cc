@@ -10,8 +10,9 @@
  *    ops), commutativity flag, any dtype including UCG_DT_BYTES;
  *  - ucg_op_desc_init() on every valid and invalid combination (error code
  *    and exactly one log line naming the op and dtype);
- *  - ucg_op_to_o2m(): which pairs map, and that the sm_incast kernel
- *    exported by libuct_o2m (uct_o2m_reduce) gives bit-identical results;
+ *  - ucg_op_to_o2m(): which pairs map, that UCG reduces them with the
+ *    sm_incast kernel exported by libuct_o2m (uct_o2m_reduce_func), and
+ *    that it gives bit-identical results;
  *  - names, sizes, and parsing names back.
  */
 #include <gtest/gtest.h>
@@ -1011,6 +1012,9 @@ TEST(test_ucg_dt, to_o2m)
             EXPECT_EQ(ucg_dtype_size((ucg_dtype_t)dt),
                       uct_o2m_dtype_size(o2m_dt));
             ASSERT_TRUE(uct_o2m_reduce_supported(o2m_op, o2m_dt));
+            /* One implementation: UCG reduces with the plugin's kernel */
+            EXPECT_EQ((void*)uct_o2m_reduce_func(o2m_op, o2m_dt),
+                      (void*)desc.reduce);
             for (int mode = 0; mode < UCT_O2M_MODE_LAST; ++mode) {
                 EXPECT_TRUE(uct_o2m_op_supported((uct_o2m_mode_t)mode,
                                                  o2m_op, o2m_dt))

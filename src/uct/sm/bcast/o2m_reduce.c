@@ -2,35 +2,23 @@
  * ucx-o2m: reduction kernels of the sm_incast fan-in transport.
  *
  * The kernels are generated with X-macros: one tight loop per (op, dtype),
- * looked up in a table [op][dtype].  See o2m_reduce.h for the semantics.
+ * looked up in a table [op][dtype].  See o2m_reduce.h for the semantics;
+ * the plain kernels come from the template of o2m_reduce_kernel.h, which
+ * UCG instantiates for the types it adds.
  */
 #include "o2m_reduce.h"
+#include "o2m_reduce_kernel.h"
 
 #include <stdint.h>
 #include <string.h>
 
-
-/*
- * Bytes processed by the inner loop of a plain kernel.  The inner loop has a
- * trip count known at compile time and a multiple of any vector length up to
- * 512 bits, which is what GCC's "very cheap" vectorizer cost model (the
- * default at -O2 since GCC 12) needs: no epilogue, no peeling.  The tail of
- * a buffer is handled by a scalar loop.
- */
-#define UCT_O2M_REDUCE_BLOCK   256
 
 #define UCT_O2M_ARRAY_SIZE(_a) (sizeof(_a) / sizeof((_a)[0]))
 
 #define UCT_O2M_ATOMIC_ORDER   __ATOMIC_RELAXED
 
 
-/*
- * Element types that may be unaligned and may alias anything: loads and
- * stores through them are well defined at any address (no UBSan alignment
- * report) and compile to plain (vector) loads and stores on x86 / aarch64.
- */
-#define UCT_O2M_UNALIGNED      __attribute__((aligned(1), may_alias))
-
+/* Element types of the kernels: any alignment, may alias anything */
 typedef int8_t   uct_o2m_int8_u_t   UCT_O2M_UNALIGNED;
 typedef uint8_t  uct_o2m_uint8_u_t  UCT_O2M_UNALIGNED;
 typedef int16_t  uct_o2m_int16_u_t  UCT_O2M_UNALIGNED;
@@ -87,25 +75,6 @@ typedef uint64_t uct_o2m_bits64_t   __attribute__((may_alias));
     UCT_O2M_FOR_FP_DTYPES(_m, __VA_ARGS__)
 
 
-/*
- * Element operations: dst element _a, src element _b, both of type _t;
- * _w is the arithmetic type.  Logical operations compare against 0 (0.0 for
- * float/double) and give 1 or 0.
- */
-#define UCT_O2M_EXPR_SUM(_t, _w, _a, _b)  ((_t)((_w)(_a) + (_w)(_b)))
-#define UCT_O2M_EXPR_PROD(_t, _w, _a, _b) ((_t)((_w)(_a) * (_w)(_b)))
-#define UCT_O2M_EXPR_MIN(_t, _w, _a, _b)  (((_a) < (_b)) ? (_a) : (_b))
-#define UCT_O2M_EXPR_MAX(_t, _w, _a, _b)  (((_a) > (_b)) ? (_a) : (_b))
-#define UCT_O2M_EXPR_BAND(_t, _w, _a, _b) ((_t)((_a) & (_b)))
-#define UCT_O2M_EXPR_BOR(_t, _w, _a, _b)  ((_t)((_a) | (_b)))
-#define UCT_O2M_EXPR_BXOR(_t, _w, _a, _b) ((_t)((_a) ^ (_b)))
-#define UCT_O2M_EXPR_LAND(_t, _w, _a, _b) \
-    ((_t)(((_a) != 0) & ((_b) != 0)))
-#define UCT_O2M_EXPR_LOR(_t, _w, _a, _b) \
-    ((_t)(((_a) != 0) | ((_b) != 0)))
-#define UCT_O2M_EXPR_LXOR(_t, _w, _a, _b) \
-    ((_t)(((_a) != 0) ^ ((_b) != 0)))
-
 /* Native atomic read-modify-write of the integer operations that have one */
 #define UCT_O2M_ATOMIC_FETCH_SUM  __atomic_fetch_add
 #define UCT_O2M_ATOMIC_FETCH_BAND __atomic_fetch_and
@@ -147,36 +116,12 @@ typedef uint64_t uct_o2m_bits64_t   __attribute__((may_alias));
     UCT_O2M_FOR_ALL_DTYPES(_cas,    LXOR, lxor)
 
 
-/*
- * Plain kernel.  dst and src are restrict-qualified parameters, so that the
- * loops need no run-time alias check; the blocked inner loop is vectorized
- * at -O2 and -O3, the scalar tail at -O3.
- */
+/* Plain kernel: the template shared with UCG */
 #define UCT_O2M_DEFINE_REDUCE(_OP, _op, _DT, _dt, _type, _wtype, _btype, \
                               _lowest, _largest) \
-    static void \
-    uct_o2m_reduce_##_op##_##_dt(void *__restrict dst_p, \
-                                 const void *__restrict src_p, size_t count) \
-    { \
-        uct_o2m_##_dt##_u_t *dst       = (uct_o2m_##_dt##_u_t*)dst_p; \
-        const uct_o2m_##_dt##_u_t *src = (const uct_o2m_##_dt##_u_t*)src_p; \
-        const size_t block             = UCT_O2M_REDUCE_BLOCK / sizeof(_type); \
-        size_t i, j; \
-        _type a, b; \
-        \
-        for (i = 0; i + block <= count; i += block) { \
-            for (j = 0; j < block; ++j) { \
-                a          = dst[i + j]; \
-                b          = src[i + j]; \
-                dst[i + j] = UCT_O2M_EXPR_##_OP(_type, _wtype, a, b); \
-            } \
-        } \
-        for (; i < count; ++i) { \
-            a      = dst[i]; \
-            b      = src[i]; \
-            dst[i] = UCT_O2M_EXPR_##_OP(_type, _wtype, a, b); \
-        } \
-    }
+    UCT_O2M_DEFINE_REDUCE_KERNEL(uct_o2m_reduce_##_op##_##_dt, \
+                                 UCT_O2M_EXPR_##_OP, _type, _wtype, \
+                                 uct_o2m_##_dt##_u_t)
 
 /* Atomic kernel with a native read-modify-write (integer types) */
 #define UCT_O2M_DEFINE_ATOMIC_NATIVE(_OP, _op, _DT, _dt, _type, _wtype, \
