@@ -40,6 +40,7 @@
  * Fan-out needs no such rule: messages carry their collective's sequence.
  */
 #include "ucg_coll.h"
+#include "o2m_seg.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/sys/math.h>
@@ -937,31 +938,26 @@ static ucs_status_t ucg_sm_cma_readv(ucg_coll_t *coll,
                                      const ucg_sm_cma_desc_t *desc,
                                      size_t offset, void *dst, size_t length)
 {
-    size_t done = 0;
-    struct iovec local, remote;
-    ssize_t ret;
+    struct iovec remote;
+    ucs_status_t status;
+    size_t done;
+    int error;
 
-    while (done < length) {
-        local.iov_base  = UCS_PTR_BYTE_OFFSET(dst, done);
-        local.iov_len   = length - done;
-        remote.iov_base = (void*)(uintptr_t)(desc->addr + offset + done);
-        remote.iov_len  = local.iov_len;
-        ret = process_vm_readv(desc->pid, &local, 1, &remote, 1, 0);
-        if (ret <= 0) {
-            ucs_error("ucg group %u %s seq %u: process_vm_readv(pid %d, "
-                      "%zu bytes) failed: %s (UCX_UCG_SM_%s_CMA_THRESH=inf "
-                      "disables single-copy %s)", coll->group->id,
-                      ucg_coll_name(coll->params.type), coll->seq,
-                      (int)desc->pid, length - done,
-                      (ret < 0) ? strerror(errno) : "nothing read",
-                      ucg_sm_cma_is_bcast(coll) ? "BCAST" : "REDUCE",
-                      ucg_coll_name(coll->params.type));
-            return ((ret < 0) && (errno == ESRCH)) ?
-                   UCS_ERR_CONNECTION_RESET : UCS_ERR_IO_ERROR;
-        }
-        done += ret;
+    remote.iov_base = (void*)(uintptr_t)(desc->addr + offset);
+    remote.iov_len  = length;
+    status          = uct_o2m_cma_read_nolog(desc->pid, dst, &remote, 1,
+                                             length, &done, &error);
+    if (status != UCS_OK) {
+        ucs_error("ucg group %u %s seq %u: process_vm_readv(pid %d, "
+                  "%zu bytes) failed: %s (UCX_UCG_SM_%s_CMA_THRESH=inf "
+                  "disables single-copy %s)", coll->group->id,
+                  ucg_coll_name(coll->params.type), coll->seq,
+                  (int)desc->pid, length - done,
+                  (error != 0) ? strerror(error) : "nothing read",
+                  ucg_sm_cma_is_bcast(coll) ? "BCAST" : "REDUCE",
+                  ucg_coll_name(coll->params.type));
     }
-    return UCS_OK;
+    return status;
 }
 
 /*

@@ -16,6 +16,9 @@
  *    zcopy completions and flushes end with an error.
  *  - ucg_cma.one_member_cannot_read: UCG plans no sm_*_cma phase on any
  *    member when one member's probe fails, and its copy paths are right.
+ *  - cma.read_*: the one read loop of the transports and UCG
+ *    (uct_o2m_cma_read_nolog): more entries than one call takes, a read
+ *    that stops at an unmapped page, a process that has exited.
  */
 #include "test_traffic.h"
 #include "test_sandbox.h"
@@ -23,9 +26,14 @@
 
 extern "C" {
 #include "ucg_context.h"
+#include "o2m_seg.h"
 }
 
+#include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <climits>
+#include <unistd.h>
 #include <cstring>
 
 using namespace o2m_test;
@@ -312,6 +320,90 @@ void run_checked(member &m, const coll_desc &d)
     CHILD_CHECK_OK(wait_coll(coll, d.str()));
     ucg_coll_finalize(coll);
     bufs.check(m.label + ": " + d.str());
+}
+
+/* More remote entries than one process_vm_readv takes (IOV_MAX) */
+TEST_F(cma, read_many_entries)
+{
+    const size_t iovcnt = IOV_MAX + 7;
+    const size_t chunk  = 3;
+    std::vector<uint8_t> src(iovcnt * chunk * 2), dst(iovcnt * chunk, 0);
+    std::vector<uint8_t> expected;
+    std::vector<struct iovec> riov(iovcnt);
+    size_t done = 0;
+    int error   = -1;
+
+    for (size_t i = 0; i < src.size(); ++i) {
+        src[i] = (uint8_t)(i * 13 + 1);
+    }
+    /* Every other chunk of src, so that the entries cannot merge */
+    for (size_t i = 0; i < iovcnt; ++i) {
+        riov[i].iov_base = &src[2 * i * chunk];
+        riov[i].iov_len  = chunk;
+        expected.insert(expected.end(), src.begin() + 2 * i * chunk,
+                        src.begin() + (2 * i + 1) * chunk);
+    }
+
+    ASSERT_EQ(UCS_OK, uct_o2m_cma_read_nolog(getpid(), dst.data(),
+                                             riov.data(), iovcnt, dst.size(),
+                                             &done, &error));
+    EXPECT_EQ(dst.size(), done);
+    EXPECT_TRUE(expected == dst);
+}
+
+/* A read that reaches an unmapped page: what was copied, and EFAULT */
+TEST_F(cma, read_stops_at_unmapped_page)
+{
+    const size_t page = sysconf(_SC_PAGESIZE);
+    std::vector<uint8_t> dst(2 * page, 0);
+    struct iovec riov;
+    size_t done = 0;
+    int error   = 0;
+    void *mem;
+
+    mem = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, mem);
+    memset(mem, 0x5a, page);
+    ASSERT_EQ(0, munmap((char*)mem + page, page));
+
+    riov.iov_base = mem;
+    riov.iov_len  = 2 * page;
+    EXPECT_EQ(UCS_ERR_IO_ERROR,
+              uct_o2m_cma_read_nolog(getpid(), dst.data(), &riov, 1,
+                                     dst.size(), &done, &error));
+    EXPECT_EQ(page, done);
+    EXPECT_EQ(EFAULT, error);
+    EXPECT_EQ(0x5a, dst[page - 1]);
+    munmap(mem, page);
+}
+
+/* Reading a process that has exited (a zombie of ours: the pid stays ours
+ * until it is reaped) is a reset connection, not an I/O error */
+TEST_F(cma, read_exited_process)
+{
+    uint64_t value = 0;
+    struct iovec riov;
+    siginfo_t info;
+    size_t done = 1;
+    int error   = 0;
+    pid_t pid;
+
+    pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        _exit(0);
+    }
+    ASSERT_EQ(0, waitid(P_PID, pid, &info, WEXITED | WNOWAIT));
+
+    riov.iov_base = &value;
+    riov.iov_len  = sizeof(value);
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET,
+              uct_o2m_cma_read_nolog(pid, &value, &riov, 1, sizeof(value),
+                                     &done, &error));
+    EXPECT_EQ(0u, done);
+    EXPECT_EQ(ESRCH, error);
+    EXPECT_EQ(pid, waitpid(pid, NULL, 0));
 }
 
 /*

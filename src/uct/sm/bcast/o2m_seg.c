@@ -139,18 +139,15 @@ void uct_o2m_seg_detach(void *addr, size_t size)
     }
 }
 
-ucs_status_t uct_o2m_cma_read(pid_t pid, void *dst,
-                              const struct iovec *remote_iov, size_t iovcnt,
-                              size_t length)
+ucs_status_t uct_o2m_cma_read_nolog(pid_t pid, void *dst,
+                                    const struct iovec *remote_iov,
+                                    size_t iovcnt, size_t length,
+                                    size_t *done_p, int *error_p)
 {
     struct iovec riov[ucs_max(iovcnt, 1)];
     struct iovec liov;
     size_t done, skip, i, first;
     ssize_t ret;
-
-    if (length == 0) {
-        return UCS_OK;
-    }
 
     memcpy(riov, remote_iov, sizeof(*riov) * iovcnt);
     done  = 0;
@@ -160,15 +157,11 @@ ucs_status_t uct_o2m_cma_read(pid_t pid, void *dst,
         liov.iov_len  = length - done;
         ret = process_vm_readv(pid, &liov, 1, &riov[first],
                                ucs_min(iovcnt - first, IOV_MAX), 0);
-        if (ret < 0) {
-            ucs_error("process_vm_readv(pid %d, %zu bytes) failed: %m",
-                      (int)pid, length - done);
-            return (errno == ESRCH) ? UCS_ERR_CONNECTION_RESET :
-                                      UCS_ERR_IO_ERROR;
-        } else if (ret == 0) {
-            ucs_error("process_vm_readv(pid %d) read nothing at %zu/%zu",
-                      (int)pid, done, length);
-            return UCS_ERR_IO_ERROR;
+        if (ret <= 0) {
+            *done_p  = done;
+            *error_p = (ret < 0) ? errno : 0;
+            return ((ret < 0) && (errno == ESRCH)) ?
+                   UCS_ERR_CONNECTION_RESET : UCS_ERR_IO_ERROR;
         }
 
         /* Skip what the partial read consumed */
@@ -186,7 +179,36 @@ ucs_status_t uct_o2m_cma_read(pid_t pid, void *dst,
         }
     }
 
+    *done_p = done;
     return UCS_OK;
+}
+
+ucs_status_t uct_o2m_cma_read(pid_t pid, void *dst,
+                              const struct iovec *remote_iov, size_t iovcnt,
+                              size_t length)
+{
+    ucs_status_t status;
+    size_t done;
+    int error;
+
+    if (length == 0) {
+        return UCS_OK;
+    }
+
+    status = uct_o2m_cma_read_nolog(pid, dst, remote_iov, iovcnt, length,
+                                    &done, &error);
+    if (status == UCS_OK) {
+        return UCS_OK;
+    }
+
+    if (error != 0) {
+        ucs_error("process_vm_readv(pid %d, %zu bytes) failed: %s",
+                  (int)pid, length - done, strerror(error));
+    } else {
+        ucs_error("process_vm_readv(pid %d) read nothing at %zu/%zu",
+                  (int)pid, done, length);
+    }
+    return status;
 }
 
 /* Effective capabilities of this process, 0 when unknown */

@@ -18,8 +18,6 @@
 #include <stddef.h>
 
 
-
-
 ucs_status_t uct_o2m_seg_create(const char *name, size_t size, int *fd_p,
                                 void **addr_p);
 
@@ -43,8 +41,20 @@ ucs_status_t uct_o2m_proc_stat(pid_t pid, char *state_p,
 
 /**
  * Copy @a length bytes described by @a remote_iov (@a iovcnt entries) from
- * the address space of @a pid to @a dst, with process_vm_readv.
+ * the address space of @a pid to @a dst, with process_vm_readv, partial
+ * reads continued.  Logs nothing, so that the caller's one log line can say
+ * what was read for what (UCG names the group and the variable that turns
+ * single-copy off): on failure, *done_p is what was copied and *error_p the
+ * errno of the failed call (0 when a call read nothing).
+ * @return UCS_OK, UCS_ERR_CONNECTION_RESET when the process has exited, or
+ *         UCS_ERR_IO_ERROR.
  */
+UCT_O2M_API ucs_status_t
+uct_o2m_cma_read_nolog(pid_t pid, void *dst, const struct iovec *remote_iov,
+                       size_t iovcnt, size_t length, size_t *done_p,
+                       int *error_p);
+
+/** uct_o2m_cma_read_nolog() with one log line on failure. */
 ucs_status_t uct_o2m_cma_read(pid_t pid, void *dst,
                               const struct iovec *remote_iov, size_t iovcnt,
                               size_t length);
