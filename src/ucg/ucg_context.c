@@ -28,11 +28,6 @@
  * collective is in a host-local phase */
 #define UCG_UCP_IDLE_POLLS     16
 
-static const char *ucg_sm_tl_names[UCG_SM_LAST] = {
-    [UCG_SM_BCAST]  = UCT_O2M_BCAST_TL_NAME,
-    [UCG_SM_INCAST] = UCT_O2M_INCAST_TL_NAME
-};
-
 
 /* FNV-1a over a byte string, chained through @a hash */
 static uint64_t ucg_fnv1a(uint64_t hash, const void *data, size_t len)
@@ -241,7 +236,7 @@ static ucs_status_t ucg_context_sm_err_handler(void *arg, uct_ep_h ep,
             }
 
             ucs_diag("group %u rank %u: %s endpoint (root %u) failed: %s",
-                     group->id, group->rank, ucg_sm_tl_names[sm_ep->tl],
+                     group->id, group->rank, ucg_sm_tl_name(sm_ep->tl),
                      sm_ep->root, ucs_status_string(status));
             if (group->failed == UCS_OK) {
                 group->failed = status;
@@ -265,11 +260,11 @@ static ucs_status_t ucg_context_open_sm_iface(ucg_context_t *context,
     ucs_status_t status;
     char value[64];
 
-    status = uct_md_iface_config_read(context->o2m_md, ucg_sm_tl_names[tl],
+    status = uct_md_iface_config_read(context->o2m_md, ucg_sm_tl_name(tl),
                                       NULL, NULL, &iface_config);
     if (status != UCS_OK) {
         ucs_diag("failed to read the %s configuration: %s",
-                 ucg_sm_tl_names[tl], ucs_status_string(status));
+                 ucg_sm_tl_name(tl), ucs_status_string(status));
         return status;
     }
 
@@ -301,7 +296,7 @@ static ucs_status_t ucg_context_open_sm_iface(ucg_context_t *context,
                                   UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
                                   UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
     params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
-    params.mode.device.tl_name  = ucg_sm_tl_names[tl];
+    params.mode.device.tl_name  = ucg_sm_tl_name(tl);
     params.mode.device.dev_name = UCG_O2M_DEV_NAME;
     params.err_handler          = ucg_context_sm_err_handler;
     params.err_handler_arg      = context;
@@ -310,14 +305,14 @@ static ucs_status_t ucg_context_open_sm_iface(ucg_context_t *context,
     status = uct_iface_open(context->o2m_md, context->uct_worker, &params,
                             iface_config, &context->sm_iface[tl]);
     if (status != UCS_OK) {
-        ucs_diag("failed to open %s/%s: %s", ucg_sm_tl_names[tl],
+        ucs_diag("failed to open %s/%s: %s", ucg_sm_tl_name(tl),
                  UCG_O2M_DEV_NAME, ucs_status_string(status));
         goto out_release;
     }
 
     status = uct_iface_query(context->sm_iface[tl], &attr);
     if (status != UCS_OK) {
-        ucs_diag("failed to query %s: %s", ucg_sm_tl_names[tl],
+        ucs_diag("failed to query %s: %s", ucg_sm_tl_name(tl),
                  ucs_status_string(status));
         goto out_release;
     }
@@ -329,7 +324,7 @@ static ucs_status_t ucg_context_open_sm_iface(ucg_context_t *context,
 
     status = uct_o2m_iface_query(context->sm_iface[tl], &o2m_attr);
     if (status != UCS_OK) {
-        ucs_diag("failed to query the limits of %s: %s", ucg_sm_tl_names[tl],
+        ucs_diag("failed to query the limits of %s: %s", ucg_sm_tl_name(tl),
                  ucs_status_string(status));
         goto out_release;
     }
@@ -343,7 +338,7 @@ static ucs_status_t ucg_context_open_sm_iface(ucg_context_t *context,
                                       ucg_sm_am_cb, context, 0);
     if (status != UCS_OK) {
         ucs_diag("failed to set the AM handler of %s: %s",
-                 ucg_sm_tl_names[tl], ucs_status_string(status));
+                 ucg_sm_tl_name(tl), ucs_status_string(status));
         goto out_release;
     }
 

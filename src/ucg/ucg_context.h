@@ -23,6 +23,11 @@ typedef enum {
     UCG_SM_LAST
 } ucg_sm_tl_t;
 
+static inline const char *ucg_sm_tl_name(ucg_sm_tl_t tl)
+{
+    return uct_o2m_tl_name(tl == UCG_SM_INCAST);
+}
+
 /** Active-message id of UCG's messages on its sm_bcast / sm_incast
  *  interfaces (which carry nothing else) */
 #define UCG_SM_AM_ID 0

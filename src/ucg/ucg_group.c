@@ -35,11 +35,6 @@
  * no longer than this when PEER_TIMEOUT is inf */
 #define UCG_GROUP_MAX_WAIT_SEC (24.0 * 3600.0)
 
-static const char *ucg_group_tl_names[UCG_SM_LAST] = {
-    [UCG_SM_BCAST]  = UCT_O2M_BCAST_TL_NAME,
-    [UCG_SM_INCAST] = UCT_O2M_INCAST_TL_NAME
-};
-
 /* Groups created by this process: with its pid, makes uids unique on the
  * host over time (a pid is reused only after its groups are gone) */
 static uint32_t ucg_group_created_count = 0;
@@ -376,7 +371,7 @@ static ucs_status_t ucg_group_pack_local(ucg_group_t *group,
             status = uct_iface_query(context->sm_iface[tl], &attr);
             if (status != UCS_OK) {
                 ucs_error("UCG group: failed to query %s: %s",
-                          ucg_group_tl_names[tl], ucs_status_string(status));
+                          ucg_sm_tl_name(tl), ucs_status_string(status));
                 return status;
             }
             rec->sm_iface_addr_len[tl] = attr.iface_addr_len;
@@ -422,7 +417,7 @@ static ucs_status_t ucg_group_pack_local(ucg_group_t *group,
 
     if (status != UCS_OK) {
         ucs_error("UCG group: failed to get the %s addresses: %s",
-                  ucg_group_tl_names[tl], ucs_status_string(status));
+                  ucg_sm_tl_name(tl), ucs_status_string(status));
         ucs_free(var);
         goto out_release;
     }
@@ -507,7 +502,7 @@ static int ucg_group_o2m_usable(const ucg_group_t *group,
                 (recs[i].sm_dev_addr_len[tl] != mine->sm_dev_addr_len[tl])) {
                 ucs_diag("UCG group rank %u: %s addresses of rank %u differ "
                          "in length from ours: not using the o2m transports",
-                         group->rank, ucg_group_tl_names[tl], i);
+                         group->rank, ucg_sm_tl_name(tl), i);
                 return 0;
             }
         }
@@ -896,7 +891,7 @@ static void ucg_group_destroy_sm_eps(ucg_group_t *group)
                 ucs_diag("UCG group %u rank %u: flush of the %s endpoint "
                          "(root %u) did not complete in PEER_TIMEOUT",
                          group->id, group->rank,
-                         ucg_group_tl_names[sm_ep->tl], sm_ep->root);
+                         ucg_sm_tl_name(sm_ep->tl), sm_ep->root);
                 break;
             }
             uct_worker_progress(context->uct_worker);
@@ -906,7 +901,7 @@ static void ucg_group_destroy_sm_eps(ucg_group_t *group)
             (status != UCS_ERR_NO_RESOURCE)) {
             ucs_debug("UCG group %u rank %u: flush of the %s endpoint (root "
                       "%u): %s", group->id, group->rank,
-                      ucg_group_tl_names[sm_ep->tl], sm_ep->root,
+                      ucg_sm_tl_name(sm_ep->tl), sm_ep->root,
                       ucs_status_string(status));
         }
 
@@ -1310,7 +1305,7 @@ ucs_status_t ucg_group_sm_ep(ucg_group_h group, ucg_sm_tl_t tl,
     }
     if (my_index == set->count) {
         ucs_error("UCG group %u: rank %u is not in the %s set of root %u",
-                  group->id, group->rank, ucg_group_tl_names[tl], root_rank);
+                  group->id, group->rank, ucg_sm_tl_name(tl), root_rank);
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -1370,7 +1365,7 @@ ucs_status_t ucg_group_sm_ep(ucg_group_h group, ucg_sm_tl_t tl,
         ucs_error("UCG group %u rank %u: failed to create the %s endpoint "
                   "(o2m group 0x%" PRIx64 ", %u members, root rank %u, mode "
                   "%s, op %s, dtype %s): %s", group->id, group->rank,
-                  ucg_group_tl_names[tl], params.group_id, set->count,
+                  ucg_sm_tl_name(tl), params.group_id, set->count,
                   root_rank, uct_o2m_mode_name(mode), uct_o2m_op_name(op),
                   uct_o2m_dtype_name(dtype), ucs_status_string(status));
         ucs_free(sm_ep);
@@ -1387,7 +1382,7 @@ ucs_status_t ucg_group_sm_ep(ucg_group_h group, ucg_sm_tl_t tl,
 
     ucs_debug("UCG group %u rank %u: %s endpoint %p, o2m group 0x%" PRIx64
               " (%u of %u, root %u)", group->id, group->rank,
-              ucg_group_tl_names[tl], sm_ep->ep, params.group_id, my_index,
+              ucg_sm_tl_name(tl), sm_ep->ep, params.group_id, my_index,
               set->count, set->root);
     *ep_p = sm_ep->ep;
     return UCS_OK;

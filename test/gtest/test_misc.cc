@@ -4,6 +4,10 @@
  */
 #include "test_traffic.h"
 
+extern "C" {
+#include "ucg_context.h"
+}
+
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -59,6 +63,16 @@ TEST_F(misc, ucx_info_lists_transports)
     EXPECT_EQ(0u, count_matches(out, TL_LINE_BCAST)) << out;
     EXPECT_EQ(0u, count_matches(out, TL_LINE_INCAST)) << out;
     EXPECT_NE(0u, count_matches(out, "Transport: self")) << out;
+}
+
+/* The transports' names, as the plugin and UCG name them in logs and use
+ * them to open the interfaces, are the ones UCX lists */
+TEST(tl_names, plugin_and_ucg)
+{
+    EXPECT_STREQ("sm_bcast", uct_o2m_tl_name(0));
+    EXPECT_STREQ("sm_incast", uct_o2m_tl_name(1));
+    EXPECT_STREQ("sm_bcast", ucg_sm_tl_name(UCG_SM_BCAST));
+    EXPECT_STREQ("sm_incast", ucg_sm_tl_name(UCG_SM_INCAST));
 }
 
 TEST_F(misc, ucx_info_lists_config)

@@ -875,8 +875,7 @@ void uct_o2m_ep_destroy(uct_ep_h tl_ep)
 static ucs_status_t uct_o2m_iface_cma_init(uct_o2m_iface_t *iface,
                                            ucs_ternary_auto_value_t mode)
 {
-    const char *tl_name = iface->is_incast ? UCT_O2M_INCAST_TL_NAME :
-                                             UCT_O2M_BCAST_TL_NAME;
+    const char *tl_name = uct_o2m_tl_name(iface->is_incast);
     static int logged  = 0;
     const char *why;
 
@@ -1015,8 +1014,7 @@ UCS_CLASS_INIT_FUNC(uct_o2m_iface_t, uct_iface_ops_t *ops, uct_md_h md,
                      __ATOMIC_RELEASE);
 
     ucs_debug("%s iface %p: segment fd %d, %zu bytes",
-              is_incast ? UCT_O2M_INCAST_TL_NAME : UCT_O2M_BCAST_TL_NAME,
-              self, self->seg_fd, self->seg_size);
+              uct_o2m_tl_name(is_incast), self, self->seg_fd, self->seg_size);
     return UCS_OK;
 }
 
@@ -1029,9 +1027,8 @@ static UCS_CLASS_CLEANUP_FUNC(uct_o2m_iface_t)
 
     if (!ucs_list_is_empty(&self->eps)) {
         ucs_warn("%s iface %p closed with %zu endpoints still open",
-                 self->is_incast ? UCT_O2M_INCAST_TL_NAME :
-                                   UCT_O2M_BCAST_TL_NAME,
-                 self, ucs_list_length(&self->eps));
+                 uct_o2m_tl_name(self->is_incast), self,
+                 ucs_list_length(&self->eps));
     }
 
     /* Slow members of the groups we rooted may still have to join them */

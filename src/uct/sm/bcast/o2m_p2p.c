@@ -82,9 +82,7 @@ static void uct_o2m_p2p_rx_drop(uct_o2m_iface_t *iface, uint64_t seq,
     if (iface->rx_dropped++ == 0) {
         ucs_error("%s iface %p: dropped corrupt element %" PRIu64 " of the "
                   "receive FIFO (%s); further drops are counted silently",
-                  iface->is_incast ? UCT_O2M_INCAST_TL_NAME :
-                                     UCT_O2M_BCAST_TL_NAME,
-                  iface, seq, why);
+                  uct_o2m_tl_name(iface->is_incast), iface, seq, why);
     } else {
         ucs_debug("iface %p: dropped corrupt FIFO element %" PRIu64 " (%s), "
                   "%" PRIu64 " so far", iface, seq, why, iface->rx_dropped);

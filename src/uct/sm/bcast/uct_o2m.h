@@ -67,6 +67,12 @@ BEGIN_C_DECLS
 #define UCT_O2M_BCAST_TL_NAME  "sm_bcast"
 #define UCT_O2M_INCAST_TL_NAME "sm_incast"
 
+/** Name of the fan-in (sm_incast) or the fan-out (sm_bcast) transport. */
+static inline const char *uct_o2m_tl_name(int is_incast)
+{
+    return is_incast ? UCT_O2M_INCAST_TL_NAME : UCT_O2M_BCAST_TL_NAME;
+}
+
 /** Functions of this API are the only symbols the library exports. */
 #define UCT_O2M_API __attribute__((visibility("default")))
 
