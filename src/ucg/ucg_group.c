@@ -76,7 +76,11 @@ static ucs_status_t ucg_group_oob(const ucg_group_params_t *params,
     ucs_status_t status;
 
     status = params->oob_allgather(params->oob_arg, sbuf, rbuf, len);
-    if (status != UCS_OK) {
+    if (status == UCS_ERR_CANCELED) {
+        /* the caller stopped the creation (another member failed) */
+        ucs_debug("UCG group rank %u/%u: out-of-band allgather cancelled",
+                  params->rank, params->size);
+    } else if (status != UCS_OK) {
         ucs_error("UCG group rank %u/%u: out-of-band allgather of %zu bytes "
                   "failed: %s", params->rank, params->size, len,
                   ucs_status_string(status));

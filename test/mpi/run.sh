@@ -115,8 +115,9 @@ run_extra() {
     return $rc
 }
 
-# coll/ucg only (its test-only knobs): one rank's preparation of one call
-# fails; all ranks fall back together, results stay right, nothing hangs
+# coll/ucg only (its test-only knobs): one rank's preparation of one call,
+# or its creation of a UCG group, fails; all ranks fall back together,
+# results stay right, nothing hangs
 if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ] && [ "$extra_tests" = 1 ]; then
     make -s -C "$here" coll_fault || exit 1
     for rc in "0 1" "1 5" "2 13" "1 40"; do
@@ -125,6 +126,18 @@ if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ] && [ "$extra_tests" = 1 ]; then
             'could not prepare it, all ranks delegate' \
             --mca coll_ucg_test_fail_rank "$1" \
             --mca coll_ucg_test_fail_call "$2" -- "$here/coll_fault" 6 ||
+            fail=1
+    done
+    # UCG's group creation fails on one rank (MPI_COMM_WORLD's in MPI_Init,
+    # then the dup's): every rank uses the previous module there, nobody
+    # waits in UCG's out-of-band rounds
+    for rc in "1 1" "2 2"; do
+        set -- $rc
+        run_extra "coll_fault np=3 group creation fails on rank $1 (comm $2)" \
+            3 'coll_fault: OK' \
+            --mca coll_ucg_test_fail_point 1 \
+            --mca coll_ucg_test_fail_rank "$1" \
+            --mca coll_ucg_test_fail_call "$2" -- "$here/coll_fault" 3 ||
             fail=1
     done
 fi

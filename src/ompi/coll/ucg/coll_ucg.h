@@ -27,6 +27,12 @@ enum {
     COLL_UCG_NUM
 };
 
+/* Where coll_ucg_test_fail_rank fails (coll_ucg_test_fail_point) */
+enum {
+    COLL_UCG_TEST_FAIL_PREPARE, /* preparation of a call needing agreement */
+    COLL_UCG_TEST_FAIL_CREATE   /* UCG group creation, in its 2nd round */
+};
+
 typedef struct mca_coll_ucg_component {
     mca_coll_base_component_2_0_0_t super;
     int                             priority;
@@ -38,11 +44,13 @@ typedef struct mca_coll_ucg_component {
     ucg_context_h                   ucg_context;   /* created lazily */
     bool                            context_failed;
     int                             num_groups;    /* live UCG groups */
-    /* Test only: MPI_COMM_WORLD rank whose preparation of its
-     * test_fail_call-th call that needs an agreement fails (-1: none) */
+    /* Test only: MPI_COMM_WORLD rank on which something fails at the
+     * test_fail_call-th time (-1: none): what, test_fail_point */
     int                             test_fail_rank;
     int                             test_fail_call;
+    int                             test_fail_point;
     unsigned long                   test_agreed_calls;
+    unsigned long                   test_created;    /* groups */
 } mca_coll_ucg_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_ucg_component_t mca_coll_ucg_component;

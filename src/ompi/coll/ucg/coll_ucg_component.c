@@ -89,6 +89,15 @@ static int coll_ucg_register(void)
             MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
             MCA_BASE_VAR_SCOPE_READONLY, &c->test_fail_call);
 
+    c->test_fail_point = COLL_UCG_TEST_FAIL_PREPARE;
+    mca_base_component_var_register(v, "test_fail_point",
+            "Test only: what fails on test_fail_rank at the test_fail_call-"
+            "th time: 0 the preparation of a call that needs an agreement, "
+            "1 the creation of a UCG group (its second out-of-band round, "
+            "counted over communicators)",
+            MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
+            MCA_BASE_VAR_SCOPE_READONLY, &c->test_fail_point);
+
     for (i = 0; i < COLL_UCG_NUM; ++i) {
         c->coll_enable[i] = true;
         snprintf(name, sizeof(name), "%s_enable", mca_coll_ucg_coll_names[i]);

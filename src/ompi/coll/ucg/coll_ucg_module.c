@@ -369,6 +369,7 @@ static bool coll_ucg_test_fail(void)
     mca_coll_ucg_component_t *c = &mca_coll_ucg_component;
 
     if ((c->test_fail_rank < 0) ||
+        (c->test_fail_point != COLL_UCG_TEST_FAIL_PREPARE) ||
         (ompi_comm_rank(&ompi_mpi_comm_world.comm) != c->test_fail_rank) ||
         (++c->test_agreed_calls != (unsigned long)c->test_fail_call)) {
         return false;
@@ -831,25 +832,110 @@ delegate:
 
 /* ---- module ------------------------------------------------------------ */
 
+/*
+ * Group creation is collective, and may fail on one rank only (UCG out of
+ * memory before or between its out-of-band rounds): that rank would leave
+ * ucg_group_create while the others wait in its next allgather.  So every
+ * out-of-band allgather UCG asks for is preceded by a round of headers
+ * (the previous module's allgather of COLL_UCG_OOB_HDR bytes) in which
+ * each rank says whether it is still creating, and with which length; a
+ * rank out of ucg_group_create sends "done" headers (with whether it can
+ * use UCG) until every rank does.  A rank that sees "done" (or another
+ * length) fails that allgather without sending: UCG's creation fails
+ * there too, and all ranks end in the same "done" round, where they learn
+ * whether all of them have a group.  The headers cost one small
+ * allgather per UCG round at communicator creation, nothing per call.
+ */
 typedef struct {
-    mca_coll_ucg_module_t     *module;
+    int32_t  done;  /* out of ucg_group_create */
+    int32_t  ok;    /* done: this rank has its group and pack buffers */
+    uint64_t len;   /* not done: the length of UCG's allgather */
+} coll_ucg_oob_hdr_t;
+
+typedef struct {
+    mca_coll_ucg_module_t      *module;
     struct ompi_communicator_t *comm;
+    coll_ucg_oob_hdr_t         *hdrs;     /* [comm_size] */
+    bool                       stopped;   /* a rank left group creation */
+    unsigned                   rounds;    /* UCG's allgathers so far */
+    bool                       test_fail; /* test: fail the 2nd locally */
 } coll_ucg_oob_arg_t;
 
-/* UCG's out-of-band allgather: the previous module's allgather */
+/* One round of headers; OMPI_SUCCESS or the previous module's error */
+static int coll_ucg_oob_hdr_round(coll_ucg_oob_arg_t *oob,
+                                  const coll_ucg_oob_hdr_t *hdr)
+{
+    mca_coll_ucg_module_t *m = oob->module;
+
+    return m->prev_allgather(hdr, sizeof(*hdr), MPI_BYTE, oob->hdrs,
+                             sizeof(*hdr), MPI_BYTE, oob->comm,
+                             m->prev_allgather_module);
+}
+
+/* UCG's out-of-band allgather: the previous module's, after a header
+ * round that says every rank is in the same allgather */
 static ucs_status_t coll_ucg_oob_allgather(void *arg, const void *sbuf,
                                            void *rbuf, size_t len)
 {
-    coll_ucg_oob_arg_t *oob = arg;
-    int ret;
+    coll_ucg_oob_arg_t *oob  = arg;
+    mca_coll_ucg_module_t *m = oob->module;
+    coll_ucg_oob_hdr_t hdr   = {0};
+    int i, ret;
 
+    if (oob->stopped) {
+        return UCS_ERR_CANCELED;
+    }
+    if (oob->test_fail && (++oob->rounds == 2)) {
+        opal_output(0, "coll:ucg: test: failing UCG's group creation on "
+                    "comm %s on this rank", m->comm_name);
+        return UCS_ERR_NO_MEMORY;
+    }
     if (len > INT_MAX) {
         return UCS_ERR_INVALID_PARAM;
     }
-    ret = oob->module->prev_allgather(sbuf, (int)len, MPI_BYTE, rbuf,
-                                      (int)len, MPI_BYTE, oob->comm,
-                                      oob->module->prev_allgather_module);
+
+    hdr.len = len;
+    if (coll_ucg_oob_hdr_round(oob, &hdr) != OMPI_SUCCESS) {
+        oob->stopped = true;
+        return UCS_ERR_IO_ERROR;
+    }
+    for (i = 0; i < m->comm_size; ++i) {
+        if (oob->hdrs[i].done || (oob->hdrs[i].len != len)) {
+            /* the rank that stopped logged why; UCG fails here too */
+            oob->stopped = true;
+            return UCS_ERR_CANCELED;
+        }
+    }
+
+    ret = m->prev_allgather(sbuf, (int)len, MPI_BYTE, rbuf, (int)len,
+                            MPI_BYTE, oob->comm, m->prev_allgather_module);
     return (ret == OMPI_SUCCESS) ? UCS_OK : UCS_ERR_IO_ERROR;
+}
+
+/* After ucg_group_create: "done" rounds until every rank is out of it;
+ * *all_ok_p: whether every rank has @a ok */
+static int coll_ucg_oob_finish(coll_ucg_oob_arg_t *oob, int ok,
+                               int *all_ok_p)
+{
+    coll_ucg_oob_hdr_t hdr = {0};
+    int i, all_done, ret;
+
+    hdr.done = 1;
+    hdr.ok   = ok;
+    do {
+        ret = coll_ucg_oob_hdr_round(oob, &hdr);
+        if (ret != OMPI_SUCCESS) {
+            return ret;
+        }
+        all_done  = 1;
+        *all_ok_p = 1;
+        for (i = 0; i < oob->module->comm_size; ++i) {
+            all_done  &= oob->hdrs[i].done;
+            *all_ok_p &= oob->hdrs[i].ok;
+        }
+    } while (!all_done);
+
+    return OMPI_SUCCESS;
 }
 
 /* Whether every rank has @a ok; collective over @a comm */
@@ -863,6 +949,18 @@ static int coll_ucg_all_ok(mca_coll_ucg_module_t *m,
                             m->prev_allreduce_module);
     *all_ok = ok;
     return ret;
+}
+
+/* Test only (coll_ucg_test_fail_point create): whether this rank's
+ * creation of its test_fail_call-th UCG group is made to fail */
+static bool coll_ucg_test_fail_create(void)
+{
+    mca_coll_ucg_component_t *c = &mca_coll_ucg_component;
+
+    return (c->test_fail_rank >= 0) &&
+           (c->test_fail_point == COLL_UCG_TEST_FAIL_CREATE) &&
+           (ompi_comm_rank(&ompi_mpi_comm_world.comm) == c->test_fail_rank) &&
+           (++c->test_created == (unsigned long)c->test_fail_call);
 }
 
 #define COLL_UCG_SAVE(_m, _comm, _coll) \
@@ -899,9 +997,12 @@ static int coll_ucg_module_enable(mca_coll_base_module_t *module,
     snprintf(m->comm_name, sizeof(m->comm_name), "%s", comm->c_name);
 
     /* all ranks create the group, or none does (then all delegate) */
-    ctx = mca_coll_ucg_get_context();
-    ret = coll_ucg_all_ok(m, comm, ctx != NULL, &ok);
+    ctx      = mca_coll_ucg_get_context();
+    oob.hdrs = malloc(m->comm_size * sizeof(*oob.hdrs));
+    ret      = coll_ucg_all_ok(m, comm, (ctx != NULL) && (oob.hdrs != NULL),
+                               &ok);
     if ((ret != OMPI_SUCCESS) || !ok) {
+        free(oob.hdrs);
         return ret;
     }
 
@@ -912,6 +1013,9 @@ static int coll_ucg_module_enable(mca_coll_base_module_t *module,
     gparams.oob_arg       = &oob;
     oob.module            = m;
     oob.comm              = comm;
+    oob.stopped           = false;
+    oob.rounds            = 0;
+    oob.test_fail         = coll_ucg_test_fail_create();
     /* UCX_UCG_HOSTS lists MPI_COMM_WORLD ranks */
     if (ompi_group_translate_ranks(comm->c_local_group, 1, &m->comm_rank,
                                    ompi_mpi_comm_world.comm.c_local_group,
@@ -923,8 +1027,11 @@ static int coll_ucg_module_enable(mca_coll_base_module_t *module,
 
     status = ucg_group_create(ctx, &gparams, &m->group);
     if (status != UCS_OK) {
-        opal_output(0, "coll:ucg: ucg_group_create on comm %s failed: %s",
-                    m->comm_name, ucs_status_string(status));
+        if (status != UCS_ERR_CANCELED) {
+            opal_output(0, "coll:ucg: ucg_group_create on comm %s failed: "
+                        "%s; all ranks use the previous module",
+                        m->comm_name, ucs_status_string(status));
+        }
         m->group = NULL;
     } else {
         ++mca_coll_ucg_component.num_groups;
@@ -934,9 +1041,10 @@ static int coll_ucg_module_enable(mca_coll_base_module_t *module,
     m->scratch[0] = malloc(COLL_UCG_SCRATCH_SIZE);
     m->scratch[1] = malloc(COLL_UCG_SCRATCH_SIZE);
 
-    ret = coll_ucg_all_ok(m, comm, (m->group != NULL) &&
-                          (m->scratch[0] != NULL) && (m->scratch[1] != NULL),
-                          &ok);
+    ret = coll_ucg_oob_finish(&oob, (m->group != NULL) &&
+                              (m->scratch[0] != NULL) &&
+                              (m->scratch[1] != NULL), &ok);
+    free(oob.hdrs);
     if (((ret != OMPI_SUCCESS) || !ok) && (m->group != NULL)) {
         ucg_group_destroy(m->group);
         --mca_coll_ucg_component.num_groups;
