@@ -12,9 +12,10 @@
 #      the libraries, ucx-o2m.pc and ucg-o2m.pc, and they are usable
 #   4. the MPI suite (test/mpi/run.sh, np 2..8) with the coll/ucg component of
 #      build/ forced, checking it served bcast and allreduce
-#   5. test/fuzz/fuzz.sh: the libFuzzer target of the shared-memory checks
-#      (o2m_check.c), built with clang against build/'s configuration, run
-#      for O2M_FUZZ_SECONDS (60); fails on a crash
+#   5. test/fuzz/fuzz.sh: the libFuzzer targets of the shared-memory checks
+#      (o2m_check.c) and of the multicast engine's packets (mc/rel/), built
+#      with clang against build/'s configuration, run for O2M_FUZZ_SECONDS
+#      (60) and O2M_FUZZ_MC_SECONDS (30); fails on a crash
 #   6. configure build-asan/ with --enable-sanitizers (ASan + UBSan), build,
 #      run the same gtest suite and ucg_p2p_sim there
 #
@@ -203,7 +204,9 @@ fi
 run_step "check-install" bash contrib/check-install.sh "$BUILD" || true
 run_step "MPI suite, coll/ucg (build/)" run_mpi "$BUILD" || true
 run_step "fuzz shared-memory checks" bash test/fuzz/fuzz.sh "$BUILD" \
-    "${O2M_FUZZ_SECONDS:-60}" || true
+    "${O2M_FUZZ_SECONDS:-60}" o2m_check || true
+run_step "fuzz multicast packets" bash test/fuzz/fuzz.sh "$BUILD" \
+    "${O2M_FUZZ_MC_SECONDS:-30}" mc_rel || true
 
 if run_step "bootstrap (build-asan/)" bash contrib/bootstrap.sh \
         --build-dir "$BUILD_ASAN" -- --enable-sanitizers; then

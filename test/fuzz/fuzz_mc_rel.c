@@ -1,0 +1,223 @@
+/**
+ * ucx-o2m: libFuzzer target for the packets of the reliable multicast
+ * engine (src/uct/mc/rel/).
+ *
+ * The first input byte picks a mode:
+ *  - even: the bytes after it are one packet for uct_mc_rel_parse.  An
+ *    accepted packet must have exactly header + payload_len bytes (its
+ *    payload is touched, ASan checks the bounds) and must pack back to the
+ *    same 40 header bytes (nothing accepted that the engine would not
+ *    write).
+ *  - odd: the bytes after it are a sequence of packets for the streams of a
+ *    5-member group (root 0, radix 2, window 16, mtu 64): each item names
+ *    a member, a time step and either raw bytes or header fields that are
+ *    packed with the stream's group, epoch and root (so that the engine's
+ *    state machine, not only the parser, is explored), then the member
+ *    progresses.  Every packet the engine sends must parse, its payload
+ *    must fit the MTU, and every delivered message must fit max_msg.
+ * Built and run by test/fuzz/fuzz.sh.
+ */
+#include "mc_rel.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FUZZ_MEMBERS 5
+#define FUZZ_MTU     64
+#define FUZZ_MAX_MSG 512
+
+/* Keeps the compiler from dropping the touches */
+static volatile uint8_t fuzz_sink;
+
+static void fuzz_touch(const void *ptr, size_t length)
+{
+    const volatile uint8_t *p = ptr;
+    size_t i;
+
+    for (i = 0; i < length; ++i) {
+        fuzz_sink ^= p[i];
+    }
+}
+
+static void fuzz_parse(const uint8_t *data, size_t size)
+{
+    uint8_t repacked[UCT_MC_REL_HDR_LEN];
+    uct_mc_rel_drop_t drop;
+    uct_mc_rel_hdr_t hdr;
+
+    if (uct_mc_rel_parse(data, size, &hdr, &drop) != UCS_OK) {
+        if ((unsigned)drop >= UCT_MC_REL_DROP_LAST) {
+            abort();
+        }
+        return;
+    }
+    if (size != UCT_MC_REL_HDR_LEN + (size_t)hdr.payload_len) {
+        abort();
+    }
+    fuzz_touch(data + UCT_MC_REL_HDR_LEN, hdr.payload_len);
+    uct_mc_rel_pack(&hdr, repacked);
+    if (memcmp(repacked, data, UCT_MC_REL_HDR_LEN) != 0) {
+        abort();
+    }
+}
+
+static ucs_status_t fuzz_send(void *arg, int dest, const void *hdr,
+                              const void *payload, size_t length)
+{
+    uint8_t pkt[UCT_MC_REL_HDR_LEN + FUZZ_MTU];
+    uct_mc_rel_drop_t drop;
+    uct_mc_rel_hdr_t parsed;
+
+    if ((length > FUZZ_MTU) ||
+        ((dest != UCT_MC_REL_DEST_MCAST) &&
+         ((dest < 0) || (dest >= FUZZ_MEMBERS)))) {
+        abort();
+    }
+    memcpy(pkt, hdr, UCT_MC_REL_HDR_LEN);
+    if (length > 0) {
+        memcpy(pkt + UCT_MC_REL_HDR_LEN, payload, length);
+    }
+    if (uct_mc_rel_parse(pkt, UCT_MC_REL_HDR_LEN + length, &parsed,
+                         &drop) != UCS_OK) {
+        abort(); /* the engine wrote a packet its own parser rejects */
+    }
+    return UCS_OK;
+}
+
+static void fuzz_deliver(void *arg, const void *data, size_t length)
+{
+    if (length > FUZZ_MAX_MSG) {
+        abort();
+    }
+    fuzz_touch(data, length);
+}
+
+static size_t fuzz_take(void *dst, size_t dst_size, const uint8_t **data,
+                        size_t *size)
+{
+    size_t n = (*size < dst_size) ? *size : dst_size;
+
+    memset(dst, 0, dst_size);
+    memcpy(dst, *data, n);
+    *data += n;
+    *size -= n;
+    return n;
+}
+
+/* One item of the packet sequence */
+struct fuzz_item {
+    uint8_t  member;
+    uint8_t  dt;       /* time step, in units of 2 us */
+    uint8_t  raw;      /* odd: raw bytes follow; even: fields below */
+    uint8_t  type;
+    uint16_t flags;
+    uint8_t  src;
+    uint8_t  len;      /* payload (fields) or raw length */
+    uint32_t psn_off;  /* psn = 1000 + psn_off (near the start) */
+    uint32_t aux_off;
+    uint32_t w0;
+    uint32_t w1;
+} __attribute__((packed));
+
+static void fuzz_streams(const uint8_t *data, size_t size)
+{
+    uct_mc_rel_stream_t *streams[FUZZ_MEMBERS] = {NULL};
+    uint8_t pkt[UCT_MC_REL_HDR_LEN + 255];
+    uct_mc_rel_params_t params;
+    uct_mc_rel_config_t config;
+    uct_mc_rel_ops_t ops;
+    struct fuzz_item item;
+    uct_mc_rel_hdr_t hdr;
+    uct_mc_rel_stream_t *s;
+    uint64_t now = 1000000;
+    uint8_t msg[FUZZ_MAX_MSG];
+    size_t len;
+    unsigned i;
+
+    uct_mc_rel_config_default(&config);
+    config.window       = 16;
+    config.radix        = 2;
+    config.mtu          = FUZZ_MTU;
+    config.max_msg      = FUZZ_MAX_MSG;
+    config.peer_timeout = 50000000;
+
+    memset(&ops, 0, sizeof(ops));
+    ops.send    = fuzz_send;
+    ops.deliver = fuzz_deliver;
+
+    memset(&params, 0, sizeof(params));
+    params.group_id    = 7;
+    params.epoch       = 3;
+    params.num_members = FUZZ_MEMBERS;
+    params.root        = 0;
+    params.init_psn    = 1000;
+    params.config      = &config;
+    params.ops         = &ops;
+    for (i = 0; i < FUZZ_MEMBERS; ++i) {
+        params.my_rank = i;
+        if (uct_mc_rel_stream_create(&params, now, &streams[i]) != UCS_OK) {
+            abort();
+        }
+    }
+
+    memset(msg, 0x5a, sizeof(msg));
+    while (size > 0) {
+        fuzz_take(&item, sizeof(item), &data, &size);
+        now += (uint64_t)item.dt * 2000;
+        s    = streams[item.member % FUZZ_MEMBERS];
+
+        if (item.raw & 1) {
+            len = fuzz_take(pkt, item.len, &data, &size);
+            uct_mc_rel_recv(s, pkt, len, now);
+        } else if (item.raw & 2) {
+            /* the root sends a message of up to 2 windows */
+            uct_mc_rel_send(streams[0], msg, (item.psn_off % 4) *
+                            (item.len + 1), now);
+        } else {
+            memset(&hdr, 0, sizeof(hdr));
+            hdr.type        = item.type % (UCT_MC_REL_PKT_LAST + 1);
+            hdr.flags       = item.flags;
+            hdr.src         = item.src % (FUZZ_MEMBERS + 1);
+            hdr.group_id    = 7;
+            hdr.epoch       = 3;
+            hdr.root        = 0;
+            hdr.payload_len = item.len;
+            hdr.psn         = 1000 + item.psn_off;
+            hdr.aux         = 1000 + item.aux_off;
+            hdr.msg_len     = item.w0;
+            hdr.offset      = item.w1;
+            hdr.bitmap      = ((uint64_t)item.w1 << 32) | item.w0;
+            hdr.status      = -(int)(item.aux_off % 120);
+            if (hdr.type == UCT_MC_REL_PKT_NACK) {
+                hdr.aux = item.aux_off;
+            }
+            uct_mc_rel_pack(&hdr, pkt);
+            len = fuzz_take(pkt + UCT_MC_REL_HDR_LEN, item.len, &data, &size);
+            uct_mc_rel_recv(s, pkt, UCT_MC_REL_HDR_LEN + len, now);
+        }
+
+        for (i = 0; i < FUZZ_MEMBERS; ++i) {
+            if (uct_mc_rel_next_deadline(streams[i]) <= now) {
+                uct_mc_rel_progress(streams[i], now);
+            }
+        }
+    }
+
+    for (i = 0; i < FUZZ_MEMBERS; ++i) {
+        uct_mc_rel_stream_destroy(streams[i]);
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1) {
+        return 0;
+    }
+    if (data[0] & 1) {
+        fuzz_streams(data + 1, size - 1);
+    } else {
+        fuzz_parse(data + 1, size - 1);
+    }
+    return 0;
+}
