@@ -26,8 +26,8 @@ size_t uct_o2m_bcast_seg_layout(uct_o2m_group_seg_t *hdr,
     hdr->acks_offset    = hdr->members_offset +
                           (hdr->size * sizeof(uct_o2m_member_t));
     hdr->elems_offset   = hdr->acks_offset + (hdr->depth * UCT_O2M_LINE);
-    hdr->elem_stride    = iface->config.seg_size;
-    hdr->max_length     = iface->config.seg_size - sizeof(uct_o2m_elem_t);
+    hdr->elem_stride    = iface->config.elem_size;
+    hdr->max_length     = iface->config.elem_size - sizeof(uct_o2m_elem_t);
     return hdr->elems_offset + (hdr->depth * hdr->elem_stride);
 }
 

@@ -101,7 +101,7 @@ uct_o2m_incast_slot(uct_o2m_group_ep_t *ep, void *elem, unsigned pos)
 size_t uct_o2m_incast_seg_layout(uct_o2m_group_seg_t *hdr,
                                  const uct_o2m_iface_t *iface)
 {
-    size_t max_length = iface->config.seg_size - sizeof(uct_o2m_elem_t);
+    size_t max_length = iface->config.elem_size - sizeof(uct_o2m_elem_t);
     size_t slot_data;
 
     hdr->members_offset = ucs_align_up_pow2(sizeof(*hdr), UCT_O2M_LINE);
@@ -322,7 +322,7 @@ uct_o2m_incast_max_pack(uct_o2m_group_ep_t *ep)
     uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
                                             uct_o2m_iface_t);
 
-    return iface->config.seg_size - sizeof(uct_o2m_elem_t);
+    return iface->config.elem_size - sizeof(uct_o2m_elem_t);
 }
 
 /*

@@ -556,9 +556,9 @@ uct_o2m_group_check_params(uct_o2m_iface_t *iface,
         return UCS_ERR_UNSUPPORTED;
     }
 
-    if (hdr_len > iface->config.seg_size - sizeof(uct_o2m_elem_t)) {
+    if (hdr_len > iface->config.elem_size - sizeof(uct_o2m_elem_t)) {
         ucs_error("hdr_len %zu exceeds the largest message %zu", hdr_len,
-                  iface->config.seg_size - sizeof(uct_o2m_elem_t));
+                  iface->config.elem_size - sizeof(uct_o2m_elem_t));
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -1029,7 +1029,7 @@ ucs_status_t uct_o2m_iface_query(uct_iface_h tl_iface,
     iface             = ucs_derived_of(tl_iface, uct_o2m_iface_t);
     attr->max_members = iface->config.max_members;
     attr->max_groups  = iface->config.max_groups;
-    attr->max_short   = iface->config.seg_size - sizeof(uct_o2m_elem_t);
+    attr->max_short   = iface->config.elem_size - sizeof(uct_o2m_elem_t);
     attr->max_bcopy   = attr->max_short;
     attr->max_zcopy   = iface->cma ? iface->config.max_zcopy : 0;
     attr->fifo_depth  = iface->config.fifo_size;

@@ -33,11 +33,13 @@ ucs_config_field_t uct_o2m_iface_config_table[] = {
      "the senders (fan-in) get UCS_ERR_NO_RESOURCE.",
      ucs_offsetof(uct_o2m_iface_config_t, fifo_size), UCS_CONFIG_TYPE_UINT},
 
+    /* SEG_SIZE, as UCX's mm transports call their FIFO element; inside the
+     * plugin it is elem_size, segments being the shared memory files */
     {"SEG_SIZE", "8256",
      "Size of a ring element, a multiple of 64: the largest short/bcopy\n"
      "message is this minus 16 bytes (the default fits 8 KiB of payload and\n"
      "a protocol header); larger ones go through the single-copy zcopy path.",
-     ucs_offsetof(uct_o2m_iface_config_t, seg_size),
+     ucs_offsetof(uct_o2m_iface_config_t, elem_size),
      UCS_CONFIG_TYPE_MEMUNITS},
 
     {"P2P_FIFO_SIZE", "64",
@@ -114,7 +116,7 @@ ucs_status_t uct_o2m_iface_query_common(uct_iface_h tl_iface,
                                         uct_iface_attr_t *attr)
 {
     uct_o2m_iface_t *iface = ucs_derived_of(tl_iface, uct_o2m_iface_t);
-    size_t max_data        = iface->config.seg_size - sizeof(uct_o2m_elem_t);
+    size_t max_data        = iface->config.elem_size - sizeof(uct_o2m_elem_t);
 
     uct_base_iface_query(&iface->super.super, attr);
 
@@ -927,10 +929,10 @@ UCS_CLASS_INIT_FUNC(uct_o2m_iface_t, uct_iface_ops_t *ops, uct_md_h md,
     UCS_CLASS_CALL_SUPER_INIT(uct_sm_iface_t, ops, &uct_base_iface_internal_ops,
                               md, worker, params, tl_config);
 
-    if ((config->seg_size < 1024) || (config->seg_size > UINT32_MAX) ||
-        (config->seg_size % UCT_O2M_LINE)) {
+    if ((config->elem_size < 1024) || (config->elem_size > UINT32_MAX) ||
+        (config->elem_size % UCT_O2M_LINE)) {
         ucs_error("SEG_SIZE %zu must be a multiple of %d between 1k and 4g",
-                  config->seg_size, UCT_O2M_LINE);
+                  config->elem_size, UCT_O2M_LINE);
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -946,7 +948,7 @@ UCS_CLASS_INIT_FUNC(uct_o2m_iface_t, uct_iface_ops_t *ops, uct_md_h md,
                                                       config->fifo_size);
     self->config.p2p_fifo_size  = uct_o2m_pow2_config("P2P_FIFO_SIZE",
                                                       config->p2p_fifo_size);
-    self->config.seg_size       = config->seg_size;
+    self->config.elem_size       = config->elem_size;
     self->config.max_members    = config->max_members;
     self->config.max_groups     = config->max_groups;
     /* As many spare entries for destroyed groups waiting for members */
@@ -984,7 +986,7 @@ UCS_CLASS_INIT_FUNC(uct_o2m_iface_t, uct_iface_ops_t *ops, uct_md_h md,
     hdr_size       = sizeof(uct_o2m_iface_seg_t);
     dir_size       = uct_o2m_iface_dir_size(self->config.dir_entries);
     fifo_size      = (size_t)self->config.p2p_fifo_size *
-                     self->config.seg_size;
+                     self->config.elem_size;
     self->seg_size = hdr_size + dir_size + fifo_size;
 
     ucs_snprintf_safe(name, sizeof(name), "ucx-o2m-%s-%d",
@@ -1000,7 +1002,7 @@ UCS_CLASS_INIT_FUNC(uct_o2m_iface_t, uct_iface_ops_t *ops, uct_md_h md,
     self->seg->uuid        = ucs_generate_uuid((uintptr_t)self);
     self->seg->version     = UCT_O2M_LAYOUT_VERSION;
     self->seg->fifo_depth  = self->config.p2p_fifo_size;
-    self->seg->elem_size   = self->config.seg_size;
+    self->seg->elem_size   = self->config.elem_size;
     self->seg->max_groups  = self->config.dir_entries;
     self->seg->dir_offset  = hdr_size;
     self->seg->fifo_offset = hdr_size + dir_size;

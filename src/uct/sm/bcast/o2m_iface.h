@@ -148,7 +148,7 @@ typedef struct uct_o2m_iface_seg {
 typedef struct uct_o2m_iface_config {
     uct_sm_iface_config_t super;
     unsigned              fifo_size;       /* Group ring depth */
-    size_t                seg_size;        /* Ring element size */
+    size_t                elem_size;       /* Ring element size (SEG_SIZE) */
     unsigned              p2p_fifo_size;   /* Point-to-point FIFO depth */
     unsigned              max_members;
     unsigned              max_groups;
@@ -184,7 +184,7 @@ typedef struct uct_o2m_iface {
     uct_o2m_proc_t        self;
     int                   seg_fd;
     uct_o2m_iface_seg_t   *seg;
-    size_t                seg_size;
+    size_t                seg_size;  /* Bytes of the interface segment */
     uct_o2m_dir_entry_t   *dir;
     void                  *fifo;     /* Our point-to-point receive FIFO */
     uint64_t              rx_tail;   /* Next FIFO element to consume (the
@@ -208,7 +208,7 @@ typedef struct uct_o2m_iface {
     int                   cma;       /* Single-copy (zcopy) paths enabled */
     struct {
         unsigned          fifo_size;
-        size_t            seg_size;
+        size_t            elem_size;      /* Ring element (SEG_SIZE) */
         unsigned          p2p_fifo_size;
         unsigned          max_members;
         unsigned          max_groups;

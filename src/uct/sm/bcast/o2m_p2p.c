@@ -119,7 +119,7 @@ void uct_o2m_p2p_rx_check(uct_o2m_iface_t *iface)
     uint64_t word;
     char state;
 
-    elem = uct_o2m_elem_at(iface->fifo, iface->config.seg_size, tail,
+    elem = uct_o2m_elem_at(iface->fifo, iface->config.elem_size, tail,
                            iface->config.p2p_fifo_size);
     word = __atomic_load_n(&elem->seq, __ATOMIC_ACQUIRE);
     if (!(word & UCT_O2M_CLAIM_FLAG) ||
@@ -179,7 +179,7 @@ unsigned uct_o2m_p2p_rx_progress(uct_o2m_iface_t *iface)
 {
     uct_o2m_iface_seg_t *seg = iface->seg;
     uint64_t tail            = iface->rx_tail;
-    size_t max_inline        = iface->config.seg_size -
+    size_t max_inline        = iface->config.elem_size -
                                sizeof(uct_o2m_elem_t);
     unsigned count           = 0;
     uct_o2m_elem_t *elem;
@@ -187,7 +187,7 @@ unsigned uct_o2m_p2p_rx_progress(uct_o2m_iface_t *iface)
     const char *why;
 
     while (count < UCT_O2M_MAX_AM_PER_PROG) {
-        elem = uct_o2m_elem_at(iface->fifo, iface->config.seg_size, tail,
+        elem = uct_o2m_elem_at(iface->fifo, iface->config.elem_size, tail,
                                iface->config.p2p_fifo_size);
         if (!uct_o2m_elem_ready(elem, tail)) {
             break;
