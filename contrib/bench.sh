@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 #
-# The main job: run the one-to-many benchmark (ucx_o2m_perf) with sensible
-# defaults and print its tables.  Run contrib/bootstrap.sh first.
+# Transport benchmark: run ucx_o2m_perf (sm_bcast / sm_incast against
+# posix) with sensible defaults and print its tables.  Run
+# contrib/bootstrap.sh first.  The MPI-level comparison is
+# contrib/bench-mpi.sh, the UCG-level one contrib/bench-ucg.sh.
 #
 #   contrib/bench.sh [--build-dir DIR] [ucx_o2m_perf options...]
 #

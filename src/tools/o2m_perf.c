@@ -2038,7 +2038,8 @@ static void o2m_perf_print_tab(o2m_perf_tab_t tab)
     }
 }
 
-/* The targets of issue 2, from this run's numbers */
+/* The transports' design targets (docs/performance.md), from this run's
+ * numbers */
 static void o2m_perf_print_targets(void)
 {
     double cl = o2m_perf_shm->cl_oneway * 1e6;

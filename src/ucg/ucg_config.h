@@ -91,8 +91,6 @@ extern ucs_config_field_t ucg_config_table[];
 /** Copy of a configuration (for a context that outlives the caller's) */
 ucs_status_t ucg_config_dup(const ucg_config_t *src, ucg_config_t **dst_p);
 
-/* --- Added by helper "planner" (not in the original contract) --- */
-
 /** Validate a configuration: a forced <COLL>_P2P that is not a method of
  *  that collective, KNOMIAL_RADIX < 2, a forced SM_BCAST_MODE other than
  *  batched/centralized, a bad HOSTS layout, meaningless sizes.
@@ -105,7 +103,5 @@ ucs_status_t ucg_config_check(const ucg_config_t *config);
  *  @return UCS_ERR_INVALID_PARAM (and a log line) on a bad layout. */
 ucs_status_t ucg_hosts_label(const char *hosts, unsigned global_rank,
                              uint64_t *label_p, int *is_auto_p);
-
-/* --- end of the planner's addition --- */
 
 #endif

@@ -122,9 +122,9 @@ typedef struct ucg_plan_key {
     ucg_dtype_t     dtype;
     int             commutative;
     size_t          msg_size;     /* bytes per member: count * dt_size */
-    /* Added by helper "planner": element size, for the fragments of
-     * SM_REDUCE (a multiple of it); 0: ucg_dtype_size(dtype).  Needed for
-     * UCG_DT_BYTES (ucg_coll_params_t::dt_size). */
+    /* Element size: SM_REDUCE fragments are a multiple of it.  0:
+     * ucg_dtype_size(dtype); set for UCG_DT_BYTES, whose size only
+     * ucg_coll_params_t::dt_size knows. */
     size_t          dt_size;
     /* Flat (point-to-point) plan although the group could use host-local
      * phases: the endpoints they need are not available (the group's

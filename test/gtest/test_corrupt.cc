@@ -1,5 +1,5 @@
 /**
- * ucx-o2m tests: a corrupting peer (issue 10, item 4).
+ * ucx-o2m tests: a corrupting peer.
  *
  * A process of the same user can map any segment of ours, as the peers do:
  * through /proc/<pid>/fd/<fd>.  Each test here lets a victim process create

@@ -1,5 +1,5 @@
 /*
- * A member that finished is not a failed member (issue 10, item 1): many
+ * A member that finished is not a failed member: many
  * communicators created at once (dup and splits), each used for one
  * collective of each kind (each run twice with the same arguments), then
  * freed at once, with members of very different speeds: each round one

@@ -1,5 +1,5 @@
 /*
- * Slow is not dead (issue 10, item 3): a rank that arrives late at its
+ * Slow is not dead: a rank that arrives late at its
  * first collective on a communicator must not fail anyone.  With
  * MPI_ERRORS_RETURN, every rank checks that every call succeeds and its
  * result.

@@ -142,7 +142,7 @@ if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ] && [ "$extra_tests" = 1 ]; then
     done
 fi
 
-# Slow is not dead, finished is not failed (issue 10, items 1 and 3), side
+# Slow is not dead, finished is not failed, side
 # by side to save time: late_rank (a rank 12 s late, longer than the old
 # default timeouts, at its first collective on MPI_COMM_WORLD and on a dup)
 # and comm_churn (communicators made, used and freed at once by members of
