@@ -105,23 +105,66 @@ static int uct_o2m_group_seg_matches(const uct_o2m_group_ep_t *ep,
            (seg->group_id == ep->group_id);
 }
 
-/* The directory entry of our group in the root's interface segment, copied
- * out; UCS_ERR_NO_RESOURCE while the root has not listed it */
+/*
+ * A refusal listed by the root for our group: its status, written by the
+ * root, is checked (an error code members can act on; UCS_ERR_NO_RESOURCE
+ * would read as "not created yet"), and the first time this endpoint sees
+ * it, it says so to the root (which reclaims the entry when every member
+ * has).
+ */
+static ucs_status_t uct_o2m_group_refusal(uct_o2m_group_ep_t *ep,
+                                          uct_o2m_dir_entry_t *entry,
+                                          int32_t refused)
+{
+    if ((refused >= 0) || (refused <= UCS_ERR_LAST) ||
+        (refused == UCS_ERR_NO_RESOURCE)) {
+        ucs_error("group 0x%" PRIx64 " member %u: the root (pid %d) lists "
+                  "a refusal with an invalid status %d", ep->group_id,
+                  ep->my_index, ep->root_proc.pid, refused);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (ep->refused == UCS_OK) {
+        ep->refused = (ucs_status_t)refused;
+        __atomic_fetch_add(&entry->seen, 1, __ATOMIC_RELEASE);
+    }
+    return ep->refused;
+}
+
+/*
+ * The directory entry of our group in the root's interface segment, copied
+ * out: UCS_OK with its segment, UCS_ERR_NO_RESOURCE while the root has not
+ * listed it, or the error of a root that could not create it (a refusal:
+ * ep->refused is set).
+ */
 static ucs_status_t uct_o2m_group_find(uct_o2m_group_ep_t *ep, int *fd_p,
                                        uint64_t *uuid_p)
 {
     uct_o2m_peer_seg_t *root = ep->root_peer;
     uct_o2m_dir_entry_t *entry;
+    int32_t refused;
     unsigned i;
 
     for (i = 0; i < root->geom.max_groups; ++i) {
         entry = &root->dir[i];
-        if (__atomic_load_n(&entry->in_use, __ATOMIC_ACQUIRE) &&
-            (entry->group_id == ep->group_id)) {
-            *fd_p   = entry->seg_fd;
-            *uuid_p = entry->uuid;
-            return UCS_OK;
+        if (!__atomic_load_n(&entry->in_use, __ATOMIC_ACQUIRE) ||
+            (entry->group_id != ep->group_id)) {
+            continue;
         }
+
+        *fd_p   = entry->seg_fd;
+        *uuid_p = entry->uuid;
+        refused = entry->refused;
+
+        /* The root may have reused the entry while we copied it */
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (!__atomic_load_n(&entry->in_use, __ATOMIC_RELAXED) ||
+            (entry->group_id != ep->group_id)) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+
+        return (refused == UCS_OK) ? UCS_OK :
+               uct_o2m_group_refusal(ep, entry, refused);
     }
 
     return UCS_ERR_NO_RESOURCE;
@@ -140,7 +183,7 @@ ucs_status_t uct_o2m_group_attach(uct_o2m_group_ep_t *ep)
 
     status = uct_o2m_group_find(ep, &fd, &uuid);
     if (status != UCS_OK) {
-        return status; /* The root has not created it yet */
+        return status; /* Not created yet, or refused */
     }
 
     status = uct_o2m_seg_attach(ep->root_proc.pid, fd, (void**)&seg, &size);
@@ -198,6 +241,14 @@ ucs_status_t uct_o2m_group_attach(uct_o2m_group_ep_t *ep)
     return UCS_OK;
 }
 
+static void uct_o2m_group_log_refused(const uct_o2m_group_ep_t *ep)
+{
+    ucs_diag("group 0x%" PRIx64 " member %u: the root (index %u, pid %d) "
+             "could not create the group: %s", ep->group_id, ep->my_index,
+             ep->root_index, ep->root_proc.pid,
+             ucs_status_string(ep->refused));
+}
+
 int uct_o2m_group_try_attach(uct_o2m_group_ep_t *ep)
 {
     ucs_status_t status = uct_o2m_group_attach(ep);
@@ -208,6 +259,9 @@ int uct_o2m_group_try_attach(uct_o2m_group_ep_t *ep)
 
     /* Parameters that differ from the root's will not get better */
     if (status != UCS_ERR_NO_RESOURCE) {
+        if (ep->refused != UCS_OK) {
+            uct_o2m_group_log_refused(ep);
+        }
         uct_o2m_ep_set_failed(&ep->super, status);
     }
     return 0;
@@ -504,6 +558,40 @@ ucs_status_t uct_o2m_group_flush_status(uct_o2m_group_ep_t *ep)
     return (ep->completed >= ep->super.next_seq) ? UCS_OK : UCS_INPROGRESS;
 }
 
+/*
+ * The root could not create the group segment (out of memory, say): it
+ * lists a refusal with @a reason in its directory, so that the members fail
+ * with it instead of waiting for a segment that will never come, and its
+ * endpoint is created failed.  When even the directory entry cannot be
+ * had, the creation fails with @a reason (the members then wait as for a
+ * root that has not created the group).
+ */
+static ucs_status_t uct_o2m_group_refuse(uct_o2m_group_ep_t *ep,
+                                         ucs_status_t reason)
+{
+    uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
+                                            uct_o2m_iface_t);
+
+    /* Members read UCS_ERR_NO_RESOURCE as "not created yet" */
+    if ((reason >= 0) || (reason <= UCS_ERR_LAST) ||
+        (reason == UCS_ERR_NO_RESOURCE)) {
+        reason = UCS_ERR_NO_MEMORY;
+    }
+
+    if (uct_o2m_iface_dir_add(iface, ep->group_id, -1,
+                              ucs_generate_uuid((uintptr_t)ep),
+                              reason) != UCS_OK) {
+        return reason;
+    }
+
+    ucs_diag("group 0x%" PRIx64 ": the root could not create the group "
+             "segment (%s); its %u members are told", ep->group_id,
+             ucs_status_string(reason), uct_o2m_group_num_peers(ep));
+    ep->refused      = reason;
+    ep->super.status = reason;
+    return UCS_OK;
+}
+
 static ucs_status_t
 uct_o2m_group_check_params(uct_o2m_iface_t *iface,
                            const uct_o2m_group_params_t *params,
@@ -585,6 +673,7 @@ static UCS_CLASS_INIT_FUNC(uct_o2m_group_ep_t, uct_o2m_iface_t *iface,
     UCS_CLASS_CALL_SUPER_INIT(uct_o2m_ep_t, iface, type);
 
     self->seg        = NULL;
+    self->members    = NULL;
     self->seg_fd     = -1;
     self->root_peer  = NULL;
     self->group_id   = params->group_id;
@@ -608,6 +697,7 @@ static UCS_CLASS_INIT_FUNC(uct_o2m_group_ep_t, uct_o2m_iface_t *iface,
     self->procs      = NULL;
     self->wait_since = 0;
     self->wait_mark  = 0;
+    self->refused    = UCS_OK;
 
     self->watches = ucs_calloc(params->size, sizeof(*self->watches),
                                "o2m watches");
@@ -640,7 +730,11 @@ static UCS_CLASS_INIT_FUNC(uct_o2m_group_ep_t, uct_o2m_iface_t *iface,
     if (uct_o2m_group_is_root(self)) {
         status = uct_o2m_group_create_seg(self);
         if (status != UCS_OK) {
-            goto err_free;
+            status = uct_o2m_group_refuse(self, status);
+            if (status != UCS_OK) {
+                goto err_free;
+            }
+            goto out;
         }
 
         uct_o2m_group_set_layout(self);
@@ -652,7 +746,7 @@ static UCS_CLASS_INIT_FUNC(uct_o2m_group_ep_t, uct_o2m_iface_t *iface,
         uct_o2m_group_join(self);
 
         status = uct_o2m_iface_dir_add(iface, self->group_id, self->seg_fd,
-                                       self->seg->uuid);
+                                       self->seg->uuid, UCS_OK);
         if (status != UCS_OK) {
             goto err_destroy_seg;
         }
@@ -689,15 +783,21 @@ static UCS_CLASS_INIT_FUNC(uct_o2m_group_ep_t, uct_o2m_iface_t *iface,
         }
 
         /* The root may not have created the group yet: progress retries.
-         * A receiver waits for the group from now on (opt-in deadline) */
+         * A receiver waits for the group from now on (opt-in deadline).
+         * A root that could not create it: the endpoint is created failed,
+         * with the root's error. */
         status = uct_o2m_group_attach(self);
-        if ((status != UCS_OK) && (status != UCS_ERR_NO_RESOURCE)) {
+        if (self->refused != UCS_OK) {
+            uct_o2m_group_log_refused(self);
+            self->super.status = self->refused;
+        } else if ((status != UCS_OK) && (status != UCS_ERR_NO_RESOURCE)) {
             goto err_put;
         } else if ((status != UCS_OK) && (type == UCT_O2M_EP_BCAST_RECV)) {
             self->wait_since = ucs_get_time();
         }
     }
 
+out:
     ucs_debug("group 0x%" PRIx64 ": ep %p member %u/%u root %u mode %s op %s "
               "dtype %s", self->group_id, self, self->my_index, self->size,
               self->root_index, uct_o2m_mode_name(mode), uct_o2m_op_name(op),
@@ -717,20 +817,33 @@ err_free:
     return status;
 }
 
-static void uct_o2m_retired_destroy(uct_o2m_iface_t *iface,
-                                    uct_o2m_retired_group_t *rg)
+/* Release a retired group; its directory entry is removed unless
+ * @a keep_entry */
+static void uct_o2m_retired_release(uct_o2m_iface_t *iface,
+                                    uct_o2m_retired_group_t *rg,
+                                    int keep_entry)
 {
     unsigned i;
 
     ucs_list_del(&rg->list);
-    uct_o2m_iface_dir_remove(iface, rg->group_id);
-    uct_o2m_seg_destroy(rg->seg_fd, rg->seg, rg->seg_size);
+    if (!keep_entry) {
+        uct_o2m_iface_dir_remove(iface, rg->group_id);
+    }
+    if (rg->seg != NULL) {
+        uct_o2m_seg_destroy(rg->seg_fd, rg->seg, rg->seg_size);
+    }
     for (i = 0; i < rg->size; ++i) {
         uct_o2m_watch_put(iface->watches, rg->watches[i]);
     }
     ucs_free(rg->watches);
     ucs_free(rg->procs);
     ucs_free(rg);
+}
+
+static void uct_o2m_retired_destroy(uct_o2m_iface_t *iface,
+                                    uct_o2m_retired_group_t *rg)
+{
+    uct_o2m_retired_release(iface, rg, 0);
 }
 
 /*
@@ -747,9 +860,17 @@ static int uct_o2m_retired_waits_for(uct_o2m_iface_t *iface,
     uint32_t state;
     unsigned i;
 
+    /* A refusal that every member saw has told all it had to */
+    if ((rg->seg == NULL) &&
+        (uct_o2m_iface_dir_seen(iface, rg->group_id) >= rg->size - 1)) {
+        return -1;
+    }
+
     for (i = 0; i < rg->size; ++i) {
-        member = &rg->members[i];
-        state  = __atomic_load_n(&member->state, __ATOMIC_ACQUIRE);
+        member = (rg->members != NULL) ? &rg->members[i] : NULL;
+        state  = (member != NULL) ?
+                 __atomic_load_n(&member->state, __ATOMIC_ACQUIRE) :
+                 UCT_O2M_MEMBER_FREE;
         if ((i == rg->root_index) || (state != UCT_O2M_MEMBER_FREE)) {
             continue;
         }
@@ -812,10 +933,12 @@ int uct_o2m_iface_evict_retired(uct_o2m_iface_t *iface, int by_id,
         return 0;
     }
 
-    ucs_diag("group 0x%" PRIx64 ": destroyed group given up for %s before "
-             "member %d joined", victim->group_id,
+    ucs_diag("group 0x%" PRIx64 ": destroyed %s given up for %s before "
+             "member %d %s", victim->group_id,
+             (victim->seg == NULL) ? "refusal" : "group",
              by_id ? "a new group with its id" : "a new group",
-             uct_o2m_retired_waits_for(iface, victim, 0));
+             uct_o2m_retired_waits_for(iface, victim, 0),
+             (victim->seg == NULL) ? "saw it" : "joined");
     uct_o2m_retired_destroy(iface, victim);
     return 1;
 }
@@ -830,6 +953,14 @@ void uct_o2m_iface_drain_retired(uct_o2m_iface_t *iface)
     int told           = 0;
     uct_o2m_retired_group_t *rg, *tmp;
     int member;
+
+    /* A refusal holds no segment: its entry stays listed, for the members
+     * that have this segment mapped and have not looked yet */
+    ucs_list_for_each_safe(rg, tmp, &iface->retired, list) {
+        if (rg->seg == NULL) {
+            uct_o2m_retired_release(iface, rg, 1);
+        }
+    }
 
     /* Members of unknown process cannot be told from ones that will never
      * come: not waited for (see UCT_O2M_GROUP_FIELD_MEMBER_PIDS) */
@@ -878,9 +1009,17 @@ static void uct_o2m_group_root_close(uct_o2m_group_ep_t *ep)
                                             uct_o2m_iface_t);
     uct_o2m_retired_group_t *rg;
 
-    ep->seg->final_seq = (ep->super.type == UCT_O2M_EP_BCAST_ROOT) ?
-                         ep->super.next_seq : ep->rx_seq;
-    __atomic_store_n(&ep->seg->closed, 1, __ATOMIC_RELEASE);
+    /* A refusal (no segment) that every member saw is over */
+    if (ep->seg == NULL) {
+        if (uct_o2m_iface_dir_seen(iface, ep->group_id) >=
+            uct_o2m_group_num_peers(ep)) {
+            goto destroy;
+        }
+    } else {
+        ep->seg->final_seq = (ep->super.type == UCT_O2M_EP_BCAST_ROOT) ?
+                             ep->super.next_seq : ep->rx_seq;
+        __atomic_store_n(&ep->seg->closed, 1, __ATOMIC_RELEASE);
+    }
 
     rg = ucs_malloc(sizeof(*rg), "o2m retired group");
     if (rg == NULL) {
@@ -895,7 +1034,7 @@ static void uct_o2m_group_root_close(uct_o2m_group_ep_t *ep)
     rg->seg_fd     = ep->seg_fd;
     rg->size       = ep->size;
     rg->root_index = ep->root_index;
-    rg->members    = ep->members;
+    rg->members    = (ep->seg != NULL) ? ep->members : NULL;
     rg->watches    = ep->watches;
     rg->procs      = ep->procs;
     ep->watches    = NULL;
@@ -908,13 +1047,17 @@ static void uct_o2m_group_root_close(uct_o2m_group_ep_t *ep)
     }
 
     ucs_list_add_tail(&iface->retired, &rg->list);
-    ucs_debug("group 0x%" PRIx64 ": root left, kept for members that have "
-              "not joined", ep->group_id);
+    ucs_debug("group 0x%" PRIx64 ": root left, %s kept for members that "
+              "have not %s", ep->group_id,
+              (ep->seg == NULL) ? "refusal" : "group",
+              (ep->seg == NULL) ? "seen it" : "joined");
     return;
 
 destroy:
     uct_o2m_iface_dir_remove(iface, ep->group_id);
-    uct_o2m_seg_destroy(ep->seg_fd, ep->seg, ep->seg_size);
+    if (ep->seg != NULL) {
+        uct_o2m_seg_destroy(ep->seg_fd, ep->seg, ep->seg_size);
+    }
 }
 
 static UCS_CLASS_CLEANUP_FUNC(uct_o2m_group_ep_t)
@@ -1012,6 +1155,41 @@ ucs_status_t uct_o2m_ep_create(uct_iface_h tl_iface,
 
     *ep_p = &ep->super.super.super;
     return UCS_OK;
+}
+
+uct_o2m_ep_state_t uct_o2m_ep_state(uct_ep_h tl_ep, ucs_status_t *status_p)
+{
+    uct_o2m_group_ep_t *ep;
+
+    if ((tl_ep == NULL) ||
+        (tl_ep->iface->ops.iface_get_address != uct_o2m_iface_get_address) ||
+        (ucs_derived_of(tl_ep, uct_o2m_ep_t)->type == UCT_O2M_EP_P2P)) {
+        ucs_error("uct_o2m_ep_state() needs a group endpoint of %s or %s",
+                  UCT_O2M_BCAST_TL_NAME, UCT_O2M_INCAST_TL_NAME);
+        if (status_p != NULL) {
+            *status_p = UCS_ERR_INVALID_PARAM;
+        }
+        return UCT_O2M_EP_STATE_FAILED;
+    }
+
+    ep = ucs_derived_of(tl_ep, uct_o2m_group_ep_t);
+    if ((ep->seg == NULL) && (ep->super.status == UCS_OK) &&
+        !uct_o2m_group_is_root(ep)) {
+        (void)uct_o2m_group_try_attach(ep);
+    }
+
+    if (status_p != NULL) {
+        *status_p = ep->super.status;
+    }
+
+    if (ep->refused != UCS_OK) {
+        return UCT_O2M_EP_STATE_REFUSED;
+    } else if (ep->super.status != UCS_OK) {
+        return UCT_O2M_EP_STATE_FAILED;
+    }
+
+    return (ep->seg != NULL) ? UCT_O2M_EP_STATE_READY :
+                               UCT_O2M_EP_STATE_JOINING;
 }
 
 ucs_status_t uct_o2m_iface_query(uct_iface_h tl_iface,

@@ -149,23 +149,29 @@ typedef struct uct_o2m_group_ep {
      * not joined began (0: not waiting), and the progress mark it saw */
     ucs_time_t           wait_since;
     uint64_t             wait_mark;
+    /* The root could not create the segment: the error it listed in its
+     * directory instead (root), or that it listed there (member); UCS_OK
+     * otherwise */
+    ucs_status_t         refused;
 } uct_o2m_group_ep_t;
 
 
 /**
  * A group whose root destroyed its endpoint while some members had not
  * joined yet: the segment and its directory entry stay, on the interface's
- * list, until every member has joined or its process has exited.
+ * list, until every member has joined or its process has exited.  A
+ * refusal (seg NULL, no member lines) stays until every member saw it or
+ * their processes have exited.
  */
 typedef struct uct_o2m_retired_group {
     ucs_list_link_t      list;       /* In iface->retired */
     uint64_t             group_id;
-    uct_o2m_group_seg_t  *seg;
+    uct_o2m_group_seg_t  *seg;       /* NULL: a refusal */
     size_t               seg_size;
     int                  seg_fd;
     unsigned             size;
     unsigned             root_index;
-    uct_o2m_member_t     *members;
+    uct_o2m_member_t     *members;   /* NULL: a refusal */
     uct_o2m_watch_t      **watches;  /* Taken over from the endpoint */
     uct_o2m_proc_t       *procs;
 } uct_o2m_retired_group_t;

@@ -362,7 +362,8 @@ void uct_o2m_iface_unmap_peer(uct_o2m_iface_t *iface,
 }
 
 ucs_status_t uct_o2m_iface_dir_add(uct_o2m_iface_t *iface, uint64_t group_id,
-                                   int seg_fd, uint64_t uuid)
+                                   int seg_fd, uint64_t uuid,
+                                   ucs_status_t refused)
 {
     uct_o2m_dir_entry_t *entry, *free_entry;
     unsigned i, in_use;
@@ -412,8 +413,25 @@ retry:
     free_entry->group_id = group_id;
     free_entry->seg_fd   = seg_fd;
     free_entry->uuid     = uuid;
+    free_entry->refused  = refused;
+    free_entry->seen     = 0;
     __atomic_store_n(&free_entry->in_use, 1, __ATOMIC_RELEASE);
     return UCS_OK;
+}
+
+unsigned uct_o2m_iface_dir_seen(uct_o2m_iface_t *iface, uint64_t group_id)
+{
+    unsigned i;
+
+    for (i = 0; i < iface->config.dir_entries; ++i) {
+        if (iface->dir[i].in_use && (iface->dir[i].group_id == group_id)) {
+            /* Written by the members: only a count, compared, never used
+             * as an index */
+            return __atomic_load_n(&iface->dir[i].seen, __ATOMIC_ACQUIRE);
+        }
+    }
+
+    return 0;
 }
 
 void uct_o2m_iface_dir_remove(uct_o2m_iface_t *iface, uint64_t group_id)

@@ -30,7 +30,7 @@
 
 #define UCT_O2M_IFACE_MAGIC     0x6f326d2d69666163ull /* "o2m-ifac" */
 #define UCT_O2M_GROUP_MAGIC     0x6f326d2d67727570ull /* "o2m-grup" */
-#define UCT_O2M_LAYOUT_VERSION  3
+#define UCT_O2M_LAYOUT_VERSION  4
 #define UCT_O2M_ZERR_RING       7    /* Failed zcopy reads kept for senders */
 #define UCT_O2M_MAX_IOV         16
 #define UCT_O2M_MAX_ZCOPY_HDR   256
@@ -112,13 +112,22 @@ typedef struct uct_o2m_iface_geom {
 } uct_o2m_iface_geom_t;
 
 
-/** Group directory entry in the root's iface segment. */
+/**
+ * Group directory entry in the root's iface segment.  A root that could not
+ * create the group segment (out of memory) lists a refusal instead: seg_fd
+ * -1 and its ucs_status_t in "refused", so that the members fail with it
+ * instead of waiting for a segment that will never come.  Each member that
+ * saw the refusal adds one to "seen"; the root reclaims the entry when all
+ * of them have.
+ */
 typedef struct uct_o2m_dir_entry {
     volatile uint64_t group_id;
     volatile uint32_t in_use;  /* Set last, cleared first */
-    int32_t           seg_fd;
-    uint64_t          uuid;    /* Of the group segment */
-    uint64_t          reserved;
+    int32_t           seg_fd;  /* -1 for a refusal */
+    uint64_t          uuid;    /* Of the group segment, or of the refusal */
+    int32_t           refused; /* UCS_OK, or the root's error */
+    volatile uint32_t seen;    /* Refusal: members that saw it (written by
+                                  them) */
 } uct_o2m_dir_entry_t;
 
 
@@ -283,9 +292,14 @@ void uct_o2m_iface_unmap_peer(uct_o2m_iface_t *iface,
                               uct_o2m_peer_seg_t *peer);
 
 /* Group directory of this interface */
+/* @a refused: UCS_OK for a group segment, else the error that kept the
+ * root from creating it (a refusal, seg_fd -1) */
 ucs_status_t uct_o2m_iface_dir_add(uct_o2m_iface_t *iface, uint64_t group_id,
-                                   int seg_fd, uint64_t uuid);
+                                   int seg_fd, uint64_t uuid,
+                                   ucs_status_t refused);
 void uct_o2m_iface_dir_remove(uct_o2m_iface_t *iface, uint64_t group_id);
+/* Members that saw the refusal listed for @a group_id (0 if none) */
+unsigned uct_o2m_iface_dir_seen(uct_o2m_iface_t *iface, uint64_t group_id);
 
 /* Private receive buffer @a idx of at least @a size bytes */
 void *uct_o2m_iface_rx_buf(uct_o2m_iface_t *iface, int idx, size_t size);

@@ -40,7 +40,9 @@ ucs_status_t uct_o2m_seg_create(const char *name, size_t size, int *fd_p,
     fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0) {
         ucs_error("memfd_create(%s) failed: %m", name);
-        return UCS_ERR_IO_ERROR;
+        return (errno == ENOMEM) ? UCS_ERR_NO_MEMORY :
+               ((errno == EMFILE) || (errno == ENFILE)) ?
+               UCS_ERR_EXCEEDS_LIMIT : UCS_ERR_IO_ERROR;
     }
 
     /* Owner-only, also for peers that open it through /proc */

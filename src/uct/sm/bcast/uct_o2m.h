@@ -53,6 +53,18 @@
  * waits for them, at most PEER_TIMEOUT when one is set).  A member that
  * waits for more than the root sent before closing the group, or that
  * contributes to a closed group, gets UCS_ERR_CONNECTION_RESET.
+ *
+ * Exhaustion: a root that cannot create the group's shared segment (out of
+ * memory, a full tmpfs or memory cgroup, the fd limit) lists a refusal with
+ * its error in its interface's directory, in place of the segment, and its
+ * endpoint is created failed with that error.  A member's endpoint that
+ * finds the refusal fails with the same error (at creation, or from
+ * progress while it waits for the root) and one log line; no member waits
+ * for a group that will not come.  Nothing was ever sent on a refused
+ * group, so the caller may carry its traffic another way: see
+ * uct_o2m_ep_state().  The refusal stays listed until every member saw it
+ * (or the root's interface needs the entry, or reuses the group_id); group
+ * ids are not reused for another group while members may still look.
  */
 #ifndef UCT_O2M_H_
 #define UCT_O2M_H_
@@ -78,7 +90,7 @@ static inline const char *uct_o2m_tl_name(int is_incast)
 
 /** Version of this extension API. */
 #define UCT_O2M_API_MAJOR 1
-#define UCT_O2M_API_MINOR 0
+#define UCT_O2M_API_MINOR 1
 
 
 /**
@@ -199,10 +211,40 @@ typedef struct uct_o2m_iface_attr {
  *         dtype not supported together), UCS_ERR_EXCEEDS_LIMIT (too many
  *         members or groups), UCS_ERR_ALREADY_EXISTS (group_id in use on the
  *         root's interface), UCS_ERR_UNREACHABLE (root not on this host).
+ *         A root that cannot create the segment, and a member whose root
+ *         could not, get UCS_OK and an endpoint in the REFUSED state (see
+ *         "Exhaustion" above); a root that cannot list the refusal either
+ *         gets its error (UCS_ERR_NO_MEMORY, ...).
  */
 UCT_O2M_API ucs_status_t uct_o2m_ep_create(uct_iface_h iface,
                                const uct_o2m_group_params_t *params,
                                uct_ep_h *ep_p);
+
+
+/** State of a group endpoint, see uct_o2m_ep_state(). */
+typedef enum {
+    /** A member waiting for the root to create the group */
+    UCT_O2M_EP_STATE_JOINING,
+    /** Joined (the root: created); operations may be posted */
+    UCT_O2M_EP_STATE_READY,
+    /** The root could not create the group segment: nothing was or will be
+     *  sent on it; the status is the root's error */
+    UCT_O2M_EP_STATE_REFUSED,
+    /** Failed otherwise (a member exited, a corrupt segment, PEER_TIMEOUT):
+     *  the status says why */
+    UCT_O2M_EP_STATE_FAILED
+} uct_o2m_ep_state_t;
+
+
+/**
+ * State of a group endpoint created by uct_o2m_ep_create(); a member that
+ * is still joining looks for the group once more.  @a status_p (optional)
+ * gets UCS_OK or the endpoint's error.  Every member of a group reaches
+ * READY, or every one REFUSED: a caller may wait for one of the two before
+ * it sends, and use another path on every member when the group is refused.
+ */
+UCT_O2M_API uct_o2m_ep_state_t uct_o2m_ep_state(uct_ep_h ep,
+                                                ucs_status_t *status_p);
 
 
 /**

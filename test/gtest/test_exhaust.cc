@@ -1,0 +1,320 @@
+/**
+ * ucx-o2m tests: a root that cannot create a group segment (out of memory),
+ * made so for real with a seccomp filter (memfd_create fails with ENOMEM in
+ * the root's process only, after its interfaces are open) or with the fd
+ * limit (EMFILE).
+ *
+ *  - sm_refused.root_out_of_memory/<tl>: the root's endpoint is created
+ *    REFUSED with UCS_ERR_NO_MEMORY; a member that created its endpoint
+ *    before the root learns it from progress (error handler, once), one
+ *    that creates it after the root destroyed its own gets it at creation;
+ *    every wait is bounded (before, the members waited forever).  The
+ *    refusal stays listed until both members saw it, then the root's
+ *    interface drops it.
+ *  - sm_refused.bad_refusal: a refusal whose status (written by the root)
+ *    is not an error code members can act on fails the members with
+ *    UCS_ERR_INVALID_PARAM, at creation and from progress.
+ *  - sm_refused.fd_limit_then_same_id: memfd_create fails with EMFILE: the
+ *    members get UCS_ERR_EXCEEDS_LIMIT; once the root has fds again, a new
+ *    group with the same id works (its members are not told the old
+ *    refusal).
+ */
+#include "test_traffic.h"
+#include "test_sandbox.h"
+
+extern "C" {
+#include "o2m_group.h"
+}
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <cstring>
+
+using namespace o2m_test;
+
+namespace {
+
+class sm_refused : public ::testing::TestWithParam<const char*> {
+protected:
+    shm_residue_check m_shm;
+};
+
+class sm_refused_uct : public ::testing::Test {
+protected:
+    shm_residue_check m_shm;
+};
+
+void deny_memfd()
+{
+    CHILD_CHECK(deny_syscall(SYS_memfd_create, ENOMEM), "seccomp: %m");
+}
+
+ucs_status_t count_am_cb(void *arg, void *data, size_t length, unsigned flags)
+{
+    ++*static_cast<unsigned*>(arg);
+    return UCS_OK;
+}
+
+/* The directory entry of @a group_id in our own interface, or NULL */
+uct_o2m_dir_entry_t *own_dir_entry(const uct_env &env, uint64_t group_id)
+{
+    uct_o2m_iface_t *iface = ucs_derived_of(env.iface(), uct_o2m_iface_t);
+
+    for (unsigned i = 0; i < iface->config.dir_entries; ++i) {
+        if (iface->dir[i].in_use && (iface->dir[i].group_id == group_id)) {
+            return &iface->dir[i];
+        }
+    }
+    return NULL;
+}
+
+/* State of @a ep once it is no longer joining (bounded) */
+uct_o2m_ep_state_t settled_state(uct_env &env, uct_ep_h ep,
+                                 ucs_status_t *status)
+{
+    uct_o2m_ep_state_t state = UCT_O2M_EP_STATE_JOINING;
+
+    env.progress_until([&] {
+        state = uct_o2m_ep_state(ep, status);
+        return state != UCT_O2M_EP_STATE_JOINING;
+    });
+    return state;
+}
+
+TEST_P(sm_refused, root_out_of_memory)
+{
+    const std::string tl = GetParam();
+    const uint64_t id    = 0x7e0001;
+    proc_group pg(3);
+
+    pg.run_ok([&](unsigned rank) {
+        uct_env env(tl, {{"CHECK_INTERVAL", "10ms"}});
+        uct_o2m_group_params_t params;
+        uct_o2m_ep_state_t state;
+        unsigned received = 0;
+        ucs_status_t status;
+        peer_addrs addrs;
+        uct_ep_h ep;
+
+        env.set_am_handler(1, count_am_cb, &received);
+        addrs.exchange(pg, rank, env);
+        params = addrs.group_params(id, 3, rank);
+        if (rank == 0) {
+            deny_memfd(); /* the interface is open: only the group fails */
+        }
+        pg.barrier(rank);
+
+        /* Member 1 looks for the group before the root created it */
+        if (rank == 1) {
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &params, &ep));
+            CHILD_CHECK(uct_o2m_ep_state(ep, NULL) ==
+                        UCT_O2M_EP_STATE_JOINING, "joined a group that "
+                        "was never created");
+        }
+        pg.barrier(rank);
+
+        if (rank == 0) {
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &params, &ep));
+            state = uct_o2m_ep_state(ep, &status);
+            CHILD_CHECK((state == UCT_O2M_EP_STATE_REFUSED) &&
+                        (status == UCS_ERR_NO_MEMORY), "root: state %d, %s",
+                        state, ucs_status_string(status));
+            CHILD_CHECK(uct_ep_am_short(ep, 1, 0, NULL, 0) ==
+                        UCS_ERR_NO_MEMORY, "root sends on a refused group");
+            CHILD_CHECK(own_dir_entry(env, id) != NULL, "no refusal listed");
+        } else if (rank == 1) {
+            /* Learnt from progress, in bounded time, reported once */
+            state = settled_state(env, ep, &status);
+            CHILD_CHECK((state == UCT_O2M_EP_STATE_REFUSED) &&
+                        (status == UCS_ERR_NO_MEMORY), "member 1: state %d, "
+                        "%s", state, ucs_status_string(status));
+            env.progress_until([] { return false; }, 0.1);
+            CHILD_CHECK((env.errors.size() == 1) &&
+                        (env.errors[0] == UCS_ERR_NO_MEMORY),
+                        "member 1: %zu error handler calls", env.errors.size());
+            if (tl == "sm_incast") {
+                CHILD_CHECK(uct_ep_am_short(ep, 1, 0, NULL, 0) ==
+                            UCS_ERR_NO_MEMORY, "contribution to a refused "
+                            "group");
+            }
+            uct_ep_destroy(ep);
+        }
+        pg.barrier(rank);
+
+        /* The root leaves before member 2 looked: the refusal stays */
+        if (rank == 0) {
+            uct_ep_destroy(ep);
+            CHILD_CHECK(own_dir_entry(env, id) != NULL, "refusal dropped "
+                        "before member 2 saw it");
+        }
+        pg.barrier(rank);
+
+        if (rank == 2) {
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &params, &ep));
+            state = uct_o2m_ep_state(ep, &status);
+            CHILD_CHECK((state == UCT_O2M_EP_STATE_REFUSED) &&
+                        (status == UCS_ERR_NO_MEMORY), "member 2: state %d, "
+                        "%s", state, ucs_status_string(status));
+            CHILD_CHECK(env.errors.empty(), "error handler called for an "
+                        "endpoint refused at creation");
+            uct_ep_destroy(ep);
+        }
+        pg.barrier(rank);
+
+        /* Seen by both: the root's interface drops it */
+        if (rank == 0) {
+            CHILD_CHECK(env.progress_until([&] {
+                return own_dir_entry(env, id) == NULL;
+            }), "refusal seen by every member still listed");
+        }
+        CHILD_CHECK(received == 0, "rank %u received %u messages", rank,
+                    received);
+    }, 60);
+}
+
+INSTANTIATE_TEST_SUITE_P(tl, sm_refused,
+                         ::testing::Values("sm_bcast", "sm_incast"),
+                         [](const ::testing::TestParamInfo<const char*> &i) {
+                             return std::string(i.param);
+                         });
+
+/* A refusal must carry an error code members can act on */
+TEST_F(sm_refused_uct, bad_refusal)
+{
+    const int32_t bad[] = {5, UCS_ERR_NO_RESOURCE, UCS_ERR_LAST - 1};
+    proc_group pg(3);
+
+    pg.run_ok([&](unsigned rank) {
+        uct_env env("sm_bcast", {{"CHECK_INTERVAL", "10ms"}});
+        peer_addrs addrs;
+
+        addrs.exchange(pg, rank, env);
+        if (rank == 0) {
+            deny_memfd();
+        }
+
+        for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); ++i) {
+            uct_o2m_group_params_t params = addrs.group_params(0x7e0100 + i,
+                                                               3, rank);
+            ucs_status_t status;
+            uct_ep_h ep = NULL;
+
+            if (rank == 1) {
+                CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &params, &ep));
+            }
+            pg.barrier(rank);
+            if (rank == 0) {
+                /* A root (or whoever writes its segment) lists garbage */
+                CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &params, &ep));
+                own_dir_entry(env, params.group_id)->refused = bad[i];
+            }
+            pg.barrier(rank);
+            if (rank == 1) {
+                CHILD_CHECK(settled_state(env, ep, &status) ==
+                            UCT_O2M_EP_STATE_FAILED, "bad refusal %d taken",
+                            bad[i]);
+                CHILD_CHECK(status == UCS_ERR_INVALID_PARAM, "%d: %s", bad[i],
+                            ucs_status_string(status));
+            } else if (rank == 2) {
+                status = uct_o2m_ep_create(env.iface(), &params, &ep);
+                CHILD_CHECK(status == UCS_ERR_INVALID_PARAM, "%d: %s", bad[i],
+                            ucs_status_string(status));
+                ep = NULL;
+            }
+            pg.barrier(rank);
+            if (ep != NULL) {
+                uct_ep_destroy(ep);
+            }
+        }
+    }, 60);
+}
+
+/* Out of file descriptors, then not: the id is used again */
+TEST_F(sm_refused_uct, fd_limit_then_same_id)
+{
+    const uint64_t id = 0x7e0200;
+    proc_group pg(3);
+
+    pg.run_ok([&](unsigned rank) {
+        uct_env env("sm_bcast", {{"CHECK_INTERVAL", "10ms"}});
+        uct_o2m_group_params_t params;
+        std::vector<int> fds;
+        unsigned received = 0;
+        ucs_status_t status;
+        struct rlimit rl;
+        peer_addrs addrs;
+        uct_ep_h ep;
+        int fd;
+
+        env.set_am_handler(1, count_am_cb, &received);
+        addrs.exchange(pg, rank, env);
+        params = addrs.group_params(id, 3, rank);
+        if (rank == 0) {
+            CHILD_CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0, "getrlimit: %m");
+            rl.rlim_cur = 256;
+            CHILD_CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0, "setrlimit: %m");
+            while ((fd = dup(0)) >= 0) {
+                fds.push_back(fd);
+            }
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &params, &ep));
+            CHILD_CHECK(uct_o2m_ep_state(ep, &status) ==
+                        UCT_O2M_EP_STATE_REFUSED, "root not refused");
+            CHILD_CHECK(status == UCS_ERR_EXCEEDS_LIMIT, "root: %s",
+                        ucs_status_string(status));
+        }
+        pg.barrier(rank);
+
+        if (rank != 0) {
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &params, &ep));
+            CHILD_CHECK(uct_o2m_ep_state(ep, &status) ==
+                        UCT_O2M_EP_STATE_REFUSED, "member %u not refused",
+                        rank);
+            CHILD_CHECK(status == UCS_ERR_EXCEEDS_LIMIT, "member %u: %s",
+                        rank, ucs_status_string(status));
+        }
+        pg.barrier(rank);
+        uct_ep_destroy(ep);
+        pg.barrier(rank);
+
+        /* Seen by all and destroyed: gone, and the id is free again */
+        if (rank == 0) {
+            CHILD_CHECK(own_dir_entry(env, id) == NULL, "refusal kept");
+            for (int f : fds) {
+                close(f);
+            }
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &params, &ep));
+            CHILD_CHECK(uct_o2m_ep_state(ep, NULL) == UCT_O2M_EP_STATE_READY,
+                        "root of the new group not ready");
+        }
+        pg.barrier(rank);
+        if (rank != 0) {
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &params, &ep));
+            CHILD_CHECK(uct_o2m_ep_state(ep, NULL) == UCT_O2M_EP_STATE_READY,
+                        "member %u of the new group not ready", rank);
+        }
+        pg.barrier(rank);
+
+        if (rank == 0) {
+            for (unsigned i = 0; i < 5; ++i) {
+                CHILD_CHECK(env.progress_until([&] {
+                    status = uct_ep_am_short(ep, 1, i, NULL, 0);
+                    return status != UCS_ERR_NO_RESOURCE;
+                }), "send %u", i);
+                CHILD_CHECK_OK(status);
+            }
+            CHILD_CHECK(env.progress_until([&] {
+                return uct_ep_flush(ep, 0, NULL) == UCS_OK;
+            }), "flush");
+        } else {
+            CHILD_CHECK(env.progress_until([&] { return received == 5; }),
+                        "member %u: %u of 5 messages", rank, received);
+        }
+        pg.barrier(rank);
+        uct_ep_destroy(ep);
+        CHILD_CHECK(env.errors.empty(), "rank %u: %zu errors", rank,
+                    env.errors.size());
+    }, 60);
+}
+
+
+} // namespace
