@@ -78,6 +78,9 @@ struct ucg_coll {
     unsigned            phase_idx;
     const ucg_phase_t   *phase;      /* current phase */
     const ucg_phase_set_t *set;      /* my set in it, NULL: not involved */
+    ucg_phase_t         sm_subst;    /* the point-to-point phase that stands
+                                        in for an SM phase whose endpoints
+                                        were refused (ucg_sm.c) */
     unsigned            my_idx;      /* my index in set->ranks */
     ucg_phase_state_t   ps;
 

@@ -132,6 +132,12 @@ typedef struct ucg_plan_key {
     int             flat;
 } ucg_plan_key_t;
 
+/* ucg_plan_t::sm_eps */
+enum {
+    UCG_SM_EPS_READY   = 1,
+    UCG_SM_EPS_REFUSED = 2
+};
+
 typedef struct ucg_plan {
     ucg_plan_key_t  key;
     int             hier;         /* hierarchical plan */
@@ -140,6 +146,11 @@ typedef struct ucg_plan {
     /* Set by the executor when the group has admitted every host-local
      * endpoint of the plan (they stay admitted while the group lives) */
     int             sm_admitted;
+    /* Set by the executor, per phase, once this member's host-local
+     * endpoints of the phase are joined (UCG_SM_EPS_READY) or one was
+     * refused by its root (UCG_SM_EPS_REFUSED: the phase runs point-to-point
+     * on its set); 0 until then */
+    uint8_t         sm_eps[UCG_PLAN_MAX_PHASES];
 } ucg_plan_t;
 
 /**

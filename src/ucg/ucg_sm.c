@@ -70,6 +70,8 @@
 #define UCG_SM_PS_STAGE(_coll)    ((_coll)->ps.vals[5])
 #define UCG_SM_PS_READ(_coll)     ((_coll)->ps.vals[7])
 #define UCG_SM_PS_DESCS(_coll)    ((_coll)->ps.sizes[2])
+/* The phase's endpoints are resolved and its own start() was called */
+#define UCG_SM_PS_OPEN(_coll)     ((_coll)->ps.sub)
 
 /* SM_*_CMA stage 0 message: where the sender's data is */
 typedef struct ucg_sm_cma_desc {
@@ -186,8 +188,11 @@ static int ucg_sm_my_turn(const ucg_coll_t *coll, const ucg_sm_key_t *key)
         }
 
         for (p = prev->phase_idx; p < prev->plan->num_phases; ++p) {
+            /* A phase that runs point-to-point contributes nothing */
             if (!ucg_sm_contrib_key(prev, p, &prev_key) ||
-                ((p == prev->phase_idx) && ucg_sm_contributed(prev))) {
+                ((p == prev->phase_idx) &&
+                 ((prev->phase == &prev->sm_subst) ||
+                  ucg_sm_contributed(prev)))) {
                 continue;
             }
             if (!memcmp(&prev_key, key, sizeof(*key))) {
@@ -1088,13 +1093,235 @@ static ucs_status_t ucg_fold_progress(ucg_coll_t *coll)
 }
 
 
-const ucg_phase_ops_t ucg_sm_phase_ops[UCG_PHASE_LAST] = {
+/* The SM phases themselves, once their endpoints are resolved */
+static const ucg_phase_ops_t ucg_sm_open_ops[UCG_PHASE_LAST] = {
     [UCG_PHASE_SM_BCAST]  = {ucg_sm_start, ucg_sm_progress},
     [UCG_PHASE_SM_REDUCE] = {ucg_sm_start, ucg_sm_progress},
     [UCG_PHASE_SM_GATHER] = {ucg_sm_start, ucg_sm_progress},
-    [UCG_PHASE_FOLD]      = {ucg_fold_start, ucg_fold_progress},
     [UCG_PHASE_SM_ALLREDUCE] = {ucg_sm_allreduce_start,
                                 ucg_sm_allreduce_progress},
     [UCG_PHASE_SM_BCAST_CMA] = {ucg_sm_cma_start, ucg_sm_cma_progress},
     [UCG_PHASE_SM_REDUCE_CMA] = {ucg_sm_cma_start, ucg_sm_cma_progress}
+};
+
+
+/*
+ * Endpoints refused by their root
+ * -------------------------------
+ * A root that cannot create a group segment (out of memory) lists a
+ * refusal, and every member's endpoint ends REFUSED instead of waiting
+ * (uct_o2m_ep_state).  An SM phase therefore creates all the endpoints it
+ * will use on its set before it sends anything, and waits until each is
+ * READY or one is REFUSED; every member of the set sees the same outcome,
+ * so either all run the SM phase or all run, on the same set, the
+ * point-to-point phase that does the same (ucg_sm_subst): nothing was sent
+ * on the refused endpoint, and members outside the set are not involved.
+ * The outcome is kept in the plan: later collectives decide at once, the
+ * same way (the endpoints are cached for the group's life).
+ */
+
+/* Each endpoint of this member's set in the current phase, in the order the
+ * phase uses them: its state (the worst so far) */
+static ucs_status_t ucg_sm_resolve_ep(ucg_coll_t *coll, ucg_sm_tl_t tl,
+                                      const ucg_phase_set_t *set,
+                                      uct_o2m_mode_t mode, uct_o2m_op_t op,
+                                      uct_o2m_dtype_t dtype,
+                                      uct_o2m_ep_state_t *worst_p)
+{
+    uct_o2m_ep_state_t state;
+    ucs_status_t status;
+    uct_ep_h ep;
+
+    status = ucg_group_sm_ep(coll->group, tl, set, mode, op, dtype, &ep);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    state = uct_o2m_ep_state(ep, &status);
+    if (state == UCT_O2M_EP_STATE_REFUSED) {
+        *worst_p = state;
+    } else if (state == UCT_O2M_EP_STATE_FAILED) {
+        return status;
+    } else if ((state == UCT_O2M_EP_STATE_JOINING) &&
+               (*worst_p == UCT_O2M_EP_STATE_READY)) {
+        *worst_p = state;
+    }
+    return UCS_OK;
+}
+
+/* UCS_OK when every endpoint of the phase is READY or one was refused
+ * (*refused_p set), UCS_INPROGRESS while one is joining, or the error of a
+ * failed one */
+static ucs_status_t ucg_sm_resolve(ucg_coll_t *coll, int *refused_p)
+{
+    const ucg_phase_t *phase        = coll->phase;
+    uct_o2m_ep_state_t worst        = UCT_O2M_EP_STATE_READY;
+    ucs_status_t status             = UCS_OK;
+    ucg_phase_set_t set;
+    uct_o2m_dtype_t dtype;
+    uct_o2m_op_t op;
+    int bcast;
+
+    *refused_p = 0;
+    switch (phase->method) {
+    case UCG_PHASE_SM_BCAST:
+    case UCG_PHASE_SM_REDUCE:
+    case UCG_PHASE_SM_GATHER:
+        ucg_sm_phase_op(coll, phase, &op, &dtype);
+        status = ucg_sm_resolve_ep(coll,
+                                   (phase->method == UCG_PHASE_SM_BCAST) ?
+                                   UCG_SM_BCAST : UCG_SM_INCAST, coll->set,
+                                   phase->sm_mode, op, dtype, &worst);
+        break;
+    case UCG_PHASE_SM_BCAST_CMA:
+    case UCG_PHASE_SM_REDUCE_CMA:
+        bcast  = (phase->method == UCG_PHASE_SM_BCAST_CMA);
+        status = ucg_sm_resolve_ep(coll, bcast ? UCG_SM_BCAST : UCG_SM_INCAST,
+                                   coll->set, phase->sm_mode,
+                                   UCT_O2M_OP_GATHER, UCT_O2M_DT_UINT8,
+                                   &worst);
+        if (status == UCS_OK) {
+            status = ucg_sm_resolve_ep(coll,
+                                       bcast ? UCG_SM_INCAST : UCG_SM_BCAST,
+                                       coll->set, phase->sm_ack_mode,
+                                       UCT_O2M_OP_GATHER, UCT_O2M_DT_UINT8,
+                                       &worst);
+        }
+        break;
+    case UCG_PHASE_SM_ALLREDUCE:
+        set = *coll->set;
+        for (set.root = 0; (set.root < set.count) && (status == UCS_OK);
+             ++set.root) {
+            status = ucg_sm_resolve_ep(coll, UCG_SM_BCAST, &set,
+                                       phase->sm_mode, UCT_O2M_OP_GATHER,
+                                       UCT_O2M_DT_UINT8, &worst);
+        }
+        break;
+    default:
+        return UCS_OK; /* FOLD: no endpoint */
+    }
+
+    *refused_p = (worst == UCT_O2M_EP_STATE_REFUSED);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    return (worst == UCT_O2M_EP_STATE_JOINING) ? UCS_INPROGRESS : UCS_OK;
+}
+
+/*
+ * Run the current SM phase as the point-to-point phase that does the same on
+ * the same set (see ucg_plan.h), with linear trees (radix = set size): a
+ * member that only contributes then only sends (its acc may be the user's
+ * send buffer), and every member only talks to the set root.
+ */
+static ucs_status_t ucg_sm_subst(ucg_coll_t *coll)
+{
+    const ucg_phase_t *phase = coll->phase;
+    ucg_phase_t *subst       = &coll->sm_subst;
+
+    *subst           = *phase;
+    subst->owner     = NULL; /* every set member holds its own block */
+    subst->frag_size = 0;
+    subst->radix     = ucs_max(coll->set->count, 2);
+    if (coll->params.type == UCG_COLL_BARRIER) {
+        subst->method = UCG_PHASE_P2P_BARRIER;
+    } else {
+        switch (phase->method) {
+        case UCG_PHASE_SM_BCAST:
+            subst->method = ucg_sm_is_scatter(coll) ? UCG_PHASE_P2P_SCATTER :
+                                                      UCG_PHASE_P2P_BCAST;
+            break;
+        case UCG_PHASE_SM_BCAST_CMA:
+            subst->method = UCG_PHASE_P2P_BCAST;
+            break;
+        case UCG_PHASE_SM_REDUCE:
+        case UCG_PHASE_SM_REDUCE_CMA:
+            subst->method = UCG_PHASE_P2P_REDUCE;
+            if (coll->own != NULL) {
+                /* The root's own vector was left for SM_REDUCE_CMA */
+                memcpy(coll->acc, coll->own, coll->len);
+                coll->own = NULL;
+            }
+            break;
+        case UCG_PHASE_SM_GATHER:
+            subst->method = UCG_PHASE_P2P_GATHER;
+            break;
+        default: /* SM_ALLREDUCE */
+            subst->method = UCG_PHASE_P2P_ALLREDUCE_RD;
+            break;
+        }
+    }
+
+    ucs_debug("ucg group %u %s seq %u phase %u: a host-local endpoint was "
+              "refused by its root: %s on the set of %u", coll->group->id,
+              ucg_coll_name(coll->params.type), coll->seq, coll->phase_idx,
+              ucg_phase_method_names[subst->method], coll->set->count);
+    memset(&coll->ps, 0, sizeof(coll->ps));
+    coll->phase = subst;
+    return ucg_p2p_phase_ops[subst->method].start(coll);
+}
+
+/* Resolve the endpoints of the phase; start it, or its stand-in, once
+ * they are */
+static ucs_status_t ucg_sm_gate(ucg_coll_t *coll)
+{
+    uint8_t *known = &((ucg_plan_t*)coll->plan)->sm_eps[coll->phase_idx];
+    ucs_status_t status;
+    int refused;
+
+    if (*known == UCG_SM_EPS_REFUSED) {
+        return ucg_sm_subst(coll);
+    }
+
+    if (*known != UCG_SM_EPS_READY) {
+        /* A refusal decides even while another endpoint fails or joins:
+         * every member of the set sees it */
+        status = ucg_sm_resolve(coll, &refused);
+        if (refused) {
+            *known = UCG_SM_EPS_REFUSED;
+            return ucg_sm_subst(coll);
+        } else if (status != UCS_OK) {
+            return status;
+        }
+        *known = UCG_SM_EPS_READY;
+    }
+
+    UCG_SM_PS_OPEN(coll) = 1;
+    return ucg_sm_open_ops[coll->phase->method].start(coll);
+}
+
+static ucs_status_t ucg_sm_gate_start(ucg_coll_t *coll)
+{
+    return ucg_sm_gate(coll);
+}
+
+static ucs_status_t ucg_sm_gate_progress(ucg_coll_t *coll)
+{
+    ucs_status_t status;
+
+    if (!UCG_SM_PS_OPEN(coll)) {
+        status = ucg_sm_gate(coll);
+        if ((status != UCS_OK) && (status != UCS_INPROGRESS)) {
+            return status;
+        }
+
+        if (coll->phase == &coll->sm_subst) {
+            return ucg_p2p_phase_ops[coll->phase->method].progress(coll);
+        } else if (!UCG_SM_PS_OPEN(coll)) {
+            return UCS_INPROGRESS;
+        }
+    }
+
+    return ucg_sm_open_ops[coll->phase->method].progress(coll);
+}
+
+const ucg_phase_ops_t ucg_sm_phase_ops[UCG_PHASE_LAST] = {
+    [UCG_PHASE_SM_BCAST]  = {ucg_sm_gate_start, ucg_sm_gate_progress},
+    [UCG_PHASE_SM_REDUCE] = {ucg_sm_gate_start, ucg_sm_gate_progress},
+    [UCG_PHASE_SM_GATHER] = {ucg_sm_gate_start, ucg_sm_gate_progress},
+    [UCG_PHASE_FOLD]      = {ucg_fold_start, ucg_fold_progress},
+    [UCG_PHASE_SM_ALLREDUCE] = {ucg_sm_gate_start, ucg_sm_gate_progress},
+    [UCG_PHASE_SM_BCAST_CMA] = {ucg_sm_gate_start, ucg_sm_gate_progress},
+    [UCG_PHASE_SM_REDUCE_CMA] = {ucg_sm_gate_start, ucg_sm_gate_progress}
 };

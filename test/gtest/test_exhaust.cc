@@ -18,12 +18,19 @@
  *    members get UCS_ERR_EXCEEDS_LIMIT; once the root has fds again, a new
  *    group with the same id works (its members are not told the old
  *    refusal).
+ *  - ucg_coll_exhaustion.root_out_of_memory: in UCG, rank 0 cannot create
+ *    any segment: bcast, allreduce, reduce, gather, scatter, allgather and
+ *    barrier with every root give the right result on every member (the
+ *    phases rooted at rank 0 run point-to-point on their set, the others
+ *    stay host-local), on one host and on two virtual hosts.
  */
 #include "test_traffic.h"
 #include "test_sandbox.h"
+#include "test_ucg_common.h"
 
 extern "C" {
 #include "o2m_group.h"
+#include "ucg_context.h"
 }
 
 #include <sys/resource.h>
@@ -316,5 +323,97 @@ TEST_F(sm_refused_uct, fd_limit_then_same_id)
     }, 60);
 }
 
+
+/* ---- UCG: every member decides the same, results correct ---- */
+
+using namespace ucg_test;
+
+std::vector<coll_desc> refused_colls(unsigned size)
+{
+    std::vector<coll_desc> list;
+
+    for (unsigned root = 0; root < size; ++root) {
+        list.push_back(coll_desc(UCG_COLL_BCAST, 3000, UCG_DT_UINT8,
+                                 UCG_OP_LAST, root));
+        list.push_back(coll_desc(UCG_COLL_BCAST, 40000, UCG_DT_UINT8,
+                                 UCG_OP_LAST, root)); /* sm_bcast_cma */
+        list.push_back(coll_desc(UCG_COLL_REDUCE, 1000, UCG_DT_INT32,
+                                 UCG_OP_SUM, root));
+        list.push_back(coll_desc(UCG_COLL_REDUCE, 20000, UCG_DT_FLOAT,
+                                 UCG_OP_SUM, root)); /* sm_reduce_cma */
+        list.push_back(coll_desc(UCG_COLL_GATHER, 500, UCG_DT_INT32,
+                                 UCG_OP_LAST, root));
+        list.push_back(coll_desc(UCG_COLL_SCATTER, 500, UCG_DT_INT32,
+                                 UCG_OP_LAST, root));
+    }
+    list.push_back(coll_desc(UCG_COLL_ALLREDUCE, 16, UCG_DT_INT32,
+                             UCG_OP_SUM)); /* sm_allreduce */
+    list.push_back(coll_desc(UCG_COLL_ALLREDUCE, 3000, UCG_DT_DOUBLE,
+                             UCG_OP_MAX));
+    list.push_back(coll_desc(UCG_COLL_ALLREDUCE, 3000, UCG_DT_INT64,
+                             UCG_OP_SUM, 0, true));
+    list.push_back(coll_desc(UCG_COLL_ALLGATHER, 300, UCG_DT_INT32));
+    list.push_back(coll_desc(UCG_COLL_BARRIER, 0, UCG_DT_UINT8));
+    for (size_t i = 0; i < list.size(); ++i) {
+        list[i].seed = 900 + i;
+    }
+    return list;
+}
+
+/* Host-local endpoints of @a group in @a state */
+unsigned sm_eps_in(ucg_group_h group, uct_o2m_ep_state_t state)
+{
+    ucg_sm_ep_t *sm_ep;
+    unsigned count = 0;
+
+    ucs_list_for_each(sm_ep, &group->sm_eps, list) {
+        count += (uct_o2m_ep_state(sm_ep->ep, NULL) == state);
+    }
+    return count;
+}
+
+TEST(ucg_coll_exhaustion, root_out_of_memory)
+{
+    for (const char *hosts : {"auto", "2"}) {
+        run_opts opts;
+
+        opts.env["UCX_UCG_HOSTS"] = hosts;
+        opts.timeout              = 300;
+        run_ok(4, opts, [&](member &m) {
+            std::vector<coll_desc> list = refused_colls(m.size);
+
+            CHILD_CHECK(m.group->topo.o2m, "no o2m transports");
+            if (m.rank == 0) {
+                deny_memfd();
+            }
+            m.procs->barrier(m.rank);
+
+            /* Twice: the second time, the refusals are known at once.  The
+             * root comes late to the first: its members look for the
+             * group before it is refused */
+            for (unsigned round = 0; round < 2; ++round) {
+                for (const coll_desc &d : list) {
+                    if ((round == 0) && (m.rank == 0) && (d.root == 0)) {
+                        usleep(100000);
+                    }
+                    run_coll(m, d);
+                }
+            }
+
+            /* Rank 0 roots its sets' endpoints on host 0: all refused, and
+             * seen so by its members; the other roots kept theirs */
+            unsigned refused = sm_eps_in(m.group, UCT_O2M_EP_STATE_REFUSED);
+            unsigned ready   = sm_eps_in(m.group, UCT_O2M_EP_STATE_READY);
+            bool on_host0    = m.group->topo.host_of[m.rank] ==
+                               m.group->topo.host_of[0];
+            CHILD_CHECK(on_host0 == (refused > 0), "hosts %s rank %u: %u "
+                        "refused endpoints", hosts, m.rank, refused);
+            CHILD_CHECK(ready > 0, "hosts %s rank %u: no host-local endpoint "
+                        "left", hosts, m.rank);
+            CHILD_CHECK(m.group->failed == UCS_OK, "group failed: %s",
+                        ucs_status_string(m.group->failed));
+        }, std::string("hosts=") + hosts);
+    }
+}
 
 } // namespace
