@@ -35,6 +35,7 @@
 #endif
 
 #include "uct_o2m.h"
+#include "perf_lib.h"
 
 #include <uct/api/uct.h>
 #include <ucp/api/ucp.h>
@@ -43,21 +44,14 @@
 #include <ucs/type/status.h>
 
 #include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/utsname.h>
-#include <sys/wait.h>
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 
@@ -129,9 +123,6 @@ typedef enum {
 /* Columns of a table: the o2m modes (uct_o2m_mode_t), then posix */
 #define O2M_PERF_VAR_POSIX       UCT_O2M_MODE_LAST
 #define O2M_PERF_VAR_LAST        (UCT_O2M_MODE_LAST + 1)
-
-/* Exit status of a process that stops because another one failed */
-#define O2M_PERF_EXIT_PEER       3
 
 /* Result cell values besides a measurement */
 #define O2M_PERF_RES_NA          (-1.0) /* mode does not support the op */
@@ -213,7 +204,6 @@ typedef struct {
     unsigned batches;      /* Timed batches/streams, median reported */
     unsigned tests;
     double   timeout;      /* The whole run, seconds */
-    double   wait_timeout; /* One wait, seconds */
     int      bind;         /* Pin processes to CPUs when N <= CPUs */
     unsigned ncpus;        /* CPUs this process may run on */
     int      cpus[CPU_SETSIZE];
@@ -322,75 +312,14 @@ static void o2m_perf_record_paths(o2m_perf_proc_t *p);
 
 static o2m_perf_opts_t   o2m_perf_opts;
 static o2m_perf_shared_t *o2m_perf_shm;
-static unsigned          o2m_perf_my_rank; /* In a child */
-static int               o2m_perf_is_child;
-static pid_t             o2m_perf_children[O2M_PERF_MAX_PROCS];
-static unsigned          o2m_perf_num_children;
-static char              o2m_perf_context[160]; /* Current measurement */
 
-
-static double o2m_perf_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + (ts.tv_nsec * 1e-9);
-}
-
-static void o2m_perf_kill_children(void)
-{
-    unsigned i;
-
-    for (i = 0; i < o2m_perf_num_children; ++i) {
-        if (o2m_perf_children[i] > 0) {
-            kill(o2m_perf_children[i], SIGKILL);
-        }
-    }
-}
-
-static void __attribute__((noreturn, format(printf, 1, 2)))
-o2m_perf_die(const char *fmt, ...)
-{
-    va_list ap;
-
-    fflush(stdout);
-    if (o2m_perf_is_child) {
-        fprintf(stderr, "o2m_perf: rank %u (pid %d)%s%s: ", o2m_perf_my_rank,
-                getpid(), (o2m_perf_context[0] != '\0') ? ", " : "",
-                o2m_perf_context);
-    } else {
-        fprintf(stderr, "o2m_perf: ");
-    }
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n");
-    fflush(stderr);
-
-    if (o2m_perf_is_child) {
-        /* Everyone else stops at its next wait; when a peer failed first,
-         * this is a consequence, not the cause */
-        if (__atomic_exchange_n(&o2m_perf_shm->failed, 1,
-                                __ATOMIC_ACQ_REL)) {
-            _exit(O2M_PERF_EXIT_PEER);
-        }
-        _exit(1);
-    }
-
-    o2m_perf_kill_children();
-    exit(1);
-}
 
 #define O2M_PERF_CHECK(_cond, ...) \
     do { \
         if (!(_cond)) { \
-            o2m_perf_die(__VA_ARGS__); \
+            perf_die(__VA_ARGS__); \
         } \
     } while (0)
-
-#define O2M_PERF_CHECK_OK(_status, _what) \
-    O2M_PERF_CHECK((_status) == UCS_OK, "%s: %s", (_what), \
-                   ucs_status_string(_status))
 
 
 static void o2m_perf_relax(int oversub)
@@ -408,62 +337,27 @@ static void o2m_perf_relax(int oversub)
     }
 }
 
-/*
- * Bounded wait support: call every spin; looks at the clock only every 256
- * spins, so that it costs nothing in the latency path.
- */
-typedef struct {
-    unsigned            spins;
-    double              deadline;
-    const char          *what;
-    const o2m_perf_rx_t *rx;    /* Shown on a timeout, may be NULL */
-} o2m_perf_waiter_t;
-
-static void o2m_perf_waiter_init(o2m_perf_waiter_t *w, const char *what,
-                                 const o2m_perf_rx_t *rx)
+/* What a process has received, in the message of a stopped or timed-out
+ * wait */
+static void o2m_perf_rx_detail(const void *arg, int timed_out, char *buf,
+                               size_t max)
 {
-    w->spins    = 0;
-    w->deadline = 0;
-    w->what     = what;
-    w->rx       = rx;
-}
+    const o2m_perf_rx_t *rx = arg;
 
-static void o2m_perf_waiter_check_slow(o2m_perf_waiter_t *w)
-{
-    double now = o2m_perf_now();
-
-    if (__atomic_load_n(&o2m_perf_shm->failed, __ATOMIC_ACQUIRE)) {
-        /* Another process failed and said why; where this one was */
-        if (w->rx != NULL) {
-            fprintf(stderr, "o2m_perf: rank %u (pid %d)%s%s: stopped (a "
-                    "peer failed) while waiting for %s (received %" PRIu64
-                    " messages, %" PRIu64 " replies)\n", o2m_perf_my_rank,
-                    getpid(), (o2m_perf_context[0] != '\0') ? ", " : "",
-                    o2m_perf_context, w->what, w->rx->msgs + w->rx->done,
-                    w->rx->replies);
-        }
-        _exit(O2M_PERF_EXIT_PEER);
-    }
-
-    if (w->deadline == 0) {
-        w->deadline = now + o2m_perf_opts.wait_timeout;
-    } else if ((now > w->deadline) && (w->rx == NULL)) {
-        o2m_perf_die("timed out after %.0f s waiting for %s",
-                     o2m_perf_opts.wait_timeout, w->what);
-    } else if (now > w->deadline) {
-        o2m_perf_die("timed out after %.0f s waiting for %s (received %"
-                     PRIu64 " messages, %" PRIu64 " replies; expecting "
-                     "replies to %" PRIu64 ")", o2m_perf_opts.wait_timeout,
-                     w->what, w->rx->msgs + w->rx->done, w->rx->replies,
-                     w->rx->reply_seq);
+    if (timed_out) {
+        snprintf(buf, max, "received %" PRIu64 " messages, %" PRIu64
+                 " replies; expecting replies to %" PRIu64,
+                 rx->msgs + rx->done, rx->replies, rx->reply_seq);
+    } else {
+        snprintf(buf, max, "received %" PRIu64 " messages, %" PRIu64
+                 " replies", rx->msgs + rx->done, rx->replies);
     }
 }
 
-static inline void o2m_perf_waiter_check(o2m_perf_waiter_t *w, int oversub)
+/* A bounded wait, spinning politely (sched_yield when oversubscribed) */
+static inline void o2m_perf_waiter_check(perf_waiter_t *w, int oversub)
 {
-    if (ucs_unlikely((++w->spins & 255) == 0)) {
-        o2m_perf_waiter_check_slow(w);
-    }
+    perf_waiter_check(w);
     o2m_perf_relax(oversub);
 }
 
@@ -471,7 +365,7 @@ static void o2m_perf_barrier(o2m_perf_proc_t *p, const char *what)
 {
     o2m_perf_shared_t *shm = o2m_perf_shm;
     uint32_t gen = __atomic_load_n(&shm->bar_gen, __ATOMIC_ACQUIRE);
-    o2m_perf_waiter_t w;
+    perf_waiter_t w;
 
     if (__atomic_add_fetch(&shm->bar_count, 1, __ATOMIC_ACQ_REL) ==
         p->nprocs) {
@@ -480,7 +374,7 @@ static void o2m_perf_barrier(o2m_perf_proc_t *p, const char *what)
         return;
     }
 
-    o2m_perf_waiter_init(&w, what, NULL);
+    perf_waiter_init(&w, what, NULL, NULL);
     while (__atomic_load_n(&shm->bar_gen, __ATOMIC_ACQUIRE) == gen) {
         o2m_perf_waiter_check(&w, 1);
     }
@@ -832,15 +726,15 @@ static inline void o2m_perf_progress(o2m_perf_proc_t *p,
 /* A message was refused: the condition waited for may never come */
 static void __attribute__((noreturn)) o2m_perf_rx_failed(o2m_perf_proc_t *p)
 {
-    o2m_perf_die("%" PRIu64 " bad messages; first: %s", p->rx.errors,
-                 p->rx.error);
+    perf_die("%" PRIu64 " bad messages; first: %s", p->rx.errors,
+             p->rx.error);
 }
 
 /* Progress until @a _cond, bounded */
 #define O2M_PERF_WAIT(_p, _prog, _cond, _what) \
     do { \
-        o2m_perf_waiter_t _w; \
-        o2m_perf_waiter_init(&_w, _what, &(_p)->rx); \
+        perf_waiter_t _w; \
+        perf_waiter_init(&_w, _what, o2m_perf_rx_detail, &(_p)->rx); \
         while (!(_cond)) { \
             o2m_perf_progress(_p, _prog); \
             if (_cond) { \
@@ -920,14 +814,14 @@ static inline void o2m_perf_send(o2m_perf_proc_t *p, o2m_perf_prog_t prog,
                                  const void *payload, size_t length)
 {
     ucs_status_t status;
-    o2m_perf_waiter_t w;
+    perf_waiter_t w;
 
     status = o2m_perf_send_once(p, ep, path, am_id, hdr, payload, length);
     if (ucs_likely(status == UCS_OK)) {
         return;
     }
 
-    o2m_perf_waiter_init(&w, "room to send", &p->rx);
+    perf_waiter_init(&w, "room to send", o2m_perf_rx_detail, &p->rx);
     while (status == UCS_ERR_NO_RESOURCE) {
         o2m_perf_progress(p, prog);
         status = o2m_perf_send_once(p, ep, path, am_id, hdr, payload, length);
@@ -936,7 +830,7 @@ static inline void o2m_perf_send(o2m_perf_proc_t *p, o2m_perf_prog_t prog,
         }
     }
 
-    O2M_PERF_CHECK_OK(status, "send");
+    PERF_CHECK_OK(status, "send");
 }
 
 /* Send the whole payload of a message: one send, or posix fragments */
@@ -991,10 +885,10 @@ static ucs_status_t o2m_perf_err_handler(void *arg, uct_ep_h ep,
 {
     if (__atomic_load_n(&o2m_perf_shm->failed, __ATOMIC_ACQUIRE)) {
         /* A peer failed first and said why */
-        _exit(O2M_PERF_EXIT_PEER);
+        _exit(PERF_EXIT_PEER);
     }
-    o2m_perf_die("transport error on %s: %s", (const char*)arg,
-                 ucs_status_string(status));
+    perf_die("transport error on %s: %s", (const char*)arg,
+             ucs_status_string(status));
     return status;
 }
 
@@ -1012,7 +906,7 @@ static void o2m_perf_tl_open(o2m_perf_proc_t *p, o2m_perf_tl_id_t id,
     ucs_status_t status;
 
     status = uct_query_components(&components, &num_components);
-    O2M_PERF_CHECK_OK(status, "uct_query_components");
+    PERF_CHECK_OK(status, "uct_query_components");
     tl->component = NULL;
     for (i = 0; i < num_components; ++i) {
         comp_attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
@@ -1027,14 +921,14 @@ static void o2m_perf_tl_open(o2m_perf_proc_t *p, o2m_perf_tl_id_t id,
                    " (the plugin libuct_o2m.so is not loaded)");
 
     status = uct_md_config_read(tl->component, NULL, NULL, &md_config);
-    O2M_PERF_CHECK_OK(status, "uct_md_config_read");
+    PERF_CHECK_OK(status, "uct_md_config_read");
     status = uct_md_open(tl->component, comp_name, md_config, &tl->md);
     uct_config_release(md_config);
-    O2M_PERF_CHECK_OK(status, "uct_md_open");
+    PERF_CHECK_OK(status, "uct_md_open");
 
     status = uct_md_iface_config_read(tl->md, tl_name, NULL, NULL,
                                       &iface_config);
-    O2M_PERF_CHECK_OK(status, "uct_md_iface_config_read");
+    PERF_CHECK_OK(status, "uct_md_iface_config_read");
 
     memset(&params, 0, sizeof(params));
     params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
@@ -1052,10 +946,10 @@ static void o2m_perf_tl_open(o2m_perf_proc_t *p, o2m_perf_tl_id_t id,
     status = uct_iface_open(tl->md, p->worker, &params, iface_config,
                             &tl->iface);
     uct_config_release(iface_config);
-    O2M_PERF_CHECK_OK(status, tl_name);
+    PERF_CHECK_OK(status, tl_name);
 
     status = uct_iface_query(tl->iface, &tl->attr);
-    O2M_PERF_CHECK_OK(status, "uct_iface_query");
+    PERF_CHECK_OK(status, "uct_iface_query");
     O2M_PERF_CHECK((tl->attr.iface_addr_len <= O2M_PERF_ADDR_MAX) &&
                    (tl->attr.device_addr_len <= O2M_PERF_ADDR_MAX),
                    "%s addresses too long", tl_name);
@@ -1066,10 +960,10 @@ static void o2m_perf_tl_open(o2m_perf_proc_t *p, o2m_perf_tl_id_t id,
 
     status = uct_iface_get_address(tl->iface, (uct_iface_addr_t*)
                                    o2m_perf_shm->addr[p->rank][id].iface);
-    O2M_PERF_CHECK_OK(status, "uct_iface_get_address");
+    PERF_CHECK_OK(status, "uct_iface_get_address");
     status = uct_iface_get_device_address(tl->iface, (uct_device_addr_t*)
                                           o2m_perf_shm->addr[p->rank][id].dev);
-    O2M_PERF_CHECK_OK(status, "uct_iface_get_device_address");
+    PERF_CHECK_OK(status, "uct_iface_get_device_address");
 
     uct_iface_progress_enable(tl->iface,
                               UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
@@ -1081,7 +975,7 @@ static void o2m_perf_set_am(o2m_perf_proc_t *p, o2m_perf_tl_id_t id,
     ucs_status_t status;
 
     status = uct_iface_set_am_handler(p->tl[id].iface, am_id, cb, p, 0);
-    O2M_PERF_CHECK_OK(status, "uct_iface_set_am_handler");
+    PERF_CHECK_OK(status, "uct_iface_set_am_handler");
 }
 
 static void o2m_perf_posix_connect(o2m_perf_proc_t *p, unsigned peer)
@@ -1097,7 +991,7 @@ static void o2m_perf_posix_connect(o2m_perf_proc_t *p, unsigned peer)
     params.dev_addr   = (const uct_device_addr_t*)addr->dev;
     params.iface_addr = (const uct_iface_addr_t*)addr->iface;
     status = uct_ep_create(&params, &p->posix_eps[peer]);
-    O2M_PERF_CHECK_OK(status, "posix uct_ep_create");
+    PERF_CHECK_OK(status, "posix uct_ep_create");
 }
 
 static void *o2m_perf_alloc(size_t size)
@@ -1137,16 +1031,16 @@ static void o2m_perf_proc_init(o2m_perf_proc_t *p, unsigned rank,
 
     status = ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
                                       &p->async);
-    O2M_PERF_CHECK_OK(status, "ucs_async_context_create");
+    PERF_CHECK_OK(status, "ucs_async_context_create");
     status = uct_worker_create(p->async, UCS_THREAD_MODE_SINGLE, &p->worker);
-    O2M_PERF_CHECK_OK(status, "uct_worker_create");
+    PERF_CHECK_OK(status, "uct_worker_create");
 
     o2m_perf_tl_open(p, O2M_PERF_TL_BCAST, "o2m");
     o2m_perf_tl_open(p, O2M_PERF_TL_INCAST, "o2m");
     o2m_perf_tl_open(p, O2M_PERF_TL_POSIX, "posix");
     for (t = O2M_PERF_TL_BCAST; t <= O2M_PERF_TL_INCAST; ++t) {
         status = uct_o2m_iface_query(p->tl[t].iface, &p->o2m_attr[t]);
-        O2M_PERF_CHECK_OK(status, "uct_o2m_iface_query");
+        PERF_CHECK_OK(status, "uct_o2m_iface_query");
         O2M_PERF_CHECK(p->o2m_attr[t].max_members >= nprocs,
                        "%s supports groups of up to %u", o2m_perf_tl_names[t],
                        p->o2m_attr[t].max_members);
@@ -1239,12 +1133,12 @@ static uct_ep_h o2m_perf_group_create(o2m_perf_proc_t *p, o2m_perf_tl_id_t id,
     /* The root first: the others look its group up when they join */
     if (p->rank == 0) {
         status = uct_o2m_ep_create(p->tl[id].iface, &params, &ep);
-        O2M_PERF_CHECK_OK(status, "uct_o2m_ep_create (root)");
+        PERF_CHECK_OK(status, "uct_o2m_ep_create (root)");
     }
     o2m_perf_barrier(p, "the group root");
     if (p->rank != 0) {
         status = uct_o2m_ep_create(p->tl[id].iface, &params, &ep);
-        O2M_PERF_CHECK_OK(status, "uct_o2m_ep_create");
+        PERF_CHECK_OK(status, "uct_o2m_ep_create");
     }
     return ep;
 }
@@ -1365,7 +1259,7 @@ static void o2m_perf_meas_init(o2m_perf_proc_t *p, o2m_perf_meas_t *m,
 /* Before a measurement: the receive state and the buffers */
 static void o2m_perf_meas_start(o2m_perf_proc_t *p, const o2m_perf_meas_t *m)
 {
-    snprintf(o2m_perf_context, sizeof(o2m_perf_context),
+    snprintf(perf_sup.context, sizeof(perf_sup.context),
              "%s %s N=%u size %zu", o2m_perf_tabs[m->tab].name,
              o2m_perf_var_name(m->var), m->nprocs, m->size);
     memset(&p->rx, 0, sizeof(p->rx));
@@ -1398,7 +1292,7 @@ static void o2m_perf_meas_end(o2m_perf_proc_t *p, const o2m_perf_meas_t *m)
                    p->rx.errors, p->rx.error);
     p->rx.m = NULL;
     o2m_perf_barrier(p, "the end of a measurement");
-    o2m_perf_context[0] = '\0';
+    perf_sup.context[0] = '\0';
 }
 
 static void o2m_perf_set_result(o2m_perf_proc_t *p, const o2m_perf_meas_t *m,
@@ -1440,7 +1334,7 @@ static void o2m_perf_timer_init(o2m_perf_timer_t *t, uint64_t first,
 static inline void o2m_perf_timer_mark(o2m_perf_timer_t *t, uint64_t i)
 {
     if (ucs_unlikely(i == t->next_at) && (t->next < t->num)) {
-        t->t[t->next++] = o2m_perf_now();
+        t->t[t->next++] = perf_now();
         t->next_at      = (t->next < t->num) ?
                           o2m_perf_batch_start(t, t->next) : UINT64_MAX;
     }
@@ -1466,7 +1360,7 @@ static double o2m_perf_timer_end(o2m_perf_timer_t *t)
     double per_iter[O2M_PERF_MAX_BATCHES];
     unsigned b;
 
-    t->t[t->num] = o2m_perf_now();
+    t->t[t->num] = perf_now();
     for (b = 0; b < t->num; ++b) {
         per_iter[b] = (t->t[b + 1] - t->t[b]) /
                       (o2m_perf_batch_start(t, b + 1) -
@@ -1631,7 +1525,7 @@ static void o2m_perf_fanout_bw(o2m_perf_proc_t *p, const o2m_perf_meas_t *m,
         o2m_perf_barrier(p, "the start of a fan-out stream");
         if (p->rank == 0) {
             p->rx.reply_seq = end - 1;
-            t0              = o2m_perf_now();
+            t0              = perf_now();
             for (; seq < end; ++seq) {
                 if (m->posix) {
                     o2m_perf_posix_send_all(p, m, O2M_PERF_AM_DATA, seq,
@@ -1646,7 +1540,7 @@ static void o2m_perf_fanout_bw(o2m_perf_proc_t *p, const o2m_perf_meas_t *m,
                           "the replies to a fan-out stream");
             if (run > 0) {
                 bw[run - 1] = m->size * (double)m->iters /
-                              (o2m_perf_now() - t0) / 1e6;
+                              (perf_now() - t0) / 1e6;
             }
         } else {
             O2M_PERF_WAIT(p, data_prog, p->rx.msgs >= end,
@@ -1720,7 +1614,7 @@ static void o2m_perf_fanin_bw(o2m_perf_proc_t *p, const o2m_perf_meas_t *m,
             seq = end;
         } else {
             p->rx.reply_seq = end - 1;
-            t0              = o2m_perf_now();
+            t0              = perf_now();
             for (; seq < end; ++seq) {
                 o2m_perf_send_msg(p, m, m->posix ? p->posix_eps[0] : data_ep,
                                   O2M_PERF_AM_FANIN, seq, p->send_buf);
@@ -1729,7 +1623,7 @@ static void o2m_perf_fanin_bw(o2m_perf_proc_t *p, const o2m_perf_meas_t *m,
                           "the release of a fan-in stream");
             if (run > 0) {
                 bw[run - 1] = m->size * (double)m->iters /
-                              (o2m_perf_now() - t0) / 1e6;
+                              (perf_now() - t0) / 1e6;
             }
         }
     }
@@ -1811,11 +1705,11 @@ static void o2m_perf_cache_line(unsigned rank, int oversub)
     volatile uint64_t *line = &o2m_perf_shm->line;
     unsigned total          = O2M_PERF_CL_WARMUP + O2M_PERF_CL_ITERS;
     o2m_perf_timer_t timer;
-    o2m_perf_waiter_t w;
+    perf_waiter_t w;
     uint64_t i;
 
     o2m_perf_timer_init(&timer, O2M_PERF_CL_WARMUP, O2M_PERF_CL_ITERS);
-    o2m_perf_waiter_init(&w, "the cache-line peer", NULL);
+    perf_waiter_init(&w, "the cache-line peer", NULL, NULL);
     for (i = 0; i < total; ++i) {
         if (rank == 0) {
             o2m_perf_timer_mark(&timer, i);
@@ -1869,101 +1763,34 @@ static void o2m_perf_child(unsigned rank, unsigned nprocs, unsigned n_idx,
 /* ------------------------------------------------------------------------ */
 /* Parent: fork, wait, print                                                */
 
+typedef struct {
+    unsigned nprocs;
+    unsigned n_idx;
+    int      cl_only;
+} o2m_perf_group_t;
+
+static void o2m_perf_group_child(unsigned rank, void *arg)
+{
+    const o2m_perf_group_t *g = arg;
+
+    o2m_perf_child(rank, g->nprocs, g->n_idx, g->cl_only);
+}
+
 /* Fork @a nprocs children; returns 0 when all exited with 0 */
 static int o2m_perf_run_group(unsigned nprocs, unsigned n_idx, int cl_only,
                               double deadline)
 {
-    int bind = o2m_perf_opts.bind && (nprocs <= o2m_perf_opts.ncpus);
-    unsigned rank, left;
-    int wstatus, ret = 0, killed = 0;
-    cpu_set_t set;
-    pid_t pid;
+    int bind           = o2m_perf_opts.bind && (nprocs <= o2m_perf_opts.ncpus);
+    o2m_perf_group_t g = {nprocs, n_idx, cl_only};
+    char label[32];
 
     o2m_perf_shm->bar_count = 0;
-    o2m_perf_shm->failed    = 0;
     o2m_perf_shm->line      = 0;
 
-    fflush(stdout);
-    fflush(stderr);
-    o2m_perf_num_children = 0;
-    for (rank = 0; rank < nprocs; ++rank) {
-        pid = fork();
-        if (pid == 0) {
-            o2m_perf_is_child = 1;
-            o2m_perf_my_rank  = rank;
-            prctl(PR_SET_PDEATHSIG, SIGKILL);
-            if (bind) {
-                CPU_ZERO(&set);
-                CPU_SET(o2m_perf_opts.cpus[rank], &set);
-                if (sched_setaffinity(0, sizeof(set), &set) != 0) {
-                    o2m_perf_die("sched_setaffinity: %m");
-                }
-            }
-            o2m_perf_child(rank, nprocs, n_idx, cl_only);
-            fflush(stdout);
-            fflush(stderr);
-            _exit(0);
-        } else if (pid < 0) {
-            fprintf(stderr, "o2m_perf: fork: %s\n", strerror(errno));
-            o2m_perf_shm->failed = 1;
-            ret                  = -1;
-            break;
-        }
-        o2m_perf_children[o2m_perf_num_children++] = pid;
-    }
-
-    left = o2m_perf_num_children;
-    while (left > 0) {
-        pid = waitpid(-1, &wstatus, WNOHANG);
-        if (pid > 0) {
-            for (rank = 0; rank < o2m_perf_num_children; ++rank) {
-                if (o2m_perf_children[rank] != pid) {
-                    continue;
-                }
-                o2m_perf_children[rank] = 0;
-                --left;
-                if (WIFEXITED(wstatus) && (WEXITSTATUS(wstatus) == 0)) {
-                    continue;
-                }
-                ret = -1;
-                /* The others stop at their next wait */
-                o2m_perf_shm->failed = 1;
-                if (killed || (WIFEXITED(wstatus) &&
-                               (WEXITSTATUS(wstatus) == O2M_PERF_EXIT_PEER))) {
-                    continue; /* Not the cause */
-                }
-                fprintf(stderr, "o2m_perf: N=%u: rank %u %s %d\n", nprocs,
-                        rank, WIFEXITED(wstatus) ? "exited with status" :
-                        "was killed by signal", WIFEXITED(wstatus) ?
-                        WEXITSTATUS(wstatus) : WTERMSIG(wstatus));
-            }
-            continue;
-        }
-
-        if (!killed && (o2m_perf_now() > deadline)) {
-            fprintf(stderr, "o2m_perf: N=%u still running at the timeout "
-                    "(-T %.0f s): killing it\n", nprocs,
-                    o2m_perf_opts.timeout);
-            o2m_perf_kill_children();
-            killed = 1;
-            ret    = -1;
-        }
-        usleep(2000);
-    }
-
-    o2m_perf_num_children = 0;
-    return ret;
-}
-
-static void o2m_perf_size_str(size_t size, char *buf, size_t max)
-{
-    if ((size >= (1ul << 20)) && !(size % (1ul << 20))) {
-        snprintf(buf, max, "%zuM", size >> 20);
-    } else if ((size >= 1024) && !(size % 1024)) {
-        snprintf(buf, max, "%zuK", size >> 10);
-    } else {
-        snprintf(buf, max, "%zu", size);
-    }
+    snprintf(label, sizeof(label), "N=%u", nprocs);
+    return perf_run_procs(nprocs, o2m_perf_opts.cpus, bind, deadline,
+                          o2m_perf_opts.timeout, label, o2m_perf_group_child,
+                          &g);
 }
 
 static void o2m_perf_print_cell(double value, int is_bw)
@@ -2020,8 +1847,8 @@ static void o2m_perf_print_tab(o2m_perf_tab_t tab)
     for (n_idx = 0; n_idx < o2m_perf_opts.num_nprocs; ++n_idx) {
         for (s_idx = 0; s_idx < o2m_perf_opts.num_sizes; ++s_idx) {
             row = o2m_perf_shm->results[n_idx][s_idx][tab];
-            o2m_perf_size_str(o2m_perf_opts.sizes[s_idx], size,
-                              sizeof(size));
+            perf_size_str(o2m_perf_opts.sizes[s_idx], size,
+                          sizeof(size));
             printf("%4u %6s", o2m_perf_opts.nprocs[n_idx], size);
             for (var = 0; var < num_modes; ++var) {
                 o2m_perf_print_cell(row[var], desc->is_bw);
@@ -2103,8 +1930,8 @@ static void o2m_perf_print_targets(void)
                 if (num_bad++ == 0) {
                     printf(" NOT met:\n");
                 }
-                o2m_perf_size_str(o2m_perf_opts.sizes[s_idx], size,
-                                  sizeof(size));
+                perf_size_str(o2m_perf_opts.sizes[s_idx], size,
+                              sizeof(size));
                 printf("    %-17s %-11s %4s: %.3f vs posix %.3f (%s)\n",
                        desc->name, uct_o2m_mode_name(var), size, row[var],
                        row[O2M_PERF_VAR_POSIX], desc->is_bw ? "MB/s" : "us");
@@ -2118,94 +1945,10 @@ static void o2m_perf_print_targets(void)
     }
 }
 
-/* CPU time of the whole machine, from /proc/stat, in seconds */
-typedef struct {
-    double busy;   /* Everything but idle and iowait */
-    double total;
-    double steal;  /* Taken by the hypervisor */
-} o2m_perf_cpu_t;
-
-static int o2m_perf_cpu_read(o2m_perf_cpu_t *cpu)
-{
-    unsigned long long v[8] = {0};
-    double hz               = sysconf(_SC_CLK_TCK);
-    FILE *f                 = fopen("/proc/stat", "r");
-    int n;
-
-    if (f == NULL) {
-        return -1;
-    }
-    n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
-               &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
-    fclose(f);
-    if (n < 4) {
-        return -1;
-    }
-
-    /* user nice system idle iowait irq softirq steal */
-    cpu->busy  = (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / hz;
-    cpu->total = (v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7]) /
-                 hz;
-    cpu->steal = v[7] / hz;
-    return 0;
-}
-
-/* CPU time of this process and its children so far, seconds */
-static double o2m_perf_own_cpu(void)
-{
-    struct rusage self, children;
-
-    getrusage(RUSAGE_SELF, &self);
-    getrusage(RUSAGE_CHILDREN, &children);
-    return self.ru_utime.tv_sec + (self.ru_utime.tv_usec * 1e-6) +
-           self.ru_stime.tv_sec + (self.ru_stime.tv_usec * 1e-6) +
-           children.ru_utime.tv_sec + (children.ru_utime.tv_usec * 1e-6) +
-           children.ru_stime.tv_sec + (children.ru_stime.tv_usec * 1e-6);
-}
-
-/* How much the rest of the machine ran beside the benchmark */
-static void o2m_perf_print_noise(const o2m_perf_cpu_t *start,
-                                 double own_start)
-{
-    o2m_perf_cpu_t end;
-    double other, total;
-
-    if ((start->total == 0) || (o2m_perf_cpu_read(&end) != 0) ||
-        (end.total <= start->total)) {
-        return;
-    }
-
-    total = end.total - start->total;
-    other = (end.busy - start->busy) - (o2m_perf_own_cpu() - own_start);
-    printf("Other load during the run: %.0f%% of the CPU time went to "
-           "other processes%s, %.0f%% stolen by the hypervisor%s\n",
-           ucs_max(other, 0) * 100 / total,
-           " (and interrupts)", (end.steal - start->steal) * 100 / total,
-           ((ucs_max(other, 0) / total) > 0.05) ?
-           ": the numbers are disturbed, rerun on a quiet machine" : "");
-}
-
 static void o2m_perf_print_header(void)
 {
-    char model[256] = "unknown", line[512], size[32], *p;
-    struct utsname uts;
-    time_t now = time(NULL);
+    char size[32];
     unsigned i;
-    FILE *f;
-
-    f = fopen("/proc/cpuinfo", "r");
-    if (f != NULL) {
-        while (fgets(line, sizeof(line), f) != NULL) {
-            if (!strncmp(line, "model name", 10) &&
-                ((p = strchr(line, ':')) != NULL)) {
-                snprintf(model, sizeof(model), "%s", p + 2);
-                model[strcspn(model, "\n")] = '\0';
-                break;
-            }
-        }
-        fclose(f);
-    }
-    uname(&uts);
 
     printf("ucx_o2m_perf: one-to-many shared-memory transports vs posix "
            "point-to-point (UCT level)\n");
@@ -2213,10 +1956,8 @@ static void o2m_perf_print_header(void)
 #ifdef O2M_UCX_VERSION_STRING
     printf(", plugin built against %s", O2M_UCX_VERSION_STRING);
 #endif
-    printf("\n  machine: %s, nproc %ld (%u usable), %s, Linux %s\n",
-           uts.nodename, sysconf(_SC_NPROCESSORS_ONLN), o2m_perf_opts.ncpus,
-           model, uts.release);
-    printf("  date: %s", ctime(&now));
+    printf("\n");
+    perf_print_machine(o2m_perf_opts.ncpus);
     printf("  group sizes N:");
     for (i = 0; i < o2m_perf_opts.num_nprocs; ++i) {
         printf(" %u%s", o2m_perf_opts.nprocs[i],
@@ -2225,7 +1966,7 @@ static void o2m_perf_print_header(void)
     }
     printf("\n  sizes:");
     for (i = 0; i < o2m_perf_opts.num_sizes; ++i) {
-        o2m_perf_size_str(o2m_perf_opts.sizes[i], size, sizeof(size));
+        perf_size_str(o2m_perf_opts.sizes[i], size, sizeof(size));
         printf(" %s", size);
     }
     printf("\n  latency: %u iterations (fewer above %luK, at least %u) "
@@ -2268,7 +2009,7 @@ static void o2m_perf_print_paths(void)
     }
     printf("\n");
     for (s_idx = 0; s_idx < o2m_perf_opts.num_sizes; ++s_idx) {
-        o2m_perf_size_str(o2m_perf_opts.sizes[s_idx], size, sizeof(size));
+        perf_size_str(o2m_perf_opts.sizes[s_idx], size, sizeof(size));
         printf("%6s", size);
         for (t = 0; t < O2M_PERF_TL_LAST; ++t) {
             if (!o2m_perf_shm->paths[s_idx][t].valid) {
@@ -2286,42 +2027,6 @@ static void o2m_perf_print_paths(void)
         }
         printf("\n");
     }
-}
-
-static int o2m_perf_parse_size(const char *str, size_t *size_p)
-{
-    char *end;
-    unsigned long long value;
-
-    errno = 0;
-    value = strtoull(str, &end, 10);
-    if ((errno != 0) || (end == str)) {
-        return -1;
-    }
-
-    switch (*end) {
-    case 'k':
-    case 'K':
-        value <<= 10;
-        ++end;
-        break;
-    case 'm':
-    case 'M':
-        value <<= 20;
-        ++end;
-        break;
-    default:
-        break;
-    }
-    if ((*end == 'b') || (*end == 'B')) {
-        ++end;
-    }
-    if (*end != '\0') {
-        return -1;
-    }
-
-    *size_p = value;
-    return 0;
 }
 
 static void o2m_perf_usage(FILE *stream)
@@ -2382,8 +2087,8 @@ static void o2m_perf_parse_nprocs(const char *arg)
     if (strchr(arg, ',') == NULL) {
         max = strtoul(arg, NULL, 10);
         if ((max < 2) || (max > O2M_PERF_MAX_PROCS)) {
-            o2m_perf_die("-n %s: group sizes are 2..%d", arg,
-                         O2M_PERF_MAX_PROCS);
+            perf_die("-n %s: group sizes are 2..%d", arg,
+                     O2M_PERF_MAX_PROCS);
         }
         for (n = 2; n < max; n *= 2) {
             o2m_perf_opts.nprocs[o2m_perf_opts.num_nprocs++] = n;
@@ -2397,11 +2102,11 @@ static void o2m_perf_parse_nprocs(const char *arg)
          tok = strtok_r(NULL, ",", &save)) {
         value = strtoul(tok, NULL, 10);
         if ((value < 2) || (value > O2M_PERF_MAX_PROCS)) {
-            o2m_perf_die("-n: group size '%s' is not in 2..%d", tok,
-                         O2M_PERF_MAX_PROCS);
+            perf_die("-n: group size '%s' is not in 2..%d", tok,
+                     O2M_PERF_MAX_PROCS);
         }
         if (o2m_perf_opts.num_nprocs == O2M_PERF_MAX_NLIST) {
-            o2m_perf_die("-n: at most %d group sizes", O2M_PERF_MAX_NLIST);
+            perf_die("-n: at most %d group sizes", O2M_PERF_MAX_NLIST);
         }
         o2m_perf_opts.nprocs[o2m_perf_opts.num_nprocs++] = value;
     }
@@ -2416,19 +2121,19 @@ static void o2m_perf_parse_sizes(const char *arg)
     o2m_perf_opts.num_sizes = 0;
     for (tok = strtok_r(copy, ",", &save); tok != NULL;
          tok = strtok_r(NULL, ",", &save)) {
-        if ((o2m_perf_parse_size(tok, &size) != 0) || (size == 0) ||
+        if ((perf_parse_size(tok, &size) != 0) || (size == 0) ||
             (size % sizeof(uint64_t)) || (size > O2M_PERF_MAX_SIZE)) {
-            o2m_perf_die("-s: size '%s' must be a multiple of 8 in "
-                         "8..64M", tok);
+            perf_die("-s: size '%s' must be a multiple of 8 in "
+                     "8..64M", tok);
         }
         if (o2m_perf_opts.num_sizes == O2M_PERF_MAX_SIZES) {
-            o2m_perf_die("-s: at most %d sizes", O2M_PERF_MAX_SIZES);
+            perf_die("-s: at most %d sizes", O2M_PERF_MAX_SIZES);
         }
         o2m_perf_opts.sizes[o2m_perf_opts.num_sizes++] = size;
     }
     free(copy);
     if (o2m_perf_opts.num_sizes == 0) {
-        o2m_perf_die("-s: no sizes");
+        perf_die("-s: no sizes");
     }
 }
 
@@ -2450,29 +2155,16 @@ static void o2m_perf_parse_tests(const char *arg)
         } else if (!strcmp(tok, "all")) {
             o2m_perf_opts.tests |= O2M_PERF_TEST_ALL;
         } else {
-            o2m_perf_die("-t: unknown test '%s' (cl, fanout, fanin, bw, "
-                         "all)", tok);
+            perf_die("-t: unknown test '%s' (cl, fanout, fanin, bw, "
+                     "all)", tok);
         }
     }
     free(copy);
 }
 
-static unsigned o2m_perf_parse_uint(const char *arg, char opt, unsigned min)
-{
-    char *end;
-    unsigned long value = strtoul(arg, &end, 10);
-
-    if ((*end != '\0') || (end == arg) || (value < min) ||
-        (value > 100000000ul)) {
-        o2m_perf_die("-%c %s: expected a number >= %u", opt, arg, min);
-    }
-    return value;
-}
-
 static void o2m_perf_parse_opts(int argc, char **argv)
 {
-    cpu_set_t set;
-    int c, cpu;
+    int c;
 
     o2m_perf_opts.iters        = 20000;
     o2m_perf_opts.warmup       = 0;
@@ -2480,7 +2172,7 @@ static void o2m_perf_parse_opts(int argc, char **argv)
     o2m_perf_opts.batches      = 5;
     o2m_perf_opts.tests        = O2M_PERF_TEST_ALL;
     o2m_perf_opts.timeout      = 280;
-    o2m_perf_opts.wait_timeout = 60;
+    perf_sup.wait_timeout      = 60;
     o2m_perf_opts.bind         = 1;
     o2m_perf_parse_nprocs("2,4,8");
     o2m_perf_parse_sizes("8,64,1K,8K,64K,1M");
@@ -2494,28 +2186,28 @@ static void o2m_perf_parse_opts(int argc, char **argv)
             o2m_perf_parse_sizes(optarg);
             break;
         case 'i':
-            o2m_perf_opts.iters = o2m_perf_parse_uint(optarg, c, 1);
+            o2m_perf_opts.iters = perf_parse_uint(optarg, c, 1);
             break;
         case 'w':
-            o2m_perf_opts.warmup = o2m_perf_parse_uint(optarg, c, 1);
+            o2m_perf_opts.warmup = perf_parse_uint(optarg, c, 1);
             break;
         case 'm':
-            o2m_perf_opts.bw_msgs = o2m_perf_parse_uint(optarg, c, 1);
+            o2m_perf_opts.bw_msgs = perf_parse_uint(optarg, c, 1);
             break;
         case 'r':
-            o2m_perf_opts.batches = o2m_perf_parse_uint(optarg, c, 1);
+            o2m_perf_opts.batches = perf_parse_uint(optarg, c, 1);
             if (o2m_perf_opts.batches > O2M_PERF_MAX_BATCHES) {
-                o2m_perf_die("-r: at most %d", O2M_PERF_MAX_BATCHES);
+                perf_die("-r: at most %d", O2M_PERF_MAX_BATCHES);
             }
             break;
         case 't':
             o2m_perf_parse_tests(optarg);
             break;
         case 'T':
-            o2m_perf_opts.timeout = o2m_perf_parse_uint(optarg, c, 1);
+            o2m_perf_opts.timeout = perf_parse_uint(optarg, c, 1);
             break;
         case 'W':
-            o2m_perf_opts.wait_timeout = o2m_perf_parse_uint(optarg, c, 1);
+            perf_sup.wait_timeout = perf_parse_uint(optarg, c, 1);
             break;
         case 'B':
             o2m_perf_opts.bind = 0;
@@ -2535,45 +2227,25 @@ static void o2m_perf_parse_opts(int argc, char **argv)
         exit(2);
     }
 
-    o2m_perf_opts.ncpus = 0;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-        for (cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-            if (CPU_ISSET(cpu, &set)) {
-                o2m_perf_opts.cpus[o2m_perf_opts.ncpus++] = cpu;
-            }
-        }
+    if (!perf_usable_cpus(o2m_perf_opts.cpus, &o2m_perf_opts.ncpus)) {
+        o2m_perf_opts.bind = 0;
     }
-    if (o2m_perf_opts.ncpus == 0) {
-        o2m_perf_opts.ncpus   = 1;
-        o2m_perf_opts.cpus[0] = 0;
-        o2m_perf_opts.bind    = 0;
-    }
-}
-
-static void o2m_perf_signal(int signo)
-{
-    o2m_perf_kill_children();
-    signal(signo, SIG_DFL);
-    raise(signo);
 }
 
 int main(int argc, char **argv)
 {
     double start, deadline, t, own_start;
     unsigned n_idx, s_idx, tab, var;
-    o2m_perf_cpu_t cpu_start;
+    perf_cpu_t cpu_start;
     int failed = 0;
 
     /* Progress lines and errors (stderr) come out in order */
     setvbuf(stdout, NULL, _IOLBF, 0);
+    perf_sup.name = "o2m_perf";
     o2m_perf_parse_opts(argc, argv);
 
-    o2m_perf_shm = mmap(NULL, sizeof(*o2m_perf_shm), PROT_READ | PROT_WRITE,
-                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (o2m_perf_shm == MAP_FAILED) {
-        o2m_perf_die("mmap: %s", strerror(errno));
-    }
-    memset(o2m_perf_shm, 0, sizeof(*o2m_perf_shm));
+    o2m_perf_shm    = perf_map_shared(sizeof(*o2m_perf_shm));
+    perf_sup.failed = &o2m_perf_shm->failed;
     for (n_idx = 0; n_idx < O2M_PERF_MAX_NLIST; ++n_idx) {
         for (s_idx = 0; s_idx < O2M_PERF_MAX_SIZES; ++s_idx) {
             for (tab = 0; tab < O2M_PERF_TAB_LAST; ++tab) {
@@ -2585,16 +2257,12 @@ int main(int argc, char **argv)
     }
     o2m_perf_shm->cl_oneway = NAN;
 
-    signal(SIGINT, o2m_perf_signal);
-    signal(SIGTERM, o2m_perf_signal);
+    perf_handle_signals();
 
     o2m_perf_print_header();
 
-    if (o2m_perf_cpu_read(&cpu_start) != 0) {
-        memset(&cpu_start, 0, sizeof(cpu_start));
-    }
-    own_start = o2m_perf_own_cpu();
-    start     = o2m_perf_now();
+    perf_cpu_start(&cpu_start, &own_start);
+    start     = perf_now();
     deadline  = start + o2m_perf_opts.timeout;
     if (o2m_perf_opts.tests & O2M_PERF_TEST_CL) {
         if (o2m_perf_run_group(2, 0, 1, deadline) != 0) {
@@ -2604,14 +2272,14 @@ int main(int argc, char **argv)
 
     if (o2m_perf_opts.tests & ~O2M_PERF_TEST_CL) {
         for (n_idx = 0; n_idx < o2m_perf_opts.num_nprocs; ++n_idx) {
-            t = o2m_perf_now();
+            t = perf_now();
             if (o2m_perf_run_group(o2m_perf_opts.nprocs[n_idx], n_idx, 0,
                                    deadline) != 0) {
                 failed = 1;
                 break;
             }
             printf("  N=%u measured in %.1f s\n",
-                   o2m_perf_opts.nprocs[n_idx], o2m_perf_now() - t);
+                   o2m_perf_opts.nprocs[n_idx], perf_now() - t);
         }
     }
 
@@ -2642,9 +2310,9 @@ int main(int argc, char **argv)
     }
     o2m_perf_print_targets();
 
-    printf("\nTotal time %.1f s%s\n", o2m_perf_now() - start,
+    printf("\nTotal time %.1f s%s\n", perf_now() - start,
            failed ? "; FAILED: see the errors above" : "");
-    o2m_perf_print_noise(&cpu_start, own_start);
+    perf_print_noise(&cpu_start, own_start);
     fflush(stdout);
     munmap(o2m_perf_shm, sizeof(*o2m_perf_shm));
     return failed ? 1 : 0;

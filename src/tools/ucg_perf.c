@@ -27,26 +27,20 @@
  * and the results use an anonymous shared mapping made before the fork.
  */
 #include "api/ucg.h"
+#include "perf_lib.h"
 
 #include <ucp/api/ucp.h>
 #include <ucs/type/status.h>
 
 #include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/utsname.h>
-#include <sys/wait.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <sched.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 
@@ -63,9 +57,6 @@
 /* Iterations are scaled down above this size */
 #define UCG_PERF_FULL_SIZE      (8ul << 10)
 #define UCG_PERF_MIN_ITERS      100
-
-/* Exit status of a process that stops because another one failed */
-#define UCG_PERF_EXIT_PEER      3
 
 /* Element values are below this prime, so sums over 128 members fit int32 */
 #define UCG_PERF_VALUE_MOD      1048573ull
@@ -112,7 +103,6 @@ typedef struct {
     int         quiet;        /* No plans */
     const char  *csv;
     double      timeout;      /* One group size, seconds */
-    double      wait_timeout; /* One wait inside a process, seconds */
     int         bind;         /* Pin processes to CPUs when N <= CPUs */
     unsigned    ncpus;        /* Online CPUs this process may run on */
     int         cpus[CPU_SETSIZE];
@@ -171,116 +161,7 @@ typedef struct {
 
 static ucg_perf_opts_t   ucg_perf_opts;
 static ucg_perf_shared_t *ucg_perf_shm;
-static unsigned          ucg_perf_my_rank; /* In a child */
-static int               ucg_perf_is_child;
-static pid_t             ucg_perf_children[UCG_PERF_MAX_PROCS];
-static unsigned          ucg_perf_num_children;
-static char              ucg_perf_context[160]; /* Current measurement */
 
-
-static double ucg_perf_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + (ts.tv_nsec * 1e-9);
-}
-
-static void ucg_perf_kill_children(void)
-{
-    unsigned i;
-
-    for (i = 0; i < ucg_perf_num_children; ++i) {
-        if (ucg_perf_children[i] > 0) {
-            kill(ucg_perf_children[i], SIGKILL);
-        }
-    }
-}
-
-static void __attribute__((noreturn, format(printf, 1, 2)))
-ucg_perf_die(const char *fmt, ...)
-{
-    va_list ap;
-
-    fflush(stdout);
-    if (ucg_perf_is_child) {
-        fprintf(stderr, "ucg_perf: rank %u (pid %d)%s%s: ", ucg_perf_my_rank,
-                getpid(), (ucg_perf_context[0] != '\0') ? ", " : "",
-                ucg_perf_context);
-    } else {
-        fprintf(stderr, "ucg_perf: ");
-    }
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n");
-    fflush(stderr);
-
-    if (ucg_perf_is_child) {
-        /* The others stop at their next wait; when a peer failed first,
-         * this is a consequence, not the cause */
-        if (__atomic_exchange_n(&ucg_perf_shm->failed, 1, __ATOMIC_ACQ_REL)) {
-            _exit(UCG_PERF_EXIT_PEER);
-        }
-        _exit(1);
-    }
-
-    ucg_perf_kill_children();
-    exit(1);
-}
-
-#define UCG_PERF_CHECK_OK(_status, _what) \
-    do { \
-        ucs_status_t _s = (_status); \
-        if (_s != UCS_OK) { \
-            ucg_perf_die("%s: %s", (_what), ucs_status_string(_s)); \
-        } \
-    } while (0)
-
-
-/*
- * Bounded wait support: call every spin; looks at the clock only every 256
- * spins, so that it costs nothing in the latency path.
- */
-typedef struct {
-    unsigned   spins;
-    double     deadline;
-    const char *what;
-} ucg_perf_waiter_t;
-
-static void ucg_perf_waiter_init(ucg_perf_waiter_t *w, const char *what)
-{
-    w->spins    = 0;
-    w->deadline = 0;
-    w->what     = what;
-}
-
-static void ucg_perf_waiter_check_slow(ucg_perf_waiter_t *w)
-{
-    double now = ucg_perf_now();
-
-    if (__atomic_load_n(&ucg_perf_shm->failed, __ATOMIC_ACQUIRE)) {
-        fprintf(stderr, "ucg_perf: rank %u (pid %d)%s%s: stopped (a peer "
-                "failed) while waiting for %s\n", ucg_perf_my_rank, getpid(),
-                (ucg_perf_context[0] != '\0') ? ", " : "", ucg_perf_context,
-                w->what);
-        _exit(UCG_PERF_EXIT_PEER);
-    }
-
-    if (w->deadline == 0) {
-        w->deadline = now + ucg_perf_opts.wait_timeout;
-    } else if (now > w->deadline) {
-        ucg_perf_die("timed out after %.0f s waiting for %s",
-                     ucg_perf_opts.wait_timeout, w->what);
-    }
-}
-
-static inline void ucg_perf_waiter_check(ucg_perf_waiter_t *w)
-{
-    if ((++w->spins & 255) == 0) {
-        ucg_perf_waiter_check_slow(w);
-    }
-}
 
 /*
  * Barrier of the processes on the shared mapping.  Between blocks it also
@@ -292,7 +173,7 @@ static void ucg_perf_shm_barrier(ucg_perf_proc_t *p, const char *what)
 {
     ucg_perf_shared_t *shm = ucg_perf_shm;
     uint32_t gen = __atomic_load_n(&shm->bar_gen, __ATOMIC_ACQUIRE);
-    ucg_perf_waiter_t w;
+    perf_waiter_t w;
     unsigned var;
 
     if (__atomic_add_fetch(&shm->bar_count, 1, __ATOMIC_ACQ_REL) ==
@@ -302,14 +183,14 @@ static void ucg_perf_shm_barrier(ucg_perf_proc_t *p, const char *what)
         return;
     }
 
-    ucg_perf_waiter_init(&w, what);
+    perf_waiter_init(&w, what, NULL, NULL);
     while (__atomic_load_n(&shm->bar_gen, __ATOMIC_ACQUIRE) == gen) {
         if (p->ready) {
             for (var = 0; var < UCG_PERF_VAR_LAST; ++var) {
                 ucg_progress(p->ctx[var]);
             }
         }
-        ucg_perf_waiter_check(&w);
+        perf_waiter_check(&w);
         sched_yield();
     }
 }
@@ -323,8 +204,8 @@ static ucs_status_t ucg_perf_oob_allgather(void *arg, const void *sbuf,
 
     if (len > UCG_PERF_OOB_SLOT) {
         /* The others would wait for ever: stop them all */
-        ucg_perf_die("out-of-band allgather of %zu bytes, at most %lu",
-                     len, UCG_PERF_OOB_SLOT);
+        perf_die("out-of-band allgather of %zu bytes, at most %lu",
+                 len, UCG_PERF_OOB_SLOT);
     }
 
     memcpy(ucg_perf_shm->oob[p->rank], sbuf, len);
@@ -420,10 +301,10 @@ static void __attribute__((noreturn))
 ucg_perf_mismatch(const ucg_perf_cell_t *cell, const char *buf_name,
                   size_t idx, double got, double expected)
 {
-    ucg_perf_die("WRONG RESULT: %s element %zu is %.17g, expected %.17g "
-                 "(%s %s, count %zu)", buf_name, idx, got, expected,
-                 ucg_perf_colls[cell->c_idx].name,
-                 ucg_dtype_name(ucg_perf_opts.dtype), cell->count);
+    perf_die("WRONG RESULT: %s element %zu is %.17g, expected %.17g "
+             "(%s %s, count %zu)", buf_name, idx, got, expected,
+             ucg_perf_colls[cell->c_idx].name,
+             ucg_dtype_name(ucg_perf_opts.dtype), cell->count);
 }
 
 /* Check @a nblocks blocks of rbuf: block b holds member b's data (or
@@ -491,11 +372,11 @@ static void ucg_perf_check(ucg_perf_proc_t *p, const ucg_perf_cell_t *cell)
         ++p->barriers_checked;
         if (__atomic_load_n(&ucg_perf_shm->arrived, __ATOMIC_ACQUIRE) <
             (p->barriers_checked * p->nprocs)) {
-            ucg_perf_die("WRONG RESULT: barrier completed before all members "
-                         "entered it (%u of %u arrivals)",
-                         __atomic_load_n(&ucg_perf_shm->arrived,
-                                         __ATOMIC_ACQUIRE),
-                         p->barriers_checked * p->nprocs);
+            perf_die("WRONG RESULT: barrier completed before all members "
+                     "entered it (%u of %u arrivals)",
+                     __atomic_load_n(&ucg_perf_shm->arrived,
+                                     __ATOMIC_ACQUIRE),
+                     p->barriers_checked * p->nprocs);
         }
         break;
     default:
@@ -511,18 +392,18 @@ static void ucg_perf_check(ucg_perf_proc_t *p, const ucg_perf_cell_t *cell)
 static inline void ucg_perf_wait(ucg_perf_proc_t *p, ucg_coll_h coll,
                                  const char *what)
 {
-    ucg_perf_waiter_t w;
+    perf_waiter_t w;
     ucs_status_t status;
 
-    ucg_perf_waiter_init(&w, what);
+    perf_waiter_init(&w, what, NULL, NULL);
     while ((status = ucg_coll_test(coll)) == UCS_INPROGRESS) {
         if (p->oversub) {
             sched_yield();
         }
-        ucg_perf_waiter_check(&w);
+        perf_waiter_check(&w);
     }
     if (status != UCS_OK) {
-        ucg_perf_die("%s failed: %s", what, ucs_status_string(status));
+        perf_die("%s failed: %s", what, ucs_status_string(status));
     }
 }
 
@@ -532,8 +413,8 @@ static inline void ucg_perf_run_once(ucg_perf_proc_t *p, ucg_coll_h coll,
     ucs_status_t status = ucg_coll_start(coll);
 
     if (status != UCS_OK) {
-        ucg_perf_die("ucg_coll_start(%s): %s", what,
-                     ucs_status_string(status));
+        perf_die("ucg_coll_start(%s): %s", what,
+                 ucs_status_string(status));
     }
     ucg_perf_wait(p, coll, what);
 }
@@ -555,10 +436,10 @@ static double ucg_perf_block(ucg_perf_proc_t *p, const ucg_perf_cell_t *cell,
             __atomic_add_fetch(&ucg_perf_shm->arrived, 1, __ATOMIC_ACQ_REL);
         }
 
-        t0 = ucg_perf_now();
+        t0 = perf_now();
         ucg_perf_run_once(p, coll, "the measured collective");
         if (it >= cell->warmup) {
-            elapsed += ucg_perf_now() - t0;
+            elapsed += perf_now() - t0;
         }
 
         if (it == 0) {
@@ -580,7 +461,7 @@ static void ucg_perf_save_plan(ucg_perf_proc_t *p, const ucg_perf_cell_t *cell,
 
     stream = open_memstream(&text, &len);
     if (stream == NULL) {
-        ucg_perf_die("open_memstream: %m");
+        perf_die("open_memstream: %m");
     }
 
     if (cell->type == UCG_COLL_BARRIER) {
@@ -666,11 +547,11 @@ static void ucg_perf_run_cell(ucg_perf_proc_t *p, unsigned c_idx,
     unsigned round, i, var;
 
     ucg_perf_cell_init(p, &cell, c_idx, s_idx);
-    snprintf(ucg_perf_context, sizeof(ucg_perf_context), "N=%u %s %zu B",
+    snprintf(perf_sup.context, sizeof(perf_sup.context), "N=%u %s %zu B",
              p->nprocs, ucg_perf_colls[c_idx].name, cell.size);
 
     for (var = 0; var < UCG_PERF_VAR_LAST; ++var) {
-        UCG_PERF_CHECK_OK(ucg_coll_init(p->group[var], &cell.params,
+        PERF_CHECK_OK(ucg_coll_init(p->group[var], &cell.params,
                                         &coll[var]), "ucg_coll_init");
         if ((p->rank == 0) && (s_idx == 0) && !ucg_perf_opts.quiet) {
             ucg_perf_save_plan(p, &cell, var);
@@ -681,7 +562,7 @@ static void ucg_perf_run_cell(ucg_perf_proc_t *p, unsigned c_idx,
         for (i = 0; i < UCG_PERF_VAR_LAST; ++i) {
             /* ABBA: neither variant always runs right after the other */
             var = (round & 1) ? (UCG_PERF_VAR_LAST - 1 - i) : i;
-            snprintf(ucg_perf_context, sizeof(ucg_perf_context),
+            snprintf(perf_sup.context, sizeof(perf_sup.context),
                      "N=%u %s %zu B, %s, round %u", p->nprocs,
                      ucg_perf_colls[c_idx].name, cell.size,
                      ucg_perf_var_names[var], round);
@@ -701,7 +582,7 @@ static void ucg_perf_run_cell(ucg_perf_proc_t *p, unsigned c_idx,
         ucg_perf_shm->iters[p->n_idx][c_idx][s_idx] =
             cell.iters * ucg_perf_opts.rounds;
     }
-    ucg_perf_context[0] = '\0';
+    perf_sup.context[0] = '\0';
 }
 
 static void *ucg_perf_alloc(size_t size)
@@ -709,7 +590,7 @@ static void *ucg_perf_alloc(size_t size)
     void *ptr;
 
     if (posix_memalign(&ptr, 4096, size) != 0) {
-        ucg_perf_die("cannot allocate %zu bytes", size);
+        perf_die("cannot allocate %zu bytes", size);
     }
     memset(ptr, 0, size);
     return ptr;
@@ -741,16 +622,16 @@ static void ucg_perf_proc_init(ucg_perf_proc_t *p, unsigned rank,
     p->sbuf = ucg_perf_alloc(max_size * nprocs);
     p->rbuf = ucg_perf_alloc(max_size * nprocs);
 
-    snprintf(ucg_perf_context, sizeof(ucg_perf_context), "N=%u setup",
+    snprintf(perf_sup.context, sizeof(perf_sup.context), "N=%u setup",
              nprocs);
     for (var = 0; var < UCG_PERF_VAR_LAST; ++var) {
-        UCG_PERF_CHECK_OK(ucg_config_read(NULL, &config), "ucg_config_read");
+        PERF_CHECK_OK(ucg_config_read(NULL, &config), "ucg_config_read");
         if (var == UCG_PERF_VAR_P2P) {
-            UCG_PERF_CHECK_OK(ucg_config_modify(config, "O2M", "n"),
+            PERF_CHECK_OK(ucg_config_modify(config, "O2M", "n"),
                               "ucg_config_modify(O2M=n)");
         }
         memset(&cparams, 0, sizeof(cparams));
-        UCG_PERF_CHECK_OK(ucg_context_create(&cparams, config, &p->ctx[var]),
+        PERF_CHECK_OK(ucg_context_create(&cparams, config, &p->ctx[var]),
                           "ucg_context_create");
         ucg_config_release(config);
     }
@@ -761,24 +642,24 @@ static void ucg_perf_proc_init(ucg_perf_proc_t *p, unsigned rank,
         gparams.rank          = rank;
         gparams.oob_allgather = ucg_perf_oob_allgather;
         gparams.oob_arg       = p;
-        UCG_PERF_CHECK_OK(ucg_group_create(p->ctx[var], &gparams,
+        PERF_CHECK_OK(ucg_group_create(p->ctx[var], &gparams,
                                            &p->group[var]),
                           "ucg_group_create");
         if ((ucg_group_size(p->group[var]) != nprocs) ||
             (ucg_group_rank(p->group[var]) != rank)) {
-            ucg_perf_die("%s group: size %u rank %u, expected %u %u",
-                         ucg_perf_var_names[var],
-                         ucg_group_size(p->group[var]),
-                         ucg_group_rank(p->group[var]), nprocs, rank);
+            perf_die("%s group: size %u rank %u, expected %u %u",
+                     ucg_perf_var_names[var],
+                     ucg_group_size(p->group[var]),
+                     ucg_group_rank(p->group[var]), nprocs, rank);
         }
 
         bparams.type = UCG_COLL_BARRIER;
-        UCG_PERF_CHECK_OK(ucg_coll_init(p->group[var], &bparams,
+        PERF_CHECK_OK(ucg_coll_init(p->group[var], &bparams,
                                         &p->barrier[var]),
                           "ucg_coll_init(barrier)");
     }
     p->ready = 1;
-    ucg_perf_context[0] = '\0';
+    perf_sup.context[0] = '\0';
 }
 
 static void ucg_perf_proc_cleanup(ucg_perf_proc_t *p)
@@ -799,12 +680,14 @@ static void ucg_perf_proc_cleanup(ucg_perf_proc_t *p)
     free(p->rbuf);
 }
 
-static void ucg_perf_child(unsigned rank, unsigned nprocs, unsigned n_idx)
+static void ucg_perf_child(unsigned rank, void *arg)
 {
+    const unsigned *n_idx_p = arg;
+    unsigned nprocs         = ucg_perf_opts.nprocs[*n_idx_p];
     ucg_perf_proc_t proc;
     unsigned c_idx, s_idx, num_sizes;
 
-    ucg_perf_proc_init(&proc, rank, nprocs, n_idx);
+    ucg_perf_proc_init(&proc, rank, nprocs, *n_idx_p);
     for (c_idx = 0; c_idx < UCG_PERF_NUM_COLLS; ++c_idx) {
         if (!(ucg_perf_opts.colls & (1u << c_idx))) {
             continue;
@@ -822,103 +705,23 @@ static void ucg_perf_child(unsigned rank, unsigned nprocs, unsigned n_idx)
 /* ------------------------------------------------------------------------ */
 /* Parent: fork, wait, print                                                */
 
-/* Fork @a nprocs children; returns 0 when all exited with 0 */
-static int ucg_perf_run_group(unsigned nprocs, unsigned n_idx)
+/* Fork the processes of np @a n_idx; returns 0 when all exited with 0 */
+static int ucg_perf_run_group(unsigned n_idx)
 {
-    int bind     = ucg_perf_opts.bind && (nprocs <= ucg_perf_opts.ncpus);
-    double deadline = ucg_perf_now() + ucg_perf_opts.timeout;
-    unsigned rank, left;
-    int wstatus, ret = 0, killed = 0;
-    cpu_set_t set;
-    pid_t pid;
+    unsigned nprocs = ucg_perf_opts.nprocs[n_idx];
+    int bind        = ucg_perf_opts.bind && (nprocs <= ucg_perf_opts.ncpus);
+    char label[32];
 
     ucg_perf_shm->bar_count = 0;
-    ucg_perf_shm->failed    = 0;
     ucg_perf_shm->arrived   = 0;
     ucg_perf_shm->plan_len  = 0;
     ucg_perf_shm->plans[0]  = '\0';
 
-    fflush(stdout);
-    fflush(stderr);
-    ucg_perf_num_children = 0;
-    for (rank = 0; rank < nprocs; ++rank) {
-        pid = fork();
-        if (pid == 0) {
-            ucg_perf_is_child = 1;
-            ucg_perf_my_rank  = rank;
-            prctl(PR_SET_PDEATHSIG, SIGKILL);
-            if (bind) {
-                CPU_ZERO(&set);
-                CPU_SET(ucg_perf_opts.cpus[rank], &set);
-                if (sched_setaffinity(0, sizeof(set), &set) != 0) {
-                    ucg_perf_die("sched_setaffinity: %m");
-                }
-            }
-            ucg_perf_child(rank, nprocs, n_idx);
-            fflush(stdout);
-            fflush(stderr);
-            _exit(0);
-        } else if (pid < 0) {
-            fprintf(stderr, "ucg_perf: fork: %s\n", strerror(errno));
-            ucg_perf_shm->failed = 1;
-            ret                  = -1;
-            break;
-        }
-        ucg_perf_children[ucg_perf_num_children++] = pid;
-    }
-
-    left = ucg_perf_num_children;
-    while (left > 0) {
-        pid = waitpid(-1, &wstatus, WNOHANG);
-        if (pid > 0) {
-            for (rank = 0; rank < ucg_perf_num_children; ++rank) {
-                if (ucg_perf_children[rank] != pid) {
-                    continue;
-                }
-                ucg_perf_children[rank] = 0;
-                --left;
-                if (WIFEXITED(wstatus) && (WEXITSTATUS(wstatus) == 0)) {
-                    continue;
-                }
-                ret = -1;
-                /* The others stop at their next wait */
-                ucg_perf_shm->failed = 1;
-                if (killed || (WIFEXITED(wstatus) &&
-                               (WEXITSTATUS(wstatus) == UCG_PERF_EXIT_PEER))) {
-                    continue; /* Not the cause */
-                }
-                fprintf(stderr, "ucg_perf: N=%u: rank %u %s %d\n", nprocs,
-                        rank, WIFEXITED(wstatus) ? "exited with status" :
-                        "was killed by signal", WIFEXITED(wstatus) ?
-                        WEXITSTATUS(wstatus) : WTERMSIG(wstatus));
-            }
-            continue;
-        }
-
-        if (!killed && (ucg_perf_now() > deadline)) {
-            fprintf(stderr, "ucg_perf: N=%u still running at the timeout "
-                    "(-T %.0f s): killing it\n", nprocs,
-                    ucg_perf_opts.timeout);
-            ucg_perf_kill_children();
-            killed = 1;
-            ret    = -1;
-        }
-        usleep(2000);
-    }
-
-    ucg_perf_num_children = 0;
-    return ret;
-}
-
-static void ucg_perf_size_str(size_t size, char *buf, size_t max)
-{
-    if ((size >= (1ul << 20)) && !(size % (1ul << 20))) {
-        snprintf(buf, max, "%zuM", size >> 20);
-    } else if ((size >= 1024) && !(size % 1024)) {
-        snprintf(buf, max, "%zuK", size >> 10);
-    } else {
-        snprintf(buf, max, "%zu", size);
-    }
+    snprintf(label, sizeof(label), "N=%u", nprocs);
+    return perf_run_procs(nprocs, ucg_perf_opts.cpus, bind,
+                          perf_now() + ucg_perf_opts.timeout,
+                          ucg_perf_opts.timeout, label, ucg_perf_child,
+                          &n_idx);
 }
 
 /* Average, min and max over the ranks, microseconds; 0 if not measured */
@@ -977,7 +780,7 @@ static void ucg_perf_print_results(unsigned n_idx, FILE *csv)
             if (size == 0) {
                 snprintf(size_str, sizeof(size_str), "-");
             } else {
-                ucg_perf_size_str(size, size_str, sizeof(size_str));
+                perf_size_str(size, size_str, sizeof(size_str));
             }
 
             ok = 1;
@@ -1018,106 +821,19 @@ static void ucg_perf_print_results(unsigned n_idx, FILE *csv)
 }
 
 
-/* CPU time of the whole machine, from /proc/stat, in seconds */
-typedef struct {
-    double busy;   /* Everything but idle and iowait */
-    double total;
-    double steal;  /* Taken by the hypervisor */
-} ucg_perf_cpu_t;
-
-static int ucg_perf_cpu_read(ucg_perf_cpu_t *cpu)
-{
-    unsigned long long v[8] = {0};
-    double hz               = sysconf(_SC_CLK_TCK);
-    FILE *f                 = fopen("/proc/stat", "r");
-    int n;
-
-    if (f == NULL) {
-        return -1;
-    }
-    n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
-               &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
-    fclose(f);
-    if (n < 4) {
-        return -1;
-    }
-
-    /* user nice system idle iowait irq softirq steal */
-    cpu->busy  = (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / hz;
-    cpu->total = (v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7]) /
-                 hz;
-    cpu->steal = v[7] / hz;
-    return 0;
-}
-
-/* CPU time of this process and its children so far, seconds */
-static double ucg_perf_own_cpu(void)
-{
-    struct rusage self, children;
-
-    getrusage(RUSAGE_SELF, &self);
-    getrusage(RUSAGE_CHILDREN, &children);
-    return self.ru_utime.tv_sec + (self.ru_utime.tv_usec * 1e-6) +
-           self.ru_stime.tv_sec + (self.ru_stime.tv_usec * 1e-6) +
-           children.ru_utime.tv_sec + (children.ru_utime.tv_usec * 1e-6) +
-           children.ru_stime.tv_sec + (children.ru_stime.tv_usec * 1e-6);
-}
-
-/* How much the rest of the machine ran beside the benchmark */
-static void ucg_perf_print_noise(const ucg_perf_cpu_t *start,
-                                 double own_start)
-{
-    ucg_perf_cpu_t end;
-    double other, total;
-
-    if ((start->total == 0) || (ucg_perf_cpu_read(&end) != 0) ||
-        (end.total <= start->total)) {
-        return;
-    }
-
-    total = end.total - start->total;
-    other = (end.busy - start->busy) - (ucg_perf_own_cpu() - own_start);
-    other = (other > 0) ? other : 0;
-    printf("Other load during the run: %.0f%% of the CPU time went to other "
-           "processes (and interrupts), %.0f%% stolen by the hypervisor%s\n",
-           other * 100 / total, (end.steal - start->steal) * 100 / total,
-           ((other / total) > 0.05) ?
-           ": the numbers are disturbed, rerun on a quiet machine" : "");
-}
-
 static void ucg_perf_print_header(void)
 {
     extern char **environ;
-    char model[256] = "unknown", line[512], size[32], *p;
-    struct utsname uts;
-    time_t now = time(NULL);
     unsigned i, num_env = 0;
+    char size[32];
     char **env;
-    FILE *f;
-
-    f = fopen("/proc/cpuinfo", "r");
-    if (f != NULL) {
-        while (fgets(line, sizeof(line), f) != NULL) {
-            if (!strncmp(line, "model name", 10) &&
-                ((p = strchr(line, ':')) != NULL)) {
-                snprintf(model, sizeof(model), "%s", p + 2);
-                model[strcspn(model, "\n")] = '\0';
-                break;
-            }
-        }
-        fclose(f);
-    }
-    uname(&uts);
 
     printf("ucg_perf: UCG collectives, one-to-many transports (o2m: default "
            "configuration)\n          vs point-to-point only (p2p: "
            "O2M=n), measured in the same run\n");
     printf("  UCX %s, UCG API %d.%d\n", ucp_get_version_string(),
            UCG_API_MAJOR, UCG_API_MINOR);
-    printf("  machine: %s, nproc %ld (%u usable), %s, Linux %s\n",
-           uts.nodename, sysconf(_SC_NPROCESSORS_ONLN), ucg_perf_opts.ncpus,
-           model, uts.release);
-    printf("  date: %s", ctime(&now));
+    perf_print_machine(ucg_perf_opts.ncpus);
     printf("  np:");
     for (i = 0; i < ucg_perf_opts.num_nprocs; ++i) {
         printf(" %u%s", ucg_perf_opts.nprocs[i],
@@ -1132,7 +848,7 @@ static void ucg_perf_print_header(void)
     }
     printf("\n  sizes (bytes per member):");
     for (i = 0; i < ucg_perf_opts.num_sizes; ++i) {
-        ucg_perf_size_str(ucg_perf_opts.sizes[i], size, sizeof(size));
+        perf_size_str(ucg_perf_opts.sizes[i], size, sizeof(size));
         printf(" %s", size);
     }
     printf("\n  datatype %s, reductions SUM, root %u\n",
@@ -1165,42 +881,6 @@ static void ucg_perf_print_header(void)
 
 /* ------------------------------------------------------------------------ */
 /* Options                                                                  */
-
-static int ucg_perf_parse_size(const char *str, size_t *size_p)
-{
-    char *end;
-    unsigned long long value;
-
-    errno = 0;
-    value = strtoull(str, &end, 10);
-    if ((errno != 0) || (end == str)) {
-        return -1;
-    }
-
-    switch (*end) {
-    case 'k':
-    case 'K':
-        value <<= 10;
-        ++end;
-        break;
-    case 'm':
-    case 'M':
-        value <<= 20;
-        ++end;
-        break;
-    default:
-        break;
-    }
-    if ((*end == 'b') || (*end == 'B')) {
-        ++end;
-    }
-    if (*end != '\0') {
-        return -1;
-    }
-
-    *size_p = value;
-    return 0;
-}
 
 static void ucg_perf_usage(FILE *stream)
 {
@@ -1253,17 +933,17 @@ static void ucg_perf_parse_nprocs(const char *arg)
          tok = strtok_r(NULL, ",", &save)) {
         value = strtoul(tok, &end, 10);
         if ((*end != '\0') || (value < 2) || (value > UCG_PERF_MAX_PROCS)) {
-            ucg_perf_die("-n: '%s' is not a number of processes in 2..%d",
-                         tok, UCG_PERF_MAX_PROCS);
+            perf_die("-n: '%s' is not a number of processes in 2..%d",
+                     tok, UCG_PERF_MAX_PROCS);
         }
         if (ucg_perf_opts.num_nprocs == UCG_PERF_MAX_NLIST) {
-            ucg_perf_die("-n: at most %d values", UCG_PERF_MAX_NLIST);
+            perf_die("-n: at most %d values", UCG_PERF_MAX_NLIST);
         }
         ucg_perf_opts.nprocs[ucg_perf_opts.num_nprocs++] = value;
     }
     free(copy);
     if (ucg_perf_opts.num_nprocs == 0) {
-        ucg_perf_die("-n: no values");
+        perf_die("-n: no values");
     }
 }
 
@@ -1275,19 +955,19 @@ static void ucg_perf_parse_sizes(const char *arg)
     ucg_perf_opts.num_sizes = 0;
     for (tok = strtok_r(copy, ",", &save); tok != NULL;
          tok = strtok_r(NULL, ",", &save)) {
-        if ((ucg_perf_parse_size(tok, &size) != 0) || (size == 0) ||
+        if ((perf_parse_size(tok, &size) != 0) || (size == 0) ||
             (size % sizeof(uint64_t)) || (size > UCG_PERF_MAX_SIZE)) {
-            ucg_perf_die("-s: size '%s' must be a multiple of 8 in 8..64M",
-                         tok);
+            perf_die("-s: size '%s' must be a multiple of 8 in 8..64M",
+                     tok);
         }
         if (ucg_perf_opts.num_sizes == UCG_PERF_MAX_SIZES) {
-            ucg_perf_die("-s: at most %d sizes", UCG_PERF_MAX_SIZES);
+            perf_die("-s: at most %d sizes", UCG_PERF_MAX_SIZES);
         }
         ucg_perf_opts.sizes[ucg_perf_opts.num_sizes++] = size;
     }
     free(copy);
     if (ucg_perf_opts.num_sizes == 0) {
-        ucg_perf_die("-s: no sizes");
+        perf_die("-s: no sizes");
     }
 }
 
@@ -1310,35 +990,21 @@ static void ucg_perf_parse_colls(const char *arg)
             }
         }
         if (i == UCG_PERF_NUM_COLLS) {
-            ucg_perf_die("-c: unknown collective '%s' (bcast, allreduce, "
-                         "reduce, barrier, gather, scatter, allgather, all)",
-                         tok);
+            perf_die("-c: unknown collective '%s' (bcast, allreduce, "
+                     "reduce, barrier, gather, scatter, allgather, all)",
+                     tok);
         }
     }
     free(copy);
     if (ucg_perf_opts.colls == 0) {
-        ucg_perf_die("-c: no collectives");
+        perf_die("-c: no collectives");
     }
-}
-
-static unsigned ucg_perf_parse_uint(const char *arg, char opt, unsigned min)
-{
-    char *end;
-    unsigned long value = strtoul(arg, &end, 10);
-
-    if ((*end != '\0') || (end == arg) || (value < min) ||
-        (value > 100000000ul)) {
-        ucg_perf_die("-%c %s: expected a number >= %u", opt, arg, min);
-    }
-    return value;
 }
 
 static void ucg_perf_parse_opts(int argc, char **argv)
 {
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned i;
-    cpu_set_t set;
-    int c, cpu;
+    int c;
 
     ucg_perf_opts.iters        = 1000;
     ucg_perf_opts.warmup       = 0;
@@ -1348,7 +1014,7 @@ static void ucg_perf_parse_opts(int argc, char **argv)
     ucg_perf_opts.quiet        = 0;
     ucg_perf_opts.csv          = NULL;
     ucg_perf_opts.timeout      = 900;
-    ucg_perf_opts.wait_timeout = 60;
+    perf_sup.wait_timeout      = 60;
     ucg_perf_opts.bind         = 1;
     ucg_perf_opts.colls        = (1u << UCG_PERF_NUM_COLLS) - 1;
     ucg_perf_parse_nprocs("2,3,4,8");
@@ -1366,13 +1032,13 @@ static void ucg_perf_parse_opts(int argc, char **argv)
             ucg_perf_parse_sizes(optarg);
             break;
         case 'i':
-            ucg_perf_opts.iters = ucg_perf_parse_uint(optarg, c, 1);
+            ucg_perf_opts.iters = perf_parse_uint(optarg, c, 1);
             break;
         case 'w':
-            ucg_perf_opts.warmup = ucg_perf_parse_uint(optarg, c, 1);
+            ucg_perf_opts.warmup = perf_parse_uint(optarg, c, 1);
             break;
         case 'r':
-            ucg_perf_opts.rounds = ucg_perf_parse_uint(optarg, c, 1);
+            ucg_perf_opts.rounds = perf_parse_uint(optarg, c, 1);
             break;
         case 'd':
             if (!strcmp(optarg, "int32")) {
@@ -1380,11 +1046,11 @@ static void ucg_perf_parse_opts(int argc, char **argv)
             } else if (!strcmp(optarg, "double")) {
                 ucg_perf_opts.dtype = UCG_DT_DOUBLE;
             } else {
-                ucg_perf_die("-d %s: int32 or double", optarg);
+                perf_die("-d %s: int32 or double", optarg);
             }
             break;
         case 'R':
-            ucg_perf_opts.root = ucg_perf_parse_uint(optarg, c, 0);
+            ucg_perf_opts.root = perf_parse_uint(optarg, c, 0);
             break;
         case 'o':
             ucg_perf_opts.csv = optarg;
@@ -1393,10 +1059,10 @@ static void ucg_perf_parse_opts(int argc, char **argv)
             ucg_perf_opts.quiet = 1;
             break;
         case 'T':
-            ucg_perf_opts.timeout = ucg_perf_parse_uint(optarg, c, 1);
+            ucg_perf_opts.timeout = perf_parse_uint(optarg, c, 1);
             break;
         case 'W':
-            ucg_perf_opts.wait_timeout = ucg_perf_parse_uint(optarg, c, 1);
+            perf_sup.wait_timeout = perf_parse_uint(optarg, c, 1);
             break;
         case 'B':
             ucg_perf_opts.bind = 0;
@@ -1416,54 +1082,31 @@ static void ucg_perf_parse_opts(int argc, char **argv)
     }
     for (i = 0; i < ucg_perf_opts.num_nprocs; ++i) {
         if (ucg_perf_opts.root >= ucg_perf_opts.nprocs[i]) {
-            ucg_perf_die("-R %u: not a rank of np=%u", ucg_perf_opts.root,
-                         ucg_perf_opts.nprocs[i]);
+            perf_die("-R %u: not a rank of np=%u", ucg_perf_opts.root,
+                     ucg_perf_opts.nprocs[i]);
         }
     }
 
-    /* The CPUs this process may run on, at most the online ones */
-    ucg_perf_opts.ncpus = 0;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-        for (cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-            if (CPU_ISSET(cpu, &set)) {
-                ucg_perf_opts.cpus[ucg_perf_opts.ncpus++] = cpu;
-            }
-        }
+    if (!perf_usable_cpus(ucg_perf_opts.cpus, &ucg_perf_opts.ncpus)) {
+        ucg_perf_opts.bind = 0;
     }
-    if (ucg_perf_opts.ncpus == 0) {
-        ucg_perf_opts.ncpus   = 1;
-        ucg_perf_opts.cpus[0] = 0;
-        ucg_perf_opts.bind    = 0;
-    }
-    if ((online > 0) && (ucg_perf_opts.ncpus > (unsigned)online)) {
-        ucg_perf_opts.ncpus = online;
-    }
-}
-
-static void ucg_perf_signal(int signo)
-{
-    ucg_perf_kill_children();
-    signal(signo, SIG_DFL);
-    raise(signo);
 }
 
 int main(int argc, char **argv)
 {
     double start, t, own_start;
     unsigned n_idx, c_idx, s_idx, var, rank;
-    ucg_perf_cpu_t cpu_start;
+    perf_cpu_t cpu_start;
     FILE *csv = NULL;
     int failed = 0;
 
     /* Progress lines and errors (stderr) come out in order */
     setvbuf(stdout, NULL, _IOLBF, 0);
+    perf_sup.name = "ucg_perf";
     ucg_perf_parse_opts(argc, argv);
 
-    ucg_perf_shm = mmap(NULL, sizeof(*ucg_perf_shm), PROT_READ | PROT_WRITE,
-                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (ucg_perf_shm == MAP_FAILED) {
-        ucg_perf_die("mmap: %s", strerror(errno));
-    }
+    ucg_perf_shm    = perf_map_shared(sizeof(*ucg_perf_shm));
+    perf_sup.failed = &ucg_perf_shm->failed;
     for (n_idx = 0; n_idx < UCG_PERF_MAX_NLIST; ++n_idx) {
         for (c_idx = 0; c_idx < UCG_PERF_NUM_COLLS; ++c_idx) {
             for (s_idx = 0; s_idx < UCG_PERF_MAX_SIZES; ++s_idx) {
@@ -1480,26 +1123,22 @@ int main(int argc, char **argv)
     if (ucg_perf_opts.csv != NULL) {
         csv = fopen(ucg_perf_opts.csv, "w");
         if (csv == NULL) {
-            ucg_perf_die("-o %s: %s", ucg_perf_opts.csv, strerror(errno));
+            perf_die("-o %s: %s", ucg_perf_opts.csv, strerror(errno));
         }
         fprintf(csv, "np,collective,size_bytes,dtype,iterations,o2m_avg_us,"
                 "o2m_min_us,o2m_max_us,p2p_avg_us,p2p_min_us,p2p_max_us,"
                 "ratio_o2m_p2p\n");
     }
 
-    signal(SIGINT, ucg_perf_signal);
-    signal(SIGTERM, ucg_perf_signal);
+    perf_handle_signals();
 
     ucg_perf_print_header();
 
-    if (ucg_perf_cpu_read(&cpu_start) != 0) {
-        memset(&cpu_start, 0, sizeof(cpu_start));
-    }
-    own_start = ucg_perf_own_cpu();
-    start     = ucg_perf_now();
+    perf_cpu_start(&cpu_start, &own_start);
+    start     = perf_now();
     for (n_idx = 0; n_idx < ucg_perf_opts.num_nprocs; ++n_idx) {
-        t = ucg_perf_now();
-        if (ucg_perf_run_group(ucg_perf_opts.nprocs[n_idx], n_idx) != 0) {
+        t = perf_now();
+        if (ucg_perf_run_group(n_idx) != 0) {
             failed = 1;
             fprintf(stderr, "ucg_perf: np=%u FAILED: see the errors above\n",
                     ucg_perf_opts.nprocs[n_idx]);
@@ -1507,12 +1146,12 @@ int main(int argc, char **argv)
         }
         ucg_perf_print_results(n_idx, csv);
         printf("  np=%u measured in %.1f s\n", ucg_perf_opts.nprocs[n_idx],
-               ucg_perf_now() - t);
+               perf_now() - t);
     }
 
-    printf("\nTotal time %.1f s%s\n", ucg_perf_now() - start,
+    printf("\nTotal time %.1f s%s\n", perf_now() - start,
            failed ? "; FAILED: see the errors above" : "");
-    ucg_perf_print_noise(&cpu_start, own_start);
+    perf_print_noise(&cpu_start, own_start);
     fflush(stdout);
     if (csv != NULL) {
         fclose(csv);

@@ -1,0 +1,88 @@
+/**
+ * ucx-o2m tests: the benchmarks' process supervisor (src/tools/perf_lib.c)
+ * as ucx_o2m_perf and ucg_perf use it.
+ *
+ *  - tools.*_runs: a small run forks its processes, measures, checks its
+ *    data and exits with 0;
+ *  - tools.*_reports_first_failure: when every process fails (a bad
+ *    configuration), the tool exits with 1, names exactly one process as
+ *    the cause (the others stop because a peer failed) and says FAILED.
+ */
+#include "test_common.h"
+
+#include <regex>
+
+using namespace o2m_test;
+
+namespace {
+
+std::string tool(const std::string &name)
+{
+    return std::string(O2M_BUILD_DIR) + "/src/tools/" + name;
+}
+
+unsigned count_lines(const std::string &text, const std::string &regex)
+{
+    std::regex re(regex);
+
+    return std::distance(std::sregex_iterator(text.begin(), text.end(), re),
+                         std::sregex_iterator());
+}
+
+}
+
+TEST(tools, o2m_perf_runs)
+{
+    int status;
+    std::string out = run_command(tool("ucx_o2m_perf") +
+                                  " -n 2 -s 8 -t fanout -i 100 -r 1 -T 240 "
+                                  "-W 120", &status, 300);
+
+    EXPECT_EQ(0, status) << out;
+    EXPECT_EQ(1u, count_lines(out, "\\n +2 +8 +[0-9.]+ +[0-9.]+ +[0-9.]+"))
+        << out;
+    EXPECT_EQ(0u, count_lines(out, "FAILED")) << out;
+}
+
+TEST(tools, o2m_perf_reports_first_failure)
+{
+    int status;
+    std::string out = run_command("UCX_SM_BCAST_SEG_SIZE=100 " +
+                                  tool("ucx_o2m_perf") +
+                                  " -n 3 -s 8 -t fanout -i 100 -r 1 -T 240 "
+                                  "-W 120", &status, 300);
+
+    EXPECT_EQ(1, status) << out;
+    EXPECT_EQ(1u, count_lines(out, "o2m_perf: N=2: rank [01] exited with "
+                                   "status 1\\n")) << out;
+    EXPECT_EQ(0u, count_lines(out, "killed by signal")) << out;
+    EXPECT_EQ(1u, count_lines(out, "FAILED: see the errors above")) << out;
+}
+
+TEST(tools, ucg_perf_runs)
+{
+    int status;
+    std::string out = run_command(tool("ucg_perf") +
+                                  " -n 2 -c barrier,allreduce -s 8 -i 20 "
+                                  "-r 1 -q -T 240 -W 120", &status, 300);
+
+    EXPECT_EQ(0, status) << out;
+    EXPECT_EQ(1u, count_lines(out, "\\nallreduce +8 +[0-9]+ \\|")) << out;
+    EXPECT_EQ(1u, count_lines(out, "\\nbarrier +- +[0-9]+ \\|")) << out;
+    EXPECT_EQ(0u, count_lines(out, "FAILED")) << out;
+}
+
+TEST(tools, ucg_perf_reports_first_failure)
+{
+    int status;
+    std::string out = run_command("UCX_UCG_KNOMIAL_RADIX=1 " +
+                                  tool("ucg_perf") +
+                                  " -n 3 -c barrier -i 10 -r 1 -q -T 240 "
+                                  "-W 120", &status, 300);
+
+    EXPECT_EQ(1, status) << out;
+    EXPECT_EQ(1u, count_lines(out, "ucg_perf: N=3: rank [012] exited with "
+                                   "status 1\\n")) << out;
+    EXPECT_EQ(0u, count_lines(out, "killed by signal")) << out;
+    EXPECT_EQ(1u, count_lines(out, "ucg_perf: np=3 FAILED")) << out;
+}
