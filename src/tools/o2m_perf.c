@@ -218,8 +218,7 @@ typedef struct {
 
 /* Anonymous shared memory, mapped before the fork */
 typedef struct {
-    volatile uint32_t bar_count  __attribute__((aligned(O2M_PERF_LINE)));
-    volatile uint32_t bar_gen    __attribute__((aligned(O2M_PERF_LINE)));
+    perf_barrier_t    barrier;
     volatile int32_t  failed     __attribute__((aligned(O2M_PERF_LINE)));
     volatile uint64_t line       __attribute__((aligned(O2M_PERF_LINE)));
     uint8_t           pad[O2M_PERF_LINE - sizeof(uint64_t)];
@@ -363,21 +362,7 @@ static inline void o2m_perf_waiter_check(perf_waiter_t *w, int oversub)
 
 static void o2m_perf_barrier(o2m_perf_proc_t *p, const char *what)
 {
-    o2m_perf_shared_t *shm = o2m_perf_shm;
-    uint32_t gen = __atomic_load_n(&shm->bar_gen, __ATOMIC_ACQUIRE);
-    perf_waiter_t w;
-
-    if (__atomic_add_fetch(&shm->bar_count, 1, __ATOMIC_ACQ_REL) ==
-        p->nprocs) {
-        shm->bar_count = 0;
-        __atomic_store_n(&shm->bar_gen, gen + 1, __ATOMIC_RELEASE);
-        return;
-    }
-
-    perf_waiter_init(&w, what, NULL, NULL);
-    while (__atomic_load_n(&shm->bar_gen, __ATOMIC_ACQUIRE) == gen) {
-        o2m_perf_waiter_check(&w, 1);
-    }
+    perf_barrier(&o2m_perf_shm->barrier, p->nprocs, what, NULL, NULL);
 }
 
 
@@ -1784,7 +1769,7 @@ static int o2m_perf_run_group(unsigned nprocs, unsigned n_idx, int cl_only,
     o2m_perf_group_t g = {nprocs, n_idx, cl_only};
     char label[32];
 
-    o2m_perf_shm->bar_count = 0;
+    o2m_perf_shm->barrier.count = 0;
     o2m_perf_shm->line      = 0;
 
     snprintf(label, sizeof(label), "N=%u", nprocs);
@@ -2115,26 +2100,8 @@ static void o2m_perf_parse_nprocs(const char *arg)
 
 static void o2m_perf_parse_sizes(const char *arg)
 {
-    char *copy = strdup(arg), *tok, *save = NULL;
-    size_t size;
-
-    o2m_perf_opts.num_sizes = 0;
-    for (tok = strtok_r(copy, ",", &save); tok != NULL;
-         tok = strtok_r(NULL, ",", &save)) {
-        if ((perf_parse_size(tok, &size) != 0) || (size == 0) ||
-            (size % sizeof(uint64_t)) || (size > O2M_PERF_MAX_SIZE)) {
-            perf_die("-s: size '%s' must be a multiple of 8 in "
-                     "8..64M", tok);
-        }
-        if (o2m_perf_opts.num_sizes == O2M_PERF_MAX_SIZES) {
-            perf_die("-s: at most %d sizes", O2M_PERF_MAX_SIZES);
-        }
-        o2m_perf_opts.sizes[o2m_perf_opts.num_sizes++] = size;
-    }
-    free(copy);
-    if (o2m_perf_opts.num_sizes == 0) {
-        perf_die("-s: no sizes");
-    }
+    perf_parse_sizes(arg, o2m_perf_opts.sizes, &o2m_perf_opts.num_sizes, O2M_PERF_MAX_SIZES,
+                     O2M_PERF_MAX_SIZE);
 }
 
 static void o2m_perf_parse_tests(const char *arg)

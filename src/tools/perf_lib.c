@@ -148,6 +148,29 @@ void perf_waiter_check_slow(perf_waiter_t *w)
 }
 
 
+void perf_barrier(perf_barrier_t *b, unsigned nprocs, const char *what,
+                  void (*progress)(void *arg), void *arg)
+{
+    uint32_t gen = __atomic_load_n(&b->gen, __ATOMIC_ACQUIRE);
+    perf_waiter_t w;
+
+    if (__atomic_add_fetch(&b->count, 1, __ATOMIC_ACQ_REL) == nprocs) {
+        b->count = 0;
+        __atomic_store_n(&b->gen, gen + 1, __ATOMIC_RELEASE);
+        return;
+    }
+
+    perf_waiter_init(&w, what, NULL, NULL);
+    while (__atomic_load_n(&b->gen, __ATOMIC_ACQUIRE) == gen) {
+        if (progress != NULL) {
+            progress(arg);
+        }
+        perf_waiter_check(&w);
+        sched_yield();
+    }
+}
+
+
 /* The parent: whether a child that ended with @a wstatus failed, and says
  * so when it is the cause */
 static int perf_child_ended(unsigned rank, int wstatus, int killed,
@@ -395,6 +418,32 @@ int perf_parse_size(const char *str, size_t *size_p)
 
     *size_p = value;
     return 0;
+}
+
+void perf_parse_sizes(const char *arg, size_t *sizes, unsigned *num_p,
+                      unsigned max_num, size_t max_size)
+{
+    char *copy = strdup(arg), *tok, *save = NULL, max_str[32];
+    size_t size;
+
+    perf_size_str(max_size, max_str, sizeof(max_str));
+    *num_p = 0;
+    for (tok = strtok_r(copy, ",", &save); tok != NULL;
+         tok = strtok_r(NULL, ",", &save)) {
+        if ((perf_parse_size(tok, &size) != 0) || (size == 0) ||
+            (size % sizeof(uint64_t)) || (size > max_size)) {
+            perf_die("-s: size '%s' must be a multiple of 8 in 8..%s", tok,
+                     max_str);
+        }
+        if (*num_p == max_num) {
+            perf_die("-s: at most %u sizes", max_num);
+        }
+        sizes[(*num_p)++] = size;
+    }
+    free(copy);
+    if (*num_p == 0) {
+        perf_die("-s: no sizes");
+    }
 }
 
 unsigned perf_parse_uint(const char *arg, char opt, unsigned min)

@@ -107,6 +107,21 @@ static inline void perf_waiter_check(perf_waiter_t *w)
 }
 
 
+/*
+ * Barrier of the processes, in the memory they share (zeroed before the
+ * fork).  Waits are bounded and yield the CPU; @a progress, when set, is
+ * called while waiting, so that a process never waits here for a peer that
+ * needs its progress.
+ */
+typedef struct {
+    volatile uint32_t count __attribute__((aligned(64)));
+    volatile uint32_t gen   __attribute__((aligned(64)));
+} perf_barrier_t;
+
+void perf_barrier(perf_barrier_t *b, unsigned nprocs, const char *what,
+                  void (*progress)(void *arg), void *arg);
+
+
 /**
  * Fork @a nprocs processes running @a child(rank, arg), each pinned to
  * cpus[rank] when @a bind; wait for all of them, killing them at
@@ -142,6 +157,11 @@ void perf_print_machine(unsigned ncpus);
 
 /** Parse "<n>[k|K|m|M][b|B]"; 0 on success. */
 int perf_parse_size(const char *str, size_t *size_p);
+
+/** Option -s: sizes in bytes, multiples of 8 up to @a max_size, at most
+ *  @a max_num of them (perf_die() otherwise). */
+void perf_parse_sizes(const char *arg, size_t *sizes, unsigned *num_p,
+                      unsigned max_num, size_t max_size);
 
 /** A number of option -@a opt, at least @a min (perf_die() otherwise). */
 unsigned perf_parse_uint(const char *arg, char opt, unsigned min);

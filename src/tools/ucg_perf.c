@@ -111,8 +111,7 @@ typedef struct {
 
 /* Anonymous shared memory, mapped before the fork */
 typedef struct {
-    volatile uint32_t bar_count  __attribute__((aligned(UCG_PERF_LINE)));
-    volatile uint32_t bar_gen    __attribute__((aligned(UCG_PERF_LINE)));
+    perf_barrier_t    barrier;
     volatile int32_t  failed     __attribute__((aligned(UCG_PERF_LINE)));
     /* Arrivals at checked barrier iterations */
     volatile uint32_t arrived    __attribute__((aligned(UCG_PERF_LINE)));
@@ -169,30 +168,22 @@ static ucg_perf_shared_t *ucg_perf_shm;
  * that needs its progress to complete a collective; during group creation
  * (inside ucg_group_create) it does not.
  */
-static void ucg_perf_shm_barrier(ucg_perf_proc_t *p, const char *what)
+static void ucg_perf_progress(void *arg)
 {
-    ucg_perf_shared_t *shm = ucg_perf_shm;
-    uint32_t gen = __atomic_load_n(&shm->bar_gen, __ATOMIC_ACQUIRE);
-    perf_waiter_t w;
+    ucg_perf_proc_t *p = arg;
     unsigned var;
 
-    if (__atomic_add_fetch(&shm->bar_count, 1, __ATOMIC_ACQ_REL) ==
-        p->nprocs) {
-        shm->bar_count = 0;
-        __atomic_store_n(&shm->bar_gen, gen + 1, __ATOMIC_RELEASE);
-        return;
-    }
-
-    perf_waiter_init(&w, what, NULL, NULL);
-    while (__atomic_load_n(&shm->bar_gen, __ATOMIC_ACQUIRE) == gen) {
-        if (p->ready) {
-            for (var = 0; var < UCG_PERF_VAR_LAST; ++var) {
-                ucg_progress(p->ctx[var]);
-            }
+    if (p->ready) {
+        for (var = 0; var < UCG_PERF_VAR_LAST; ++var) {
+            ucg_progress(p->ctx[var]);
         }
-        perf_waiter_check(&w);
-        sched_yield();
     }
+}
+
+static void ucg_perf_shm_barrier(ucg_perf_proc_t *p, const char *what)
+{
+    perf_barrier(&ucg_perf_shm->barrier, p->nprocs, what, ucg_perf_progress,
+                 p);
 }
 
 /* ucg_oob_allgather_func_t over the shared mapping */
@@ -712,7 +703,7 @@ static int ucg_perf_run_group(unsigned n_idx)
     int bind        = ucg_perf_opts.bind && (nprocs <= ucg_perf_opts.ncpus);
     char label[32];
 
-    ucg_perf_shm->bar_count = 0;
+    ucg_perf_shm->barrier.count = 0;
     ucg_perf_shm->arrived   = 0;
     ucg_perf_shm->plan_len  = 0;
     ucg_perf_shm->plans[0]  = '\0';
@@ -949,26 +940,8 @@ static void ucg_perf_parse_nprocs(const char *arg)
 
 static void ucg_perf_parse_sizes(const char *arg)
 {
-    char *copy = strdup(arg), *tok, *save = NULL;
-    size_t size;
-
-    ucg_perf_opts.num_sizes = 0;
-    for (tok = strtok_r(copy, ",", &save); tok != NULL;
-         tok = strtok_r(NULL, ",", &save)) {
-        if ((perf_parse_size(tok, &size) != 0) || (size == 0) ||
-            (size % sizeof(uint64_t)) || (size > UCG_PERF_MAX_SIZE)) {
-            perf_die("-s: size '%s' must be a multiple of 8 in 8..64M",
-                     tok);
-        }
-        if (ucg_perf_opts.num_sizes == UCG_PERF_MAX_SIZES) {
-            perf_die("-s: at most %d sizes", UCG_PERF_MAX_SIZES);
-        }
-        ucg_perf_opts.sizes[ucg_perf_opts.num_sizes++] = size;
-    }
-    free(copy);
-    if (ucg_perf_opts.num_sizes == 0) {
-        perf_die("-s: no sizes");
-    }
+    perf_parse_sizes(arg, ucg_perf_opts.sizes, &ucg_perf_opts.num_sizes, UCG_PERF_MAX_SIZES,
+                     UCG_PERF_MAX_SIZE);
 }
 
 static void ucg_perf_parse_colls(const char *arg)
