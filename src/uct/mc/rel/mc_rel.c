@@ -42,7 +42,6 @@
 
 #define UCT_MC_REL_MAX_WINDOW 32768
 #define UCT_MC_REL_MAX_RADIX  64
-#define UCT_MC_REL_ABORTS     3   /* multicasts of an ABORT by its origin */
 
 
 typedef enum {
@@ -115,6 +114,11 @@ struct uct_mc_rel_stream {
     uint32_t               high;       /* root: next to transmit; receiver:
                                           next known to exist */
     int                    started;    /* receiver: probe seen */
+    int                    ready_seen; /* receiver: data or SYNC seen (the
+                                          join is over) */
+    int                    expecting;  /* receiver: the user waits for a
+                                          message (uct_mc_rel_expect) */
+    uint32_t               init_psn;
     uint32_t               view_acked; /* receiver: the root's window as */
     uint32_t               view_next;  /* last heard */
     uint32_t               ack_sent;   /* last cumulative ACK sent */
@@ -136,8 +140,12 @@ struct uct_mc_rel_stream {
     uint64_t               last_upstream;
     uint64_t               t_sync;     /* root: last PROBE/SYNC sent */
     uint64_t               t_want;     /* receiver: last WANT_SYNC sent */
-    uint64_t               t_abort;
-    unsigned               aborts_left;
+    uint64_t               t_abort;    /* next ABORT repetition */
+    uint64_t               t_failed;
+    unsigned               abort_tries;
+    unsigned               abort_npending;
+    uint8_t                *abort_pending; /* origin: per rank, ABORT not
+                                              confirmed yet */
     uint64_t               srtt;
     uint64_t               rttvar;
     int                    rtt_valid;
@@ -288,30 +296,41 @@ static void uct_mc_rel_send_sync(uct_mc_rel_stream_t *s, int dest,
     ++s->stats.tx_sync;
 }
 
-static void uct_mc_rel_send_abort(uct_mc_rel_stream_t *s, int dest)
+static void uct_mc_rel_send_abort(uct_mc_rel_stream_t *s, int dest,
+                                  uint16_t flags)
 {
     uct_mc_rel_hdr_t hdr;
 
     uct_mc_rel_hdr_init(s, &hdr, UCT_MC_REL_PKT_ABORT);
+    hdr.flags  = flags;
     hdr.status = s->status;
     uct_mc_rel_xmit(s, dest, &hdr, NULL, 0);
 }
 
-/* ABORT to the parent and the children */
-static void uct_mc_rel_abort_tree(uct_mc_rel_stream_t *s)
+/* Origin of a failure: ABORT by unicast to every member that has not
+ * confirmed it (by an ABORT of its own) and is not gone */
+static void uct_mc_rel_abort_resend(uct_mc_rel_stream_t *s, uint64_t now)
 {
-    unsigned i;
+    unsigned r;
 
-    if (s->parent >= 0) {
-        uct_mc_rel_send_abort(s, s->parent);
+    for (r = 0; r < s->size; ++r) {
+        if (!s->abort_pending[r]) {
+            continue;
+        }
+        if ((s->ops.is_alive != NULL) && !s->ops.is_alive(s->arg, r)) {
+            s->abort_pending[r] = 0;
+            --s->abort_npending;
+            continue;
+        }
+        uct_mc_rel_send_abort(s, r, 0);
     }
-    for (i = 0; i < s->nchildren; ++i) {
-        uct_mc_rel_send_abort(s, s->children[i].rank);
-    }
+    s->t_abort = now + uct_mc_rel_backoff(s, s->abort_tries++);
 }
 
-/* @a origin: this member decided the failure (it multicasts the ABORT);
- * otherwise it heard of it and tells its tree neighbours */
+/* @a origin: this member decided the failure: it multicasts the ABORT,
+ * then repeats it by unicast to each member until that member confirms.
+ * Otherwise it heard of it (and confirms to the sender, see
+ * uct_mc_rel_recv). */
 static void uct_mc_rel_set_failed(uct_mc_rel_stream_t *s,
                                   ucs_status_t status, int origin,
                                   uint64_t now, const char *why)
@@ -323,16 +342,22 @@ static void uct_mc_rel_set_failed(uct_mc_rel_stream_t *s,
     ucs_diag("mc_rel group 0x%x root %u epoch %u: member %u fails the "
              "stream: %s (%s)", s->group_id, s->root, s->epoch, s->rank,
              why, ucs_status_string(status));
-    s->state   = UCT_MC_REL_ST_FAILED;
-    s->status  = status;
-    s->t_nack  = UCT_MC_REL_TIME_INF;
-    s->t_watch = UCT_MC_REL_TIME_INF;
+    s->state    = UCT_MC_REL_ST_FAILED;
+    s->status   = status;
+    s->t_nack   = UCT_MC_REL_TIME_INF;
+    s->t_watch  = UCT_MC_REL_TIME_INF;
+    s->t_abort  = UCT_MC_REL_TIME_INF;
+    s->t_failed = now;
     if (origin) {
-        uct_mc_rel_send_abort(s, UCT_MC_REL_DEST_MCAST);
-        s->aborts_left = UCT_MC_REL_ABORTS - 1;
-        s->t_abort     = now + uct_mc_rel_rto(s);
+        uct_mc_rel_send_abort(s, UCT_MC_REL_DEST_MCAST, 0);
+        s->abort_pending = ucs_calloc(s->size, 1, "mc_rel_abort");
+        if (s->abort_pending != NULL) {
+            memset(s->abort_pending, 1, s->size);
+            s->abort_pending[s->rank] = 0;
+            s->abort_npending         = s->size - 1;
+            uct_mc_rel_abort_resend(s, now);
+        }
     }
-    uct_mc_rel_abort_tree(s);
     if (s->ops.failed != NULL) {
         s->ops.failed(s->arg, status);
     }
@@ -455,6 +480,12 @@ static void uct_mc_rel_root_update(uct_mc_rel_stream_t *s, uint64_t now)
         s->state   = UCT_MC_REL_ST_READY;
         s->t_watch = UCT_MC_REL_TIME_INF;
         uct_mc_rel_root_transmit(s, now);
+        if (s->high == s->base) {
+            /* nothing to send yet: the members learn the join is over */
+            uct_mc_rel_send_sync(s, UCT_MC_REL_DEST_MCAST,
+                                 UCT_MC_REL_PKT_SYNC, s->base, s->high);
+            s->t_sync = now;
+        }
         uct_mc_rel_watch_arm(s, now);
         return;
     }
@@ -531,8 +562,8 @@ static void uct_mc_rel_root_nack(uct_mc_rel_stream_t *s,
  * not drained as last heard */
 static int uct_mc_rel_waits_upstream(const uct_mc_rel_stream_t *s)
 {
-    return !s->started || (s->next != s->high) ||
-           (s->view_acked != s->view_next);
+    return !s->started || !s->ready_seen || (s->next != s->high) ||
+           (s->view_acked != s->view_next) || s->expecting;
 }
 
 static int uct_mc_rel_child_lags(const uct_mc_rel_stream_t *s,
@@ -847,6 +878,7 @@ static void uct_mc_rel_rx_data(uct_mc_rel_stream_t *s,
         return;
     }
 
+    s->ready_seen = 1;
     uct_mc_rel_rx_extend(s, hdr->aux, now);
     if (uct_mc_rel_psn_lt(s->view_next, hdr->aux)) {
         s->view_next = hdr->aux;
@@ -866,7 +898,7 @@ static void uct_mc_rel_rx_probe(uct_mc_rel_stream_t *s,
     uct_mc_rel_child_t *c;
     unsigned i;
 
-    if (hdr->src != s->root) {
+    if ((hdr->src != s->root) && (hdr->src != s->parent)) {
         uct_mc_rel_drop(s, UCT_MC_REL_DROP_RANK, hdr);
         return;
     }
@@ -875,6 +907,7 @@ static void uct_mc_rel_rx_probe(uct_mc_rel_stream_t *s,
     if (!s->started) {
         s->state      = UCT_MC_REL_ST_READY;
         s->started    = 1;
+        s->init_psn   = hdr->psn;
         s->base       = hdr->psn;
         s->next       = hdr->psn;
         s->high       = hdr->psn;
@@ -890,7 +923,7 @@ static void uct_mc_rel_rx_probe(uct_mc_rel_stream_t *s,
             }
         }
         uct_mc_rel_watch_arm(s, now);
-    } else if (hdr->psn != s->view_acked) {
+    } else if ((hdr->psn != s->init_psn) || s->ready_seen) {
         /* a probe repeated late, after data: nothing to learn */
         return;
     }
@@ -902,6 +935,8 @@ static void uct_mc_rel_rx_probe(uct_mc_rel_stream_t *s,
 static void uct_mc_rel_rx_sync(uct_mc_rel_stream_t *s,
                                const uct_mc_rel_hdr_t *hdr, uint64_t now)
 {
+    int news;
+
     if ((hdr->src != s->root) && (hdr->src != s->parent)) {
         uct_mc_rel_drop(s, UCT_MC_REL_DROP_RANK, hdr);
         return;
@@ -909,6 +944,9 @@ static void uct_mc_rel_rx_sync(uct_mc_rel_stream_t *s,
     if (!s->started) {
         uct_mc_rel_drop(s, UCT_MC_REL_DROP_STATE, hdr);
         return;
+    }
+    if (uct_mc_rel_psn_lt(hdr->aux, s->base)) {
+        return; /* delayed: older than what the subtree has */
     }
     /* what everyone has cannot be beyond what this member has, nor the
      * root's next PSN beyond the window */
@@ -918,9 +956,13 @@ static void uct_mc_rel_rx_sync(uct_mc_rel_stream_t *s,
         return;
     }
 
+    news             = !s->ready_seen || uct_mc_rel_psn_lt(s->high, hdr->aux);
     s->last_upstream = now;
+    s->ready_seen    = 1;
     if (uct_mc_rel_psn_le(s->view_next, hdr->aux) &&
         uct_mc_rel_psn_le(s->view_acked, hdr->psn)) {
+        news         |= (s->view_acked != hdr->psn) ||
+                        (s->view_next != hdr->aux);
         s->view_acked = hdr->psn;
         s->view_next  = hdr->aux;
     }
@@ -929,7 +971,10 @@ static void uct_mc_rel_rx_sync(uct_mc_rel_stream_t *s,
         /* the root's window stalls: our ACK may be lost */
         uct_mc_rel_rx_ack(s, 1, 0, now);
     }
-    uct_mc_rel_watch_arm(s, now);
+    /* an answer without news keeps the ping's back-off */
+    if (news || !uct_mc_rel_busy(s) || (s->t_watch == UCT_MC_REL_TIME_INF)) {
+        uct_mc_rel_watch_arm(s, now);
+    }
 }
 
 /* A child waits for news from the root */
@@ -952,9 +997,13 @@ static void uct_mc_rel_want_sync(uct_mc_rel_stream_t *s,
         return;
     }
 
-    if (s->started) {
+    if (s->ready_seen) {
         uct_mc_rel_send_sync(s, c->rank, UCT_MC_REL_PKT_SYNC, s->view_acked,
                              s->view_next);
+    } else if (s->started) {
+        /* the join is not over: what the root said so far */
+        uct_mc_rel_send_sync(s, c->rank, UCT_MC_REL_PKT_PROBE, s->init_psn,
+                             s->init_psn);
     }
     if (uct_mc_rel_waits_upstream(s) && (now - s->t_want >= rto)) {
         uct_mc_rel_rx_ack(s, 1, 1, now);
@@ -969,14 +1018,14 @@ static void uct_mc_rel_rx_ack_pkt(uct_mc_rel_stream_t *s,
 
     if (hdr->flags & UCT_MC_REL_FLAG_JOINED) {
         if (s->is_root || s->started) {
+            if (c->known && uct_mc_rel_psn_lt(hdr->psn, c->acked)) {
+                c->last_heard = now; /* reordered, older */
+                return;
+            }
             /* not beyond what exists (root) or the window (member) */
             if ((s->is_root && uct_mc_rel_psn_lt(s->high, hdr->psn)) ||
                 ((uint32_t)(hdr->psn - s->base) > s->mask + 1)) {
                 uct_mc_rel_drop(s, UCT_MC_REL_DROP_PSN, hdr);
-                return;
-            }
-            if (c->known && uct_mc_rel_psn_lt(hdr->psn, c->acked)) {
-                c->last_heard = now; /* reordered, older */
                 return;
             }
         }
@@ -1023,6 +1072,10 @@ static void uct_mc_rel_rx_nack_pkt(uct_mc_rel_stream_t *s,
         return;
     }
     last = hdr->psn + 63 - __builtin_clzll(hdr->bitmap);
+    if (uct_mc_rel_psn_lt(last, s->base)) {
+        c->last_heard = now; /* delayed: it has them all by now */
+        return;
+    }
     if ((uint32_t)(last - s->base) > s->mask) {
         uct_mc_rel_drop(s, UCT_MC_REL_DROP_PSN, hdr);
         return;
@@ -1083,7 +1136,16 @@ ucs_status_t uct_mc_rel_recv(uct_mc_rel_stream_t *s, const void *packet,
 
     if (s->state == UCT_MC_REL_ST_FAILED) {
         if (hdr.type != UCT_MC_REL_PKT_ABORT) {
-            uct_mc_rel_send_abort(s, hdr.src);
+            /* tell any member still talking to us */
+            uct_mc_rel_send_abort(s, hdr.src, 0);
+            goto out;
+        }
+        if ((s->abort_pending != NULL) && s->abort_pending[hdr.src]) {
+            s->abort_pending[hdr.src] = 0; /* it knows */
+            --s->abort_npending;
+        }
+        if (!(hdr.flags & UCT_MC_REL_FLAG_CONFIRM)) {
+            uct_mc_rel_send_abort(s, hdr.src, UCT_MC_REL_FLAG_CONFIRM);
         }
         goto out;
     }
@@ -1091,6 +1153,13 @@ ucs_status_t uct_mc_rel_recv(uct_mc_rel_stream_t *s, const void *packet,
     if ((hdr.type == UCT_MC_REL_PKT_ACK) ||
         (hdr.type == UCT_MC_REL_PKT_NACK)) {
         c = uct_mc_rel_child(s, hdr.src);
+        if ((c == NULL) && s->is_root &&
+            (hdr.type == UCT_MC_REL_PKT_ACK) &&
+            (hdr.flags == UCT_MC_REL_FLAG_WANT_SYNC)) {
+            /* a member whose parent is gone asks the root directly */
+            uct_mc_rel_want_sync(s, NULL, now);
+            goto out;
+        }
         if (c == NULL) {
             uct_mc_rel_drop(s, UCT_MC_REL_DROP_RANK, &hdr);
             goto out;
@@ -1130,6 +1199,9 @@ ucs_status_t uct_mc_rel_recv(uct_mc_rel_stream_t *s, const void *packet,
             uct_mc_rel_rx_nack_pkt(s, c, &hdr, now);
         } else if (s->state != UCT_MC_REL_ST_READY) {
             uct_mc_rel_drop(s, UCT_MC_REL_DROP_STATE, &hdr);
+        } else if (uct_mc_rel_psn_lt(hdr.psn + 63 -
+                                     __builtin_clzll(hdr.bitmap), s->base)) {
+            c->last_heard = now; /* delayed: all acknowledged by now */
         } else if (!uct_mc_rel_psn_lt(hdr.psn + 63 -
                                       __builtin_clzll(hdr.bitmap),
                                       s->high) ||
@@ -1143,6 +1215,9 @@ ucs_status_t uct_mc_rel_recv(uct_mc_rel_stream_t *s, const void *packet,
         break;
     case UCT_MC_REL_PKT_ABORT:
         uct_mc_rel_set_failed(s, hdr.status, 0, now, "ABORT received");
+        if (!(hdr.flags & UCT_MC_REL_FLAG_CONFIRM)) {
+            uct_mc_rel_send_abort(s, hdr.src, UCT_MC_REL_FLAG_CONFIRM);
+        }
         break;
     default:
         /* the parser accepts no other type */
@@ -1178,6 +1253,69 @@ static int uct_mc_rel_check_peer(uct_mc_rel_stream_t *s, unsigned rank,
     return 1;
 }
 
+/* A plain WANT_SYNC ping (without ACK), to the root when the parent is
+ * gone */
+static void uct_mc_rel_send_ping(uct_mc_rel_stream_t *s, unsigned dest,
+                                 uint64_t now)
+{
+    uct_mc_rel_hdr_t hdr;
+
+    uct_mc_rel_hdr_init(s, &hdr, UCT_MC_REL_PKT_ACK);
+    hdr.flags = UCT_MC_REL_FLAG_WANT_SYNC;
+    s->t_want = now;
+    uct_mc_rel_xmit(s, dest, &hdr, NULL, 0);
+    ++s->stats.tx_ack;
+}
+
+static inline int uct_mc_rel_alive(uct_mc_rel_stream_t *s, unsigned rank)
+{
+    return (s->ops.is_alive == NULL) || s->ops.is_alive(s->arg, rank);
+}
+
+/* A member waiting for the root, silent for a timeout: ping through the
+ * tree; fail when packets are missing and the parent or the root is gone,
+ * or on the peer timeout.  A member that has all it knows of does not fail
+ * for a gone parent (it asks the root directly) or root (then nothing is
+ * coming: finished is not failed).  Returns 0 when the stream failed. */
+static int uct_mc_rel_watch_upstream(uct_mc_rel_stream_t *s, uint64_t now)
+{
+    int lacking = !s->started || (s->next != s->high);
+
+    if (lacking) {
+        if (!uct_mc_rel_alive(s, s->parent) ||
+            !uct_mc_rel_alive(s, s->root)) {
+            uct_mc_rel_set_failed(s, UCS_ERR_CONNECTION_RESET, 1, now,
+                                  "the parent or the root is gone while "
+                                  "packets are missing");
+            return 0;
+        }
+        uct_mc_rel_rx_ack(s, 1, 1, now);
+    } else if (!uct_mc_rel_alive(s, s->root)) {
+        if (s->expecting) {
+            uct_mc_rel_set_failed(s, UCS_ERR_CONNECTION_RESET, 1, now,
+                                  "the root is gone while a message is "
+                                  "expected");
+            return 0;
+        }
+        s->view_acked = s->next;
+        s->view_next  = s->next;
+        return 1;
+    } else if (!uct_mc_rel_alive(s, s->parent)) {
+        uct_mc_rel_send_ping(s, s->root, now);
+    } else {
+        uct_mc_rel_rx_ack(s, 1, 1, now);
+    }
+
+    if ((s->cfg.peer_timeout != 0) &&
+        (now - s->last_upstream > s->cfg.peer_timeout)) {
+        uct_mc_rel_set_failed(s, UCS_ERR_TIMED_OUT, 1, now,
+                              "the root or the parent is silent past "
+                              "peer_timeout");
+        return 0;
+    }
+    return 1;
+}
+
 static void uct_mc_rel_watch_fire(uct_mc_rel_stream_t *s, uint64_t now)
 {
     uct_mc_rel_child_t *c;
@@ -1197,11 +1335,9 @@ static void uct_mc_rel_watch_fire(uct_mc_rel_stream_t *s, uint64_t now)
             uct_mc_rel_send_sync(s, UCT_MC_REL_DEST_MCAST,
                                  UCT_MC_REL_PKT_SYNC, s->base, s->high);
         }
-    } else if (uct_mc_rel_waits_upstream(s)) {
-        uct_mc_rel_rx_ack(s, 1, 1, now);
-        if (!uct_mc_rel_check_peer(s, s->parent, s->last_upstream, now)) {
-            return;
-        }
+    } else if (uct_mc_rel_waits_upstream(s) &&
+               !uct_mc_rel_watch_upstream(s, now)) {
+        return;
     }
 
     for (i = 0; i < s->nchildren; ++i) {
@@ -1219,12 +1355,13 @@ static void uct_mc_rel_watch_fire(uct_mc_rel_stream_t *s, uint64_t now)
 ucs_status_t uct_mc_rel_progress(uct_mc_rel_stream_t *s, uint64_t now)
 {
     if (s->state == UCT_MC_REL_ST_FAILED) {
-        if ((s->aborts_left > 0) && (now >= s->t_abort)) {
-            --s->aborts_left;
-            uct_mc_rel_send_abort(s, UCT_MC_REL_DEST_MCAST);
-            uct_mc_rel_abort_tree(s);
-            s->t_abort = now + uct_mc_rel_backoff(s, UCT_MC_REL_ABORTS -
-                                                  s->aborts_left);
+        if ((s->abort_npending > 0) && (now >= s->t_abort)) {
+            if ((s->cfg.peer_timeout != 0) &&
+                (now - s->t_failed > s->cfg.peer_timeout)) {
+                s->abort_npending = 0; /* the rest is silent: give up */
+            } else {
+                uct_mc_rel_abort_resend(s, now);
+            }
         }
         return s->status;
     }
@@ -1245,7 +1382,7 @@ ucs_status_t uct_mc_rel_progress(uct_mc_rel_stream_t *s, uint64_t now)
 uint64_t uct_mc_rel_next_deadline(const uct_mc_rel_stream_t *s)
 {
     if (s->state == UCT_MC_REL_ST_FAILED) {
-        return (s->aborts_left > 0) ? s->t_abort : UCT_MC_REL_TIME_INF;
+        return (s->abort_npending > 0) ? s->t_abort : UCT_MC_REL_TIME_INF;
     }
     if (s->tx_blocked) {
         return 0;
@@ -1285,6 +1422,19 @@ ucs_status_t uct_mc_rel_flush(const uct_mc_rel_stream_t *s)
         }
     }
     return UCS_OK;
+}
+
+void uct_mc_rel_expect(uct_mc_rel_stream_t *s, int expect, uint64_t now)
+{
+    if (s->is_root || (s->state == UCT_MC_REL_ST_FAILED) ||
+        (!!expect == s->expecting)) {
+        return;
+    }
+    s->expecting = !!expect;
+    if (s->expecting) {
+        s->last_upstream = now; /* the silence starts now */
+    }
+    uct_mc_rel_watch_arm(s, now);
 }
 
 unsigned uct_mc_rel_tx_space(const uct_mc_rel_stream_t *s)
@@ -1420,6 +1570,7 @@ err_free:
 
 void uct_mc_rel_stream_destroy(uct_mc_rel_stream_t *s)
 {
+    ucs_free(s->abort_pending);
     ucs_free(s->asm_buf);
     ucs_free(s->storage);
     ucs_free(s->slots);

@@ -203,6 +203,19 @@ ucs_status_t uct_mc_rel_status(const uct_mc_rel_stream_t *stream);
  */
 ucs_status_t uct_mc_rel_flush(const uct_mc_rel_stream_t *stream);
 
+/**
+ * Receiver: the user waits (@a expect != 0) or no longer waits for a
+ * message from the root.  While it waits, silence from the root counts
+ * like a missing packet: after a retransmission timeout (backing off to
+ * rto_max) the member asks its parent for the root's state, and it fails
+ * the stream when the parent or the root is gone or, with peer_timeout,
+ * silent past it.  Without it, a member that has received everything it
+ * heard of cannot tell a root that is quiet from a root that is gone or cut
+ * off: it learns of such a failure from the next packet of the group.
+ */
+void uct_mc_rel_expect(uct_mc_rel_stream_t *stream, int expect,
+                       uint64_t now);
+
 /* Root: free packets in the window (a message of n fragments fits when n
  * is at most this) */
 unsigned uct_mc_rel_tx_space(const uct_mc_rel_stream_t *stream);

@@ -45,8 +45,10 @@ enum {
     UCT_MC_REL_FLAG_ACK_REQ   = 1u << 1, /* DATA: last fragment of a message,
                                             ACK when it is in */
     UCT_MC_REL_FLAG_JOINED    = 1u << 2, /* ACK: the whole subtree joined */
-    UCT_MC_REL_FLAG_WANT_SYNC = 1u << 3  /* ACK: the sender waits for news
+    UCT_MC_REL_FLAG_WANT_SYNC = 1u << 3, /* ACK: the sender waits for news
                                             from the root (silence) */
+    UCT_MC_REL_FLAG_CONFIRM   = 1u << 4  /* ABORT: the answer to an ABORT
+                                            (never answered itself) */
 };
 
 #define UCT_MC_REL_DATA_FLAGS  (UCT_MC_REL_FLAG_REPAIR | \

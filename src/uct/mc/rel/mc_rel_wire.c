@@ -178,10 +178,12 @@ ucs_status_t uct_mc_rel_parse(const void *buf, size_t length,
     case UCT_MC_REL_PKT_ACK:
         allowed = UCT_MC_REL_ACK_FLAGS;
         break;
+    case UCT_MC_REL_PKT_ABORT:
+        allowed = UCT_MC_REL_FLAG_CONFIRM;
+        break;
     case UCT_MC_REL_PKT_PROBE:
     case UCT_MC_REL_PKT_SYNC:
     case UCT_MC_REL_PKT_NACK:
-    case UCT_MC_REL_PKT_ABORT:
         allowed = 0;
         break;
     default:

@@ -1,0 +1,823 @@
+/**
+ * ucx-o2m tests: the reliable multicast engine (src/uct/mc/rel/) over a
+ * simulated fabric, inside one process.
+ *
+ * mc_sim is a deterministic discrete-event simulation: N members each run a
+ * uct_mc_rel_stream_t; a packet sent to the multicast address is copied to
+ * every other member, each copy on its own link with seeded loss,
+ * duplication and delay (jitter reorders); unicast goes on the link to its
+ * destination.  A partition cuts the links between two sides for a time
+ * (healing) or for good.  A member can be killed (it stops; the liveness
+ * callback says it is gone).  Time is simulated: the loop jumps to the next
+ * packet arrival or the earliest engine deadline, so lost packets cost no
+ * CPU time, and every run is bounded in simulated time and events.
+ *
+ * The root sends a list of messages (sizes 0 .. a window of fragments,
+ * seeded bytes) as fast as the window lets it, or with pauses; each
+ * receiver's application waits for them (uct_mc_rel_expect) until it has
+ * them all.
+ * Checked, for every scenario:
+ *  - every delivery is the next message of the list, byte for byte
+ *    (exactly once, in order);
+ *  - nobody hangs: when the simulation has nothing left to do (no packet in
+ *    flight, no engine deadline) every live member has either everything
+ *    (receivers: all messages; root: flushed) or an error;
+ *  - without a fault that cannot be repaired: everything, no error;
+ *  - a member killed before the root finished: every live member gets an
+ *    error; a non-healing partition before the root finished: every member
+ *    that has not everything gets an error (peer timeout);
+ *  - after completion the members go idle (no timer left: nothing polls).
+ * The seed of a failing scenario is printed; MC_REL_SIM_SEED=<seed> reruns
+ * just that one.
+ */
+extern "C" {
+#include "mc_rel.h"
+}
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <queue>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+const uint64_t US  = 1000;
+const uint64_t MS  = 1000 * US;
+const uint64_t INF = UCT_MC_REL_TIME_INF;
+
+uint64_t mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x  = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x  = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+
+/* What can go wrong in a scenario */
+struct sim_faults {
+    double   loss      = 0;     /* per copy, on every link (scaled per link) */
+    double   dup       = 0;     /* probability a copy arrives twice */
+    uint64_t delay     = 5 * US;
+    uint64_t jitter    = 0;     /* uniform extra delay: reordering */
+    std::vector<bool> side;     /* partition: members on side true ... */
+    uint64_t part_from = INF;   /* ... cut from the rest in [from, to) */
+    uint64_t part_to   = INF;
+    int      victim    = -1;    /* member killed at kill_at */
+    uint64_t kill_at   = INF;
+};
+
+struct sim_scenario {
+    uint64_t                          seed;
+    unsigned                          size;
+    unsigned                          root;
+    uint32_t                          init_psn;
+    uct_mc_rel_config_t               config;
+    std::vector<std::vector<uint8_t>> msgs;
+    uint64_t                          pause = 0; /* max app pause between
+                                                    messages */
+    sim_faults                        faults;
+    uint64_t                          late_member = 0; /* one member joins
+                                                          this late */
+};
+
+struct sim_event {
+    uint64_t             time;
+    uint64_t             seq;
+    unsigned             dst;
+    std::vector<uint8_t> pkt;
+};
+
+struct sim_event_later {
+    bool operator()(const sim_event *a, const sim_event *b) const
+    {
+        return (a->time != b->time) ? (a->time > b->time) : (a->seq > b->seq);
+    }
+};
+
+class mc_sim;
+
+struct sim_member {
+    mc_sim              *sim;
+    unsigned            rank;
+    uct_mc_rel_stream_t *stream = NULL;
+    bool                alive   = true;
+    bool                expecting = false;
+    unsigned            ndelivered = 0;
+    ucs_status_t        failed  = UCS_OK;
+    unsigned            nfailed_calls = 0;
+    uint64_t            t_create = 0;
+};
+
+class mc_sim {
+public:
+    struct result {
+        bool                     hang = false;
+        std::vector<std::string> violations;
+        uint64_t                 end_time = 0;
+        uint64_t                 complete_time = INF; /* root flushed all */
+        uint64_t                 events = 0;
+        uct_mc_rel_stats_t       total;     /* sum over members */
+    };
+
+    explicit mc_sim(const sim_scenario &sc) :
+        m_sc(sc), m_rng(sc.seed), m_members(sc.size)
+    {
+        std::uniform_real_distribution<double> scale(0.5, 1.5);
+
+        m_link_loss.resize(sc.size * sc.size);
+        for (double &l : m_link_loss) {
+            l = std::min(0.9, sc.faults.loss * scale(m_rng));
+        }
+
+        memset(&m_ops, 0, sizeof(m_ops));
+        m_ops.send     = cb_send;
+        m_ops.deliver  = cb_deliver;
+        m_ops.is_alive = cb_is_alive;
+        m_ops.failed   = cb_failed;
+
+        for (unsigned r = 0; r < sc.size; ++r) {
+            m_members[r].sim  = this;
+            m_members[r].rank = r;
+        }
+        if (sc.late_member != 0) {
+            m_late = 1 + (unsigned)(m_rng() % (sc.size - 1));
+            m_late = (sc.root + m_late) % sc.size;
+        }
+    }
+
+    ~mc_sim()
+    {
+        while (!m_queue.empty()) {
+            delete m_queue.top();
+            m_queue.pop();
+        }
+        for (sim_member &m : m_members) {
+            if (m.stream != NULL) {
+                uct_mc_rel_stream_destroy(m.stream);
+            }
+        }
+    }
+
+    /* Run until nothing is left to do, or the bounds */
+    result run(uint64_t max_time = 60000 * MS, uint64_t max_events = 4000000)
+    {
+        uint64_t now;
+
+        m_now = 0;
+        for (sim_member &m : m_members) {
+            if ((int)m.rank != m_late) {
+                create(m);
+            }
+        }
+
+        for (;;) {
+            pump_app();
+            if ((m_res.complete_time == INF) && root_complete()) {
+                m_res.complete_time = m_now;
+            }
+
+            now = next_time();
+            if (now == INF) {
+                break;
+            }
+            if ((now > max_time) || (m_res.events > max_events)) {
+                m_res.hang = true;
+                for (sim_member &m : m_members) {
+                    if (m.alive && (m.stream != NULL) &&
+                        (uct_mc_rel_next_deadline(m.stream) != INF)) {
+                        violation("member " + std::to_string(m.rank) +
+                                  " still has a timer, status " +
+                                  ucs_status_string(m.failed) + ", " +
+                                  std::to_string(m.ndelivered) +
+                                  " messages");
+                    }
+                }
+                break;
+            }
+            m_now = std::max(m_now, now);
+            ++m_res.events;
+            step();
+        }
+
+        m_res.end_time = m_now;
+        memset(&m_res.total, 0, sizeof(m_res.total));
+        for (sim_member &m : m_members) {
+            if (m.stream != NULL) {
+                add_stats(m.stream);
+            }
+        }
+        check_end();
+        return m_res;
+    }
+
+    const sim_member &member(unsigned r) const { return m_members[r]; }
+
+private:
+    void create(sim_member &m)
+    {
+        uct_mc_rel_params_t params;
+
+        memset(&params, 0, sizeof(params));
+        params.group_id    = 0xab0000 + (uint32_t)(m_sc.seed & 0xffff);
+        params.epoch       = 5;
+        params.num_members = m_sc.size;
+        params.my_rank     = m.rank;
+        params.root        = m_sc.root;
+        params.init_psn    = m_sc.init_psn;
+        params.config      = &m_sc.config;
+        params.ops         = &m_ops;
+        params.arg         = &m;
+        m.t_create         = m_now;
+        ucs_status_t status = uct_mc_rel_stream_create(&params, m_now,
+                                                       &m.stream);
+        if (status != UCS_OK) {
+            violation("member " + std::to_string(m.rank) +
+                      ": create failed: " + ucs_status_string(status));
+            m.alive = false;
+            return;
+        }
+        /* a receiver's application waits for the messages */
+        if ((m.rank != m_sc.root) && !m_sc.msgs.empty()) {
+            uct_mc_rel_expect(m.stream, 1, m_now);
+            m.expecting = true;
+        }
+    }
+
+    void violation(const std::string &what)
+    {
+        if (m_res.violations.size() < 10) {
+            m_res.violations.push_back("t=" + std::to_string(m_now) + "ns " +
+                                       what);
+        }
+    }
+
+    sim_member &root() { return m_members[m_sc.root]; }
+
+    bool root_complete()
+    {
+        sim_member &r = root();
+        return r.alive && (r.stream != NULL) &&
+               (m_next_msg == m_sc.msgs.size()) &&
+               (uct_mc_rel_flush(r.stream) == UCS_OK);
+    }
+
+    /* The root's application: next message when the window has room and
+     * its pause is over */
+    void pump_app()
+    {
+        sim_member &r = root();
+        ucs_status_t status;
+
+        while (r.alive && (r.stream != NULL) &&
+               (m_next_msg < m_sc.msgs.size()) && (m_now >= m_app_time)) {
+            const std::vector<uint8_t> &msg = m_sc.msgs[m_next_msg];
+            status = uct_mc_rel_send(r.stream, msg.data(), msg.size(), m_now);
+            if (status == UCS_ERR_NO_RESOURCE) {
+                break;
+            }
+            if (status != UCS_OK) {
+                if (r.failed == UCS_OK) {
+                    violation("root: send failed without a failure: " +
+                              std::string(ucs_status_string(status)));
+                }
+                break;
+            }
+            ++m_next_msg;
+            if (m_sc.pause != 0) {
+                m_app_time = m_now + m_rng() % m_sc.pause;
+            }
+        }
+    }
+
+    uint64_t next_time()
+    {
+        uint64_t t = INF, d;
+
+        if (!m_queue.empty()) {
+            t = m_queue.top()->time;
+        }
+        for (sim_member &m : m_members) {
+            if (m.alive && (m.stream != NULL)) {
+                d = uct_mc_rel_next_deadline(m.stream);
+                t = std::min(t, std::max(d, m_now));
+            }
+        }
+        if ((m_late >= 0) && (m_members[m_late].stream == NULL)) {
+            t = std::min(t, m_sc.late_member);
+        }
+        if (m_sc.faults.kill_at != INF && !m_killed) {
+            t = std::min(t, m_sc.faults.kill_at);
+        }
+        if ((m_next_msg < m_sc.msgs.size()) && (m_app_time > m_now) &&
+            root().alive && (root().stream != NULL) && (root().failed == 0)) {
+            t = std::min(t, m_app_time);
+        }
+        return t;
+    }
+
+    void step()
+    {
+        if (!m_killed && (m_now >= m_sc.faults.kill_at)) {
+            m_killed = true;
+            m_members[m_sc.faults.victim].alive = false;
+            return;
+        }
+        if ((m_late >= 0) && (m_members[m_late].stream == NULL) &&
+            (m_now >= m_sc.late_member)) {
+            create(m_members[m_late]);
+            return;
+        }
+
+        if (!m_queue.empty() && (m_queue.top()->time <= m_now)) {
+            std::unique_ptr<sim_event> ev(m_queue.top());
+            m_queue.pop();
+            sim_member &m = m_members[ev->dst];
+            if (m.alive && (m.stream != NULL)) {
+                uct_mc_rel_recv(m.stream, ev->pkt.data(), ev->pkt.size(),
+                                m_now);
+                if (m.expecting && (m.ndelivered == m_sc.msgs.size())) {
+                    uct_mc_rel_expect(m.stream, 0, m_now);
+                    m.expecting = false;
+                }
+            }
+            return;
+        }
+
+        for (sim_member &m : m_members) {
+            if (m.alive && (m.stream != NULL) &&
+                (uct_mc_rel_next_deadline(m.stream) <= m_now)) {
+                uct_mc_rel_progress(m.stream, m_now);
+            }
+        }
+    }
+
+    bool partitioned(unsigned a, unsigned b) const
+    {
+        const sim_faults &f = m_sc.faults;
+        return (m_now >= f.part_from) && (m_now < f.part_to) &&
+               (f.side[a] != f.side[b]);
+    }
+
+    void link(unsigned src, unsigned dst, const std::vector<uint8_t> &pkt)
+    {
+        std::uniform_real_distribution<double> u(0, 1);
+        const sim_faults &f = m_sc.faults;
+        unsigned copies;
+
+        if (partitioned(src, dst) ||
+            (u(m_rng) < m_link_loss[src * m_sc.size + dst])) {
+            return;
+        }
+        copies = (u(m_rng) < f.dup) ? 2 : 1;
+        while (copies-- > 0) {
+            sim_event *ev = new sim_event;
+            ev->time = m_now + f.delay +
+                       (f.jitter ? (m_rng() % f.jitter) : 0);
+            ev->seq  = m_seq++;
+            ev->dst  = dst;
+            ev->pkt  = pkt;
+            m_queue.push(ev);
+        }
+    }
+
+    static ucs_status_t cb_send(void *arg, int dest, const void *hdr,
+                                const void *payload, size_t length)
+    {
+        sim_member *m = (sim_member*)arg;
+        mc_sim *sim   = m->sim;
+        std::vector<uint8_t> pkt(UCT_MC_REL_HDR_LEN + length);
+
+        if (!m->alive) {
+            sim->violation("member " + std::to_string(m->rank) +
+                           " sends after death");
+            return UCS_OK;
+        }
+        if (length > sim->m_sc.config.mtu) {
+            sim->violation("payload above the MTU");
+        }
+        memcpy(pkt.data(), hdr, UCT_MC_REL_HDR_LEN);
+        if (length > 0) {
+            memcpy(pkt.data() + UCT_MC_REL_HDR_LEN, payload, length);
+        }
+
+        if (dest == UCT_MC_REL_DEST_MCAST) {
+            for (unsigned r = 0; r < sim->m_sc.size; ++r) {
+                if (r != m->rank) {
+                    sim->link(m->rank, r, pkt);
+                }
+            }
+        } else if ((dest < 0) || ((unsigned)dest >= sim->m_sc.size) ||
+                   ((unsigned)dest == m->rank)) {
+            sim->violation("member " + std::to_string(m->rank) +
+                           " sends to " + std::to_string(dest));
+        } else {
+            sim->link(m->rank, dest, pkt);
+        }
+        return UCS_OK;
+    }
+
+    static void cb_deliver(void *arg, const void *data, size_t length)
+    {
+        sim_member *m = (sim_member*)arg;
+        mc_sim *sim   = m->sim;
+        unsigned k    = m->ndelivered++;
+        std::string who = "member " + std::to_string(m->rank) +
+                          " message " + std::to_string(k);
+
+        if (m->rank == sim->m_sc.root) {
+            sim->violation("the root delivers");
+        } else if (k >= sim->m_next_msg) {
+            sim->violation(who + ": delivered before it was sent");
+        } else if ((length != sim->m_sc.msgs[k].size()) ||
+                   ((length > 0) &&
+                    memcmp(data, sim->m_sc.msgs[k].data(), length))) {
+            sim->violation(who + ": wrong bytes (length " +
+                           std::to_string(length) + ", sent " +
+                           std::to_string(sim->m_sc.msgs[k].size()) + ")");
+        }
+    }
+
+    static int cb_is_alive(void *arg, unsigned rank)
+    {
+        sim_member *m = (sim_member*)arg;
+        return m->sim->m_members.at(rank).alive;
+    }
+
+    static void cb_failed(void *arg, ucs_status_t status)
+    {
+        sim_member *m = (sim_member*)arg;
+
+        if ((m->nfailed_calls++ > 0) || (status >= 0)) {
+            m->sim->violation("member " + std::to_string(m->rank) +
+                              ": failed() called twice or without error");
+        }
+        m->failed = status;
+    }
+
+    void add_stats(uct_mc_rel_stream_t *stream)
+    {
+        uct_mc_rel_stats_t st;
+        uct_mc_rel_stats(stream, &st);
+        m_res.total.tx_data         += st.tx_data;
+        m_res.total.tx_msgs         += st.tx_msgs;
+        m_res.total.tx_repair_ucast += st.tx_repair_ucast;
+        m_res.total.tx_repair_mcast += st.tx_repair_mcast;
+        m_res.total.tx_nack         += st.tx_nack;
+        m_res.total.tx_ack          += st.tx_ack;
+        m_res.total.tx_sync         += st.tx_sync;
+        m_res.total.rx_data         += st.rx_data;
+        m_res.total.rx_dup          += st.rx_dup;
+        m_res.total.rx_nack         += st.rx_nack;
+        m_res.total.rx_msgs         += st.rx_msgs;
+        for (int i = 0; i < UCT_MC_REL_DROP_LAST; ++i) {
+            m_res.total.drop[i] += st.drop[i];
+        }
+    }
+
+    /* Nobody hangs: each live member has everything or an error */
+    void check_end()
+    {
+        if (m_res.hang) {
+            return;
+        }
+        for (sim_member &m : m_members) {
+            if (!m.alive || (m.stream != NULL && m.failed != UCS_OK)) {
+                continue;
+            }
+            if (m.stream == NULL) {
+                violation("member " + std::to_string(m.rank) +
+                          " never created");
+                continue;
+            }
+            if (uct_mc_rel_status(m.stream) != m.failed) {
+                violation("member " + std::to_string(m.rank) +
+                          ": status differs from the failed() callback");
+            }
+            if (m.rank == m_sc.root) {
+                if (!root_complete()) {
+                    violation("the root is left waiting without an error");
+                }
+            } else if (m.ndelivered != m_sc.msgs.size()) {
+                violation("member " + std::to_string(m.rank) + " is left "
+                          "with " + std::to_string(m.ndelivered) + " of " +
+                          std::to_string(m_sc.msgs.size()) +
+                          " messages and no error");
+            }
+        }
+    }
+
+    sim_scenario                m_sc;
+    std::mt19937_64             m_rng;
+    std::vector<sim_member>     m_members;
+    std::vector<double>         m_link_loss;
+    uct_mc_rel_ops_t            m_ops;
+    std::priority_queue<sim_event*, std::vector<sim_event*>,
+                        sim_event_later> m_queue;
+    uint64_t                    m_now      = 0;
+    uint64_t                    m_seq      = 0;
+    size_t                      m_next_msg = 0;
+    uint64_t                    m_app_time = 0;
+    bool                        m_killed   = false;
+    int                         m_late     = -1;
+    result                      m_res;
+};
+
+
+std::vector<uint8_t> make_msg(uint64_t seed, unsigned idx, size_t len)
+{
+    std::vector<uint8_t> msg(len);
+    for (size_t i = 0; i < len; ++i) {
+        msg[i] = (uint8_t)mix(seed ^ mix(idx * 1000003ull + i));
+    }
+    return msg;
+}
+
+/* A random scenario of @a seed: sizes, windows, loss ... (no fault that
+ * cannot be repaired) */
+sim_scenario random_scenario(uint64_t seed, unsigned max_size = 64)
+{
+    std::mt19937_64 rng(mix(seed));
+    sim_scenario sc;
+    unsigned nmsgs, i;
+    size_t max_len;
+
+    sc.seed = seed;
+    /* mostly small groups (cheap), some up to max_size */
+    sc.size = 2 + (unsigned)(rng() % ((rng() % 4 == 0) ? (max_size - 1) : 7));
+    sc.root = (unsigned)(rng() % sc.size);
+    switch (rng() % 4) {
+    case 0:  sc.init_psn = 0; break;
+    case 1:  sc.init_psn = 0xffffffffu - (uint32_t)(rng() % 64); break;
+    default: sc.init_psn = (uint32_t)rng(); break;
+    }
+
+    uct_mc_rel_config_default(&sc.config);
+    sc.config.window        = 1u << (1 + rng() % 9);   /* 2 .. 512 */
+    sc.config.radix         = 1 + (unsigned)(rng() % 6);
+    sc.config.mtu           = 8 + rng() % 200;
+    sc.config.max_msg       = sc.config.window * sc.config.mtu;
+    sc.config.reorder_slack = (rng() % 3) * 10 * US;
+    sc.config.rto_min       = (10 + rng() % 40) * US;
+    sc.config.rto_max       = (1 + rng() % 8) * MS;
+    sc.config.remcast_thresh = (rng() % 2) ? 0 : 1 + (unsigned)(rng() % 4);
+
+    nmsgs   = 1 + (unsigned)(rng() % ((sc.size > 16) ? 20 : 60));
+    max_len = std::min<size_t>(sc.config.max_msg,
+                               (rng() % 3 == 0) ? 4 * sc.config.mtu :
+                               sc.config.max_msg);
+    for (i = 0; i < nmsgs; ++i) {
+        size_t len = (rng() % 8 == 0) ? 0 : rng() % (max_len + 1);
+        sc.msgs.push_back(make_msg(seed, i, len));
+    }
+    if (rng() % 4 == 0) {
+        sc.pause = (1 + rng() % 500) * US;
+    }
+
+    const double losses[] = {0, 0, 0.01, 0.1, 0.3};
+    sc.faults.loss   = losses[rng() % 5];
+    sc.faults.dup    = (rng() % 3 == 0) ? 0.05 : 0;
+    sc.faults.delay  = (1 + rng() % 20) * US;
+    sc.faults.jitter = (rng() % 2) ? (rng() % 30) * US : 0;
+    if (rng() % 8 == 0) {
+        sc.late_member = (rng() % 50) * MS;
+    }
+    return sc;
+}
+
+void add_partition(sim_scenario &sc, std::mt19937_64 &rng, bool heals)
+{
+    sim_faults &f = sc.faults;
+    bool both = false;
+
+    f.side.resize(sc.size);
+    while (!both) {
+        bool seen[2] = {false, false};
+        for (unsigned r = 0; r < sc.size; ++r) {
+            f.side[r] = rng() % 2;
+            seen[f.side[r]] = true;
+        }
+        both = seen[0] && seen[1];
+    }
+    f.part_from = (rng() % 3000) * US;
+    f.part_to   = heals ? f.part_from + (1 + rng() % 200) * MS : INF;
+}
+
+std::string describe(const sim_scenario &sc, const mc_sim::result &res)
+{
+    std::ostringstream os;
+    os << "seed " << sc.seed << " (MC_REL_SIM_SEED=" << sc.seed << "): "
+       << sc.size << " members, root " << sc.root << ", init psn "
+       << sc.init_psn << ", window " << sc.config.window << ", radix "
+       << sc.config.radix << ", mtu " << sc.config.mtu << ", "
+       << sc.msgs.size() << " messages, pause " << sc.pause
+       << " ns, loss " << sc.faults.loss
+       << ", dup " << sc.faults.dup << ", jitter " << sc.faults.jitter
+       << " ns, partition " << sc.faults.part_from << ".."
+       << sc.faults.part_to << ", victim " << sc.faults.victim << " at "
+       << sc.faults.kill_at << ", late member at " << sc.late_member
+       << "; ended at " << res.end_time << " ns after " << res.events
+       << " events" << (res.hang ? " (HANG: bound reached)" : "");
+    for (const std::string &v : res.violations) {
+        os << "\n  " << v;
+    }
+    return os.str();
+}
+
+/* Seeds to run: MC_REL_SIM_SEED=<seed> runs that one only */
+std::vector<uint64_t> seeds(uint64_t base, unsigned count)
+{
+    const char *env = getenv("MC_REL_SIM_SEED");
+    std::vector<uint64_t> v;
+
+    if (env != NULL) {
+        v.push_back(strtoull(env, NULL, 0));
+        return v;
+    }
+    for (unsigned i = 0; i < count; ++i) {
+        v.push_back(base + i);
+    }
+    return v;
+}
+
+bool all_failed(const mc_sim &sim, const sim_scenario &sc)
+{
+    for (unsigned r = 0; r < sc.size; ++r) {
+        const sim_member &m = sim.member(r);
+        if (m.alive && (m.failed == UCS_OK)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool none_failed(const mc_sim &sim, const sim_scenario &sc)
+{
+    for (unsigned r = 0; r < sc.size; ++r) {
+        if (sim.member(r).failed != UCS_OK) {
+            return false;
+        }
+    }
+    return true;
+}
+
+} // namespace
+
+
+/* Loss, duplication, reordering, delay, late joiners, wraparound, windows
+ * 2..512, 2..64 members: everything arrives, exactly once, in order, and
+ * then every member goes idle */
+TEST(mc_rel_sim, random_scenarios)
+{
+    uint64_t expected_msgs = 0, rx_msgs = 0, ucast = 0, mcast = 0, dups = 0;
+    uint64_t nacks = 0, drops = 0;
+    uint64_t drop_by[UCT_MC_REL_DROP_LAST] = {0};
+    unsigned failures = 0;
+
+    for (uint64_t seed : seeds(1000, 2500)) {
+        sim_scenario sc = random_scenario(seed);
+        mc_sim sim(sc);
+        mc_sim::result res = sim.run();
+
+        expected_msgs += (uint64_t)(sc.size - 1) * sc.msgs.size();
+        rx_msgs       += res.total.rx_msgs;
+        ucast         += res.total.tx_repair_ucast;
+        mcast         += res.total.tx_repair_mcast;
+        dups          += res.total.rx_dup;
+        nacks         += res.total.tx_nack;
+        for (int i = 0; i < UCT_MC_REL_DROP_LAST; ++i) {
+            drops      += res.total.drop[i];
+            drop_by[i] += res.total.drop[i];
+        }
+        if (!res.hang && res.violations.empty() && none_failed(sim, sc)) {
+            continue;
+        }
+        ADD_FAILURE() << describe(sc, res);
+        if (++failures >= 5) {
+            break;
+        }
+    }
+
+    /* the counters agree, and the faults were exercised */
+    EXPECT_EQ(expected_msgs, rx_msgs);
+    std::string why;
+    for (int i = 0; i < UCT_MC_REL_DROP_LAST; ++i) {
+        why += std::string(" ") +
+               uct_mc_rel_drop_name((uct_mc_rel_drop_t)i) + "=" +
+               std::to_string(drop_by[i]);
+    }
+    EXPECT_EQ(0u, drops) << "a member dropped a packet of a good peer:"
+                         << why;
+    if (getenv("MC_REL_SIM_SEED") == NULL) {
+        EXPECT_GT(ucast, 1000u);
+        EXPECT_GT(mcast, 100u);
+        EXPECT_GT(dups, 1000u);
+        EXPECT_GT(nacks, 1000u);
+    }
+}
+
+/* A partition that heals: nothing is lost, nobody fails (no peer
+ * timeout: silent is not dead) */
+TEST(mc_rel_sim, partition_heals)
+{
+    unsigned failures = 0;
+
+    for (uint64_t seed : seeds(50000, 300)) {
+        sim_scenario sc = random_scenario(seed, 24);
+        std::mt19937_64 rng(seed);
+        add_partition(sc, rng, true);
+        mc_sim sim(sc);
+        mc_sim::result res = sim.run();
+
+        if (!res.hang && res.violations.empty() && none_failed(sim, sc)) {
+            continue;
+        }
+        ADD_FAILURE() << describe(sc, res);
+        if (++failures >= 5) {
+            break;
+        }
+    }
+}
+
+/* A partition that does not heal, with a peer timeout: nobody hangs, and
+ * if it cut the group before the root finished, every member that misses
+ * something fails */
+TEST(mc_rel_sim, partition_forever)
+{
+    unsigned failures = 0, failed_runs = 0;
+
+    for (uint64_t seed : seeds(60000, 300)) {
+        sim_scenario sc = random_scenario(seed, 24);
+        std::mt19937_64 rng(seed);
+        add_partition(sc, rng, false);
+        sc.config.peer_timeout = (5 + rng() % 50) * MS;
+        mc_sim sim(sc);
+        mc_sim::result res = sim.run();
+
+        if (res.complete_time == INF) {
+            ++failed_runs;
+            if (!sim.member(sc.root).failed) {
+                res.violations.push_back("the root did not finish and did "
+                                         "not fail");
+            }
+        }
+        if (!res.hang && res.violations.empty()) {
+            continue;
+        }
+        ADD_FAILURE() << describe(sc, res);
+        if (++failures >= 5) {
+            break;
+        }
+    }
+    if (getenv("MC_REL_SIM_SEED") == NULL) {
+        EXPECT_GT(failed_runs, 30u) << "too few partitions cut a transfer";
+    }
+}
+
+/* A member killed (process gone, the liveness callback says so): if the
+ * root had not finished, every live member gets an error; if it had,
+ * nobody fails (finished is not failed) */
+TEST(mc_rel_sim, member_killed)
+{
+    unsigned failures = 0, cut = 0;
+
+    for (uint64_t seed : seeds(70000, 600)) {
+        sim_scenario sc = random_scenario(seed, 24);
+        std::mt19937_64 rng(seed);
+        sc.faults.victim  = (int)(rng() % sc.size);
+        sc.faults.kill_at = (rng() % 4000) * US;
+        sc.late_member    = 0;
+        mc_sim sim(sc);
+        mc_sim::result res = sim.run();
+
+        if ((res.complete_time == INF) && (sc.faults.victim != (int)sc.root)) {
+            ++cut;
+            if (!all_failed(sim, sc)) {
+                res.violations.push_back("a live member has no error "
+                                         "though the root did not finish");
+            }
+        } else if ((res.complete_time < sc.faults.kill_at) &&
+                   !none_failed(sim, sc)) {
+            res.violations.push_back("a member failed after the root "
+                                     "finished");
+        }
+        if (!res.hang && res.violations.empty()) {
+            continue;
+        }
+        ADD_FAILURE() << describe(sc, res);
+        if (++failures >= 5) {
+            break;
+        }
+    }
+    if (getenv("MC_REL_SIM_SEED") == NULL) {
+        EXPECT_GT(cut, 40u) << "too few kills during a transfer";
+    }
+}
