@@ -2100,8 +2100,8 @@ static void o2m_perf_parse_nprocs(const char *arg)
 
 static void o2m_perf_parse_sizes(const char *arg)
 {
-    perf_parse_sizes(arg, o2m_perf_opts.sizes, &o2m_perf_opts.num_sizes, O2M_PERF_MAX_SIZES,
-                     O2M_PERF_MAX_SIZE);
+    perf_parse_sizes(arg, o2m_perf_opts.sizes, &o2m_perf_opts.num_sizes,
+                     O2M_PERF_MAX_SIZES, O2M_PERF_MAX_SIZE);
 }
 
 static void o2m_perf_parse_tests(const char *arg)

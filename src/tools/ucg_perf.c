@@ -940,8 +940,8 @@ static void ucg_perf_parse_nprocs(const char *arg)
 
 static void ucg_perf_parse_sizes(const char *arg)
 {
-    perf_parse_sizes(arg, ucg_perf_opts.sizes, &ucg_perf_opts.num_sizes, UCG_PERF_MAX_SIZES,
-                     UCG_PERF_MAX_SIZE);
+    perf_parse_sizes(arg, ucg_perf_opts.sizes, &ucg_perf_opts.num_sizes,
+                     UCG_PERF_MAX_SIZES, UCG_PERF_MAX_SIZE);
 }
 
 static void ucg_perf_parse_colls(const char *arg)
