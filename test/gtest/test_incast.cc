@@ -147,25 +147,7 @@ bool wait_noprogress(Cond cond, double timeout = 0)
 
 
 /* Expected UCX errors are counted, not printed */
-int quiet_count = 0;
 
-ucs_log_func_rc_t quiet_log_handler(const char *file, unsigned line,
-                                    const char *function,
-                                    ucs_log_level_t level,
-                                    const ucs_log_component_config_t *comp,
-                                    const char *message, va_list ap)
-{
-    if (level <= UCS_LOG_LEVEL_WARN) {
-        ++quiet_count;
-        return UCS_LOG_FUNC_RC_STOP;
-    }
-    return UCS_LOG_FUNC_RC_CONTINUE;
-}
-
-struct scoped_quiet {
-    scoped_quiet()  { ucs_log_push_handler(quiet_log_handler); }
-    ~scoped_quiet() { ucs_log_pop_handler(); }
-};
 
 
 /* ------------------------------------------------------------------------ */
@@ -978,7 +960,7 @@ void check_bad_lengths(member &m, const group_desc &g, uct_ep_h ep)
         bad.push_back(g.hdr_len - 1);
     }
 
-    scoped_quiet quiet;
+    scoped_log_capture quiet;
     for (size_t len : bad) {
         for (send_method method : {SEND_SHORT, SEND_BCOPY, SEND_ZCOPY}) {
             if ((method == SEND_SHORT) && (len < sizeof(uint64_t))) {
@@ -1487,7 +1469,7 @@ TEST_P(IncastConcurrent, three_groups_one_iface)
             }
         }
         if (rank == 0) {
-            scoped_quiet quiet;
+            scoped_log_capture quiet;
             /* Rooted here with the id of group 0, also rooted here */
             status = m.create(g[1], make_group_id(3, 0), &dup_ep);
             CHILD_CHECK(status == UCS_ERR_ALREADY_EXISTS, "group id in use: "
@@ -1600,7 +1582,7 @@ TEST_P(IncastErrors, mismatched_lengths)
             g.root    = seq % nprocs;
             nerr      = m.env().errors.size();
 
-            scoped_quiet quiet;
+            scoped_log_capture quiet;
             if (rank == g.root) {
                 /* Any delivery fails the check: no rounds expected */
                 ctx.g         = g;
@@ -1670,7 +1652,7 @@ TEST_P(IncastErrors, mismatched_lengths)
             pg.barrier(rank);
             if (rank != g.root) {
                 group_desc other = g;
-                scoped_quiet quiet;
+                scoped_log_capture quiet;
                 if (rank == 0) {
                     other.op = UCT_O2M_OP_MAX;
                 } else {
@@ -1786,7 +1768,7 @@ TEST_P(IncastKill, sender_killed_while_root_waits)
         }
 
         int64_t t_start = mono_ns();
-        scoped_quiet quiet;
+        scoped_log_capture quiet;
         CHILD_CHECK(wait_progress(m.env(),
                                   [&] { return !m.env().errors.empty(); },
                                   10),
@@ -1912,7 +1894,7 @@ TEST_P(IncastKill, root_killed_while_senders_blocked)
         CHILD_CHECK(st == UCS_OK, "pending_add: %s", ucs_status_string(st));
         __atomic_fetch_add(&shm->blocked, 1, __ATOMIC_ACQ_REL);
 
-        scoped_quiet quiet;
+        scoped_log_capture quiet;
         CHILD_CHECK(wait_progress(m.env(),
                                   [&] { return !m.env().errors.empty(); },
                                   10),
@@ -1981,7 +1963,7 @@ TEST(IncastParams, create_agrees_with_query)
         g.size    = 2;
         g.root    = 0;
         g.hdr_len = 0;
-        scoped_quiet quiet;
+        scoped_log_capture quiet;
         for (uct_o2m_mode_t mode : all_modes) {
             for (uct_o2m_op_t op : all_ops) {
                 for (uct_o2m_dtype_t dtype : all_dtypes) {

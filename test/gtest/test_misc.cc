@@ -6,6 +6,7 @@
 
 extern "C" {
 #include "ucg_context.h"
+#include <ucs/debug/log.h>
 }
 
 #include <sys/mman.h>
@@ -73,6 +74,29 @@ TEST(tl_names, plugin_and_ucg)
     EXPECT_STREQ("sm_incast", uct_o2m_tl_name(1));
     EXPECT_STREQ("sm_bcast", ucg_sm_tl_name(UCG_SM_BCAST));
     EXPECT_STREQ("sm_incast", ucg_sm_tl_name(UCG_SM_INCAST));
+}
+
+/* The tests' log capture: the innermost capture gets the warnings and
+ * errors, the outer one gets them again once the inner one is gone */
+TEST(log_capture, innermost_gets_the_lines)
+{
+    scoped_log_capture outer;
+
+    ucs_error("outer %d", 1);
+    {
+        scoped_log_capture inner;
+
+        ucs_warn("inner");
+        ucs_debug("not captured");
+        EXPECT_EQ(1u, inner.lines().size()) << inner.all();
+        EXPECT_TRUE(inner.has("inner"));
+    }
+    ucs_error("outer %d", 2);
+
+    EXPECT_EQ(2u, outer.lines().size()) << outer.all();
+    EXPECT_TRUE(outer.has("outer 1"));
+    EXPECT_TRUE(outer.has("outer 2"));
+    EXPECT_FALSE(outer.has("inner"));
 }
 
 TEST_F(misc, ucx_info_lists_config)

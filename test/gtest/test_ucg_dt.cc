@@ -15,7 +15,7 @@
  *    that it gives bit-identical results;
  *  - names, sizes, and parsing names back.
  */
-#include <gtest/gtest.h>
+#include "test_common.h"
 
 extern "C" {
 #include "ucg_dt.h"
@@ -140,40 +140,6 @@ const char *const expected_dtype_names[UCG_DT_LAST] = {
 const char *const expected_op_names[UCG_OP_LAST] = {
     "sum", "prod", "min", "max", "land", "lor", "lxor", "band", "bor", "bxor",
     "minloc", "maxloc", "user"
-};
-
-
-/* ------------------------------------------------------------------------ */
-/* Captured log lines                                                        */
-
-std::vector<std::string> captured_errors;
-
-ucs_log_func_rc_t dt_log_handler(const char *file, unsigned line,
-                                 const char *function, ucs_log_level_t level,
-                                 const ucs_log_component_config_t *comp,
-                                 const char *message, va_list ap)
-{
-    char buf[512];
-    va_list aq;
-
-    if (level > UCS_LOG_LEVEL_WARN) {
-        return UCS_LOG_FUNC_RC_CONTINUE;
-    }
-
-    va_copy(aq, ap);
-    vsnprintf(buf, sizeof(buf), message, aq);
-    va_end(aq);
-    captured_errors.push_back(buf);
-    return UCS_LOG_FUNC_RC_STOP;
-}
-
-struct scoped_log_capture {
-    scoped_log_capture()
-    {
-        captured_errors.clear();
-        ucs_log_push_handler(dt_log_handler);
-    }
-    ~scoped_log_capture() { ucs_log_pop_handler(); }
 };
 
 
@@ -709,12 +675,14 @@ TEST(test_ucg_dt, names)
 void expect_invalid(ucg_op_t op, ucg_dtype_t dt, size_t dt_size,
                     const ucg_user_op_t *user_op)
 {
+    std::vector<std::string> captured_errors;
     ucg_op_desc_t desc;
     ucs_status_t status;
 
     {
-        scoped_log_capture capture;
-        status = ucg_op_desc_init(&desc, op, dt, dt_size, user_op);
+        o2m_test::scoped_log_capture capture;
+        status          = ucg_op_desc_init(&desc, op, dt, dt_size, user_op);
+        captured_errors = capture.lines();
     }
 
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, status)

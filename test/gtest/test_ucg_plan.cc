@@ -5,6 +5,8 @@
  * with hand-written expectations: phase methods, sets and their roots, sm
  * modes, native reductions, radix, fragment sizes and block owners.
  */
+#include "test_common.h"
+
 extern "C" {
 #include "ucg_config.h"
 #include "ucg_plan.h"
@@ -12,8 +14,6 @@ extern "C" {
 #include <ucs/debug/log_def.h>
 #include <ucs/sys/string.h>
 }
-
-#include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdarg>
@@ -27,6 +27,8 @@ extern "C" {
 #include <vector>
 
 
+using o2m_test::scoped_log_capture;
+
 namespace {
 
 /* A prefix nobody sets, so that the tests see the defaults */
@@ -34,59 +36,6 @@ const char *const ENV_PREFIX = "GTESTUCGPLAN_";
 
 /* sm_max_bcopy of the test topologies: auto sm fragments of 1024 bytes */
 const size_t SM_MAX_BCOPY = 1040;
-
-
-/* ---- captured error lines ---- */
-
-std::vector<std::string> plan_errors;
-
-ucs_log_func_rc_t plan_log_handler(const char *file, unsigned line,
-                                   const char *function, ucs_log_level_t level,
-                                   const ucs_log_component_config_t *comp,
-                                   const char *message, va_list ap)
-{
-    char buf[512];
-    va_list aq;
-
-    if (level > UCS_LOG_LEVEL_WARN) {
-        return UCS_LOG_FUNC_RC_CONTINUE;
-    }
-
-    va_copy(aq, ap);
-    vsnprintf(buf, sizeof(buf), message, aq);
-    va_end(aq);
-    plan_errors.push_back(buf);
-    return UCS_LOG_FUNC_RC_STOP;
-}
-
-struct log_capture {
-    log_capture()
-    {
-        plan_errors.clear();
-        ucs_log_push_handler(plan_log_handler);
-    }
-    ~log_capture() { ucs_log_pop_handler(); }
-
-    /* Whether some captured line contains @a text */
-    static bool has(const std::string &text)
-    {
-        for (const std::string &e : plan_errors) {
-            if (e.find(text) != std::string::npos) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    static std::string all()
-    {
-        std::string s;
-        for (const std::string &e : plan_errors) {
-            s += e + "\n";
-        }
-        return s;
-    }
-};
 
 
 /* ---- topologies ---- */
@@ -429,9 +378,9 @@ TEST_F(test_ucg_plan, config_modify)
     set("LOG_PLANS", "y");
     EXPECT_EQ(1, m_config->log_plans);
 
-    log_capture capture;
+    scoped_log_capture capture;
     EXPECT_EQ(UCS_ERR_NO_ELEM, ucg_config_modify(m_config, "NO_SUCH", "1"));
-    EXPECT_TRUE(log_capture::has("NO_SUCH")) << log_capture::all();
+    EXPECT_TRUE(capture.has("NO_SUCH")) << capture.all();
     EXPECT_NE(UCS_OK, ucg_config_modify(m_config, "HIER", "sometimes"));
     EXPECT_EQ(UCG_HIER_OFF, m_config->hier); /* unchanged */
     EXPECT_NE(UCS_OK, ucg_config_modify(m_config, "KNOMIAL_RADIX", "x"));
@@ -459,7 +408,7 @@ TEST_F(test_ucg_plan, config_environment)
     /* a bad value fails the read, naming nothing silently */
     setenv("GTESTUCGPLAN_UCG_HIER", "maybe", 1);
     {
-        log_capture capture;
+        scoped_log_capture capture;
         EXPECT_NE(UCS_OK, ucg_config_read(ENV_PREFIX, &config));
     }
 
@@ -469,7 +418,7 @@ TEST_F(test_ucg_plan, config_environment)
     unsetenv("GTESTUCGPLAN_UCG_GATHER_P2P");
 
     {
-        log_capture capture;
+        scoped_log_capture capture;
         EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucg_config_read("", &config));
         EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucg_config_read(ENV_PREFIX, NULL));
     }
@@ -554,12 +503,12 @@ TEST_F(test_ucg_plan, config_check_p2p)
                 EXPECT_EQ(UCS_OK, ucg_config_check(m_config))
                     << c.var << "=" << name;
             } else {
-                log_capture capture;
+                scoped_log_capture capture;
                 EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucg_config_check(m_config))
                     << c.var << "=" << name;
-                EXPECT_TRUE(log_capture::has(std::string(ENV_PREFIX) +
-                                             "UCG_" + c.var))
-                    << log_capture::all();
+                EXPECT_TRUE(capture.has(std::string(ENV_PREFIX) +
+                                        "UCG_" + c.var))
+                    << capture.all();
             }
         }
         ASSERT_EQ(UCS_OK, ucg_config_modify(m_config, c.var, "auto"));
@@ -602,12 +551,12 @@ TEST_F(test_ucg_plan, config_check_values)
     for (const auto &c : cases) {
         ASSERT_EQ(UCS_OK, ucg_config_modify(m_config, c.var, c.bad)) << c.var;
         {
-            log_capture capture;
+            scoped_log_capture capture;
             EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucg_config_check(m_config))
                 << c.var << "=" << c.bad;
-            EXPECT_TRUE(log_capture::has(std::string(ENV_PREFIX) + "UCG_" +
-                                         c.var))
-                << c.var << "=" << c.bad << ": " << log_capture::all();
+            EXPECT_TRUE(capture.has(std::string(ENV_PREFIX) + "UCG_" +
+                                    c.var))
+                << c.var << "=" << c.bad << ": " << capture.all();
         }
         ASSERT_EQ(UCS_OK, ucg_config_modify(m_config, c.var, c.good));
         EXPECT_EQ(UCS_OK, ucg_config_check(m_config)) << c.var << "=" << c.good;
@@ -654,7 +603,7 @@ TEST_F(test_ucg_plan, hosts_label)
                                       &is_auto));
     EXPECT_EQ(0u, label);
 
-    log_capture capture;
+    scoped_log_capture capture;
     for (const char *bad : {"", "0", "3,0", "3,", ",3", "3,,1", "-3", "+3",
                             " 3", "3 ", "3x", "x", "4294967296", "autox",
                             "1.5"}) {
@@ -701,7 +650,7 @@ TEST_F(test_ucg_plan, topo_init)
     EXPECT_EQ(1u, one.t.max_ppn);
 
     ucg_topo_t bad;
-    log_capture capture;
+    scoped_log_capture capture;
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucg_topo_init(&bad, 0, labels.data(), 1,
                                                    8240));
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucg_topo_init(&bad, 3, NULL, 1, 8240));
@@ -1143,7 +1092,7 @@ TEST_F(test_ucg_plan, sm_frag_rounding)
 
     /* a bcopy limit that leaves no room for data */
     topo_holder tiny(layout("3", 6), 1, 16);
-    log_capture capture;
+    scoped_log_capture capture;
     EXPECT_EQ("error: Invalid parameter",
               plan(tiny, make_key(UCG_COLL_BCAST, 8, 0)));
 }
@@ -1460,11 +1409,11 @@ TEST_F(test_ucg_plan, forced_p2p_methods)
               plan(flat, make_key(UCG_COLL_SCATTER, 8, 1)));
 
     /* a method the collective does not have (config not checked) */
-    log_capture capture;
+    scoped_log_capture capture;
     ASSERT_EQ(UCS_OK, ucg_config_modify(m_config, "BCAST_P2P", "ring"));
     EXPECT_EQ("error: Invalid parameter",
               plan(flat, make_key(UCG_COLL_BCAST, 8, 1)));
-    EXPECT_TRUE(log_capture::has("UCG_BCAST_P2P")) << log_capture::all();
+    EXPECT_TRUE(capture.has("UCG_BCAST_P2P")) << capture.all();
 }
 
 TEST_F(test_ucg_plan, thresholds)
@@ -1511,7 +1460,7 @@ TEST_F(test_ucg_plan, thresholds)
 TEST_F(test_ucg_plan, bad_keys)
 {
     topo_holder topo("2", 4);
-    log_capture capture;
+    scoped_log_capture capture;
 
     EXPECT_EQ("error: Invalid parameter",
               plan(topo, make_key(UCG_COLL_BCAST, 8, 4)));
@@ -1519,7 +1468,7 @@ TEST_F(test_ucg_plan, bad_keys)
               plan(topo, make_key(UCG_COLL_GATHER, 8, 100)));
     EXPECT_EQ("error: Invalid parameter",
               plan(topo, make_key(UCG_COLL_LAST, 8)));
-    EXPECT_FALSE(plan_errors.empty());
+    EXPECT_FALSE(capture.lines().empty());
 
     /* unrooted collectives ignore the root */
     EXPECT_EQ(plan(topo, make_key(UCG_COLL_ALLREDUCE, 8, 0)),
