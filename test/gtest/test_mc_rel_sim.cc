@@ -728,7 +728,7 @@ TEST(mc_rel_sim, random_scenarios)
  * timeout: silent is not dead) */
 TEST(mc_rel_sim, partition_heals)
 {
-    unsigned failures = 0;
+    unsigned failures = 0, cut = 0;
 
     for (uint64_t seed : seeds(50000, 300)) {
         sim_scenario sc = random_scenario(seed, 24);
@@ -737,6 +737,8 @@ TEST(mc_rel_sim, partition_heals)
         mc_sim sim(sc);
         mc_sim::result res = sim.run();
 
+        cut += (res.complete_time > sc.faults.part_from);
+
         if (!res.hang && res.violations.empty() && none_failed(sim, sc)) {
             continue;
         }
@@ -744,6 +746,9 @@ TEST(mc_rel_sim, partition_heals)
         if (++failures >= 5) {
             break;
         }
+    }
+    if (getenv("MC_REL_SIM_SEED") == NULL) {
+        EXPECT_GT(cut, 100u) << "too few partitions cut a transfer";
     }
 }
 

@@ -730,6 +730,9 @@ static void uct_mc_rel_rx_advance(uct_mc_rel_stream_t *s, uint64_t now)
             return;
         }
     }
+    if (s->next == s->high) {
+        s->t_nack = UCT_MC_REL_TIME_INF; /* no gap left */
+    }
 }
 
 static int uct_mc_rel_child_wants(const uct_mc_rel_child_t *c, uint32_t psn)
