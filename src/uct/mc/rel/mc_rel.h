@@ -49,7 +49,7 @@ typedef struct uct_mc_rel_config {
     unsigned window;         /* send/receive window in packets, a power of
                                 two, 2..32768: bounds the root's packets not
                                 acknowledged by every member, and the memory
-                                (window * (mtu + 64) bytes per stream) */
+                                (window * (mtu + 80) bytes per stream) */
     unsigned radix;          /* fan-in of the ACK tree, 1..64: each member
                                 handles the ACKs, NACKs and repairs of at
                                 most this many children */
