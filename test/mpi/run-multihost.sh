@@ -1,0 +1,167 @@
+#!/bin/bash
+#
+# The MPI suite across "hosts" of the multi-host bed (contrib/multihost.sh:
+# network, UTS, IPC, mount and pid namespaces per host): coll_test for
+# several hosts x ranks-per-host layouts, and, with coll/ucg, a rank killed
+# during a collective (coll_kill).  Every mpirun is bounded by `timeout`.
+#
+# Usage: test/mpi/run-multihost.sh [-L "2x1 2x2 3x1 3x2"] [-q] [-x] [-k]
+#            [-t SECONDS] [--ucg-path DIR] [-- MPIRUN_ARGS...]
+#   -L LIST   layouts HOSTSxRANKS (default "2x1 2x2 3x1 3x2"): run.sh with
+#             np = HOSTS*RANKS and --host h1:RANKS,...,hHOSTS:RANKS
+#   -q        quick coll_test matrix (run.sh -q)
+#   -x        no run.sh extra tests (late_rank, comm_churn, coll_fault;
+#             otherwise run once, on the first layout of 3 ranks or more)
+#   -k        no coll_kill
+#   -t SEC    time limit per mpirun (default 180)
+#   --ucg-path, after --: as for run.sh (MPI_TEST_EXPECT_UCG=1 also applies)
+#
+# Outside a bed it brings one up for the largest layout (as root; exits 77
+# with a message when namespaces cannot be made here) and tears it down
+# at the end.
+#
+# coll_kill (with MPI_TEST_EXPECT_UCG=1, unless -k): the victim kills itself
+# during an allgather loop; every other rank must get an error within
+# KILL_BOUND s (60, against hangs only).  Cases: 3 hosts x 1 rank (every
+# survivor on another host: UCP's error handling), and 2 hosts x 2 ranks
+# with the victim a host leader and a host member (same-host survivors
+# through the sm transports' liveness watches).  The time from the kill to
+# each survivor's error is printed.
+#
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+layouts="2x1 2x2 3x1 3x2"
+quick=()
+extra_tests=1
+kill_tests=1
+limit=180
+ucg_path=()
+ucg_dir=""
+extra=()
+args=("$@")
+while [ $# -gt 0 ]; do
+    case "$1" in
+    -L) layouts="$2"; shift 2 ;;
+    -q) quick=(-q); shift ;;
+    -x) extra_tests=0; shift ;;
+    -k) kill_tests=0; shift ;;
+    -t) limit="$2"; shift 2 ;;
+    --ucg-path) ucg_path=(--ucg-path "$2"); ucg_dir=$2; shift 2 ;;
+    --) shift; extra=("$@"); break ;;
+    -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "unknown option: $1" >&2; exit 2 ;;
+    esac
+done
+
+max_hosts=0
+for l in $layouts; do
+    if ! [[ $l =~ ^([1-9][0-9]*)x([1-9][0-9]*)$ ]]; then
+        echo "bad layout '$l' (HOSTSxRANKS)" >&2
+        exit 2
+    fi
+    [ "${BASH_REMATCH[1]}" -gt "$max_hosts" ] && max_hosts=${BASH_REMATCH[1]}
+done
+[ "$kill_tests" = 1 ] && [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ] &&
+    [ "$max_hosts" -lt 3 ] && max_hosts=3   # coll_kill's 3 x 1
+
+if [ -z "${MULTIHOST_ID:-}" ]; then
+    if ! "$top/contrib/multihost.sh" check; then
+        echo "run-multihost.sh: SKIPPED: cannot make the multi-host bed" \
+             "here (root and network/pid namespaces needed)"
+        exit 77
+    fi
+    exec "$top/contrib/multihost.sh" run -n "$max_hosts" -- "$0" "${args[@]}"
+fi
+
+# --host h1:P,...,hH:P
+host_list() {
+    local h out=""
+    for h in $(seq "$1"); do out+="h$h:$2,"; done
+    echo "${out%,}"
+}
+
+make -s -C "$here" coll_test coll_kill || exit 1
+if [ -n "$ucg_dir" ]; then   # as run.sh does
+    export OMPI_MCA_mca_base_component_path="$ucg_dir:/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3"
+fi
+
+fail=0
+start=$(date +%s)
+extras_done=0
+for l in $layouts; do
+    hosts=${l%x*}
+    ppn=${l#*x}
+    np=$((hosts * ppn))
+    x=(-x)
+    if [ "$extra_tests" = 1 ] && [ $extras_done = 0 ] && [ $np -ge 3 ]; then
+        x=()
+        extras_done=1
+    fi
+    echo "--- $hosts hosts x $ppn ranks: --host $(host_list "$hosts" "$ppn")"
+    bash "$here/run.sh" -n "$np" -t "$limit" "${quick[@]}" "${x[@]}" \
+        "${ucg_path[@]}" -- --host "$(host_list "$hosts" "$ppn")" \
+        "${extra[@]}" || fail=1
+done
+
+# run_kill HOSTS PPN VICTIM [PATTERN]: one coll_kill run, checked; with
+# PATTERN (extended regular expression), its output must match it
+run_kill() {
+    local hosts=$1 ppn=$2 victim=$3 pattern=${4:-} np=$(($1 * $2))
+    local log kfile rc n pid
+    log=$(mktemp)
+    kfile=$(mktemp -u "${MULTIHOST_DIR:-/tmp}/coll_kill.XXXXXX")
+    # UCX 1.13's own failures on a dead peer (see the gtest
+    # ucg_coll_errors.kill_remote_member): UCP sends eagerly, by copy
+    timeout -k 10 "$limit" mpirun --allow-run-as-root --oversubscribe \
+        -np "$np" --host "$(host_list "$hosts" "$ppn")" \
+        --mca orte_abort_on_non_zero_status 0 \
+        -x UCX_ZCOPY_THRESH=inf -x UCX_RNDV_THRESH=inf \
+        "${extra[@]}" "$here/coll_kill" "$victim" "$kfile" \
+        "${KILL_BOUND:-60}" >"$log" 2>&1 &
+    pid=$!
+    # mpirun may not end after the survivors' exits (see coll_kill.c): it
+    # is stopped once each survivor has printed its line (bounded by
+    # timeout in any case)
+    while kill -0 $pid 2>/dev/null; do
+        n=$(grep -c '^coll_kill: rank [0-9]* on ' "$log")
+        [ "$n" -ge $((np - 1)) ] && break
+        sleep 0.2
+    done
+    kill -TERM $pid 2>/dev/null
+    wait $pid
+    rc=$?
+    n=$(grep -c '^coll_kill: rank [0-9]* on [^ ]*: error [0-9.]* s after the kill' "$log")
+    grep '^coll_kill: ' "$log" | sed "s/^/  /"
+    if [ $rc -eq 124 ] && [ "$n" -lt $((np - 1)) ]; then
+        echo "coll_kill $hosts x $ppn victim $victim: TIMEOUT after ${limit}s"
+        rc=1
+    elif grep -q '^coll_kill: .*FAIL' "$log" || [ "$n" -ne $((np - 1)) ] ||
+         ! grep -q "^coll_kill: rank $victim kills itself" "$log" ||
+         { [ -n "$pattern" ] && ! grep -Eq "$pattern" "$log"; }; then
+        echo "coll_kill $hosts x $ppn victim $victim: FAILED ($n of" \
+             "$((np - 1)) survivors got an error in time); other output:"
+        grep -v '^coll_kill: ' "$log" | grep -v '^ *$' | tail -15
+        rc=1
+    else
+        echo "coll_kill $hosts x $ppn victim $victim: passed"
+        rc=0
+    fi
+    rm -f "$log" "$kfile" "$kfile.tmp"
+    return $rc
+}
+
+if [ "$kill_tests" = 1 ] && [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ]; then
+    echo "--- coll_kill: a rank killed during an allgather"
+    # every survivor on another host: the error must come from UCP's error
+    # handling on the endpoints to other hosts (UCG's log line)
+    run_kill 3 1 1 "connection to rank 1 \\(.*another host\\) failed" ||
+        fail=1
+    run_kill 2 2 2 || fail=1   # a host leader
+    run_kill 2 2 3 || fail=1   # a host member
+fi
+
+echo "run-multihost.sh: layouts {$layouts} on bed $MULTIHOST_ID" \
+     "$([ $fail = 0 ] && echo PASSED || echo FAILED)" \
+     "in $(( $(date +%s) - start )) s"
+exit $fail
