@@ -48,6 +48,7 @@ packages=(
     libopenmpi-dev openmpi-bin
     python3 python3-matplotlib
     clang-14 libclang-rt-14-dev
+    iproute2 nftables util-linux
 )
 
 missing=()

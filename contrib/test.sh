@@ -11,7 +11,12 @@
 #   3. contrib/check-install.sh: 'make install DESTDIR=...' lands the headers,
 #      the libraries, ucx-o2m.pc and ucg-o2m.pc, and they are usable
 #   4. the MPI suite (test/mpi/run.sh, np 2..8) with the coll/ucg component of
-#      build/ forced, checking it served bcast and allreduce
+#      build/ forced, checking it served bcast and allreduce; then across
+#      hosts of the multi-host bed (contrib/multihost.sh, network namespaces):
+#      test/mpi/run-multihost.sh, quick matrix on 2 and 3 hosts x 1..2 ranks
+#      and a rank on another host killed during a collective (about half a
+#      minute; skipped with a message where namespaces cannot be made,
+#      e.g. not root)
 #   5. test/fuzz/fuzz.sh: the libFuzzer targets of the shared-memory checks
 #      (o2m_check.c) and of the multicast engine's packets (mc/rel/), built
 #      with clang against build/'s configuration, run for O2M_FUZZ_SECONDS
@@ -68,6 +73,12 @@ run_step() {
 
 skip_step() {
     steps+=("$1"); results+=("NOT RUN (an earlier step failed)"); times+=(0)
+}
+
+# skip_reason NAME RESULT: a step that cannot run on this machine
+skip_reason() {
+    steps+=("$1"); results+=("$2"); times+=(0)
+    say "SKIP  $1: $2"
 }
 
 summary() {
@@ -165,8 +176,10 @@ run_sim_asan() {
 # The MPI suite (test/mpi) with coll/ucg forced, and proof that it served
 # the collectives (its counter lines).  build/ only: a component built with
 # sanitizers cannot load into the uninstrumented MPI processes.
+# RUNNER is test/mpi/run.sh or test/mpi/run-multihost.sh, with its options.
 run_mpi() {
     local dir=$1 so comp rc
+    shift
     make -C "$dir" -j"$JOBS" >/dev/null || return 1
     so="$dir/src/ompi/coll/ucg/.libs/mca_coll_ucg.so"
     [ -f "$so" ] || { echo "test.sh: $so was not built (Open MPI devel headers?)" >&2; return 1; }
@@ -174,11 +187,24 @@ run_mpi() {
     # Open MPI does not load a component from a libtool .libs directory
     comp=$(mktemp -d /tmp/ucx-o2m-comp.XXXXXX)
     ln -s "$(readlink -f "$so")" "$comp/"
-    MPI_TEST_EXPECT_UCG=1 bash test/mpi/run.sh --ucg-path "$comp" -- \
+    MPI_TEST_EXPECT_UCG=1 bash "$@" --ucg-path "$comp" -- \
         --mca coll ucg,basic,libnbc,tuned,self
     rc=$?
     rm -rf "$comp"
     return $rc
+}
+
+# The MPI suite across hosts: a bed of 3 network-namespace hosts, the quick
+# matrix on 2 and 3 hosts x 1 and 2 ranks, coll_kill; skipped (not failed)
+# where the bed cannot be made
+run_mpi_hosts() {
+    if ! bash contrib/multihost.sh check; then
+        skip_reason "MPI across hosts (build/)" \
+            "SKIPPED (no namespaces here)"
+        return 0
+    fi
+    run_step "MPI across hosts (build/)" run_mpi "$1" \
+        test/mpi/run-multihost.sh -q -x -t 120 || true
 }
 
 trap 'summary $?' EXIT
@@ -202,7 +228,9 @@ else
 fi
 
 run_step "check-install" bash contrib/check-install.sh "$BUILD" || true
-run_step "MPI suite, coll/ucg (build/)" run_mpi "$BUILD" || true
+run_step "MPI suite, coll/ucg (build/)" run_mpi "$BUILD" test/mpi/run.sh ||
+    true
+run_mpi_hosts "$BUILD"
 run_step "fuzz shared-memory checks" bash test/fuzz/fuzz.sh "$BUILD" \
     "${O2M_FUZZ_SECONDS:-60}" o2m_check || true
 run_step "fuzz multicast packets" bash test/fuzz/fuzz.sh "$BUILD" \

@@ -71,7 +71,8 @@ if [ -z "${MULTIHOST_ID:-}" ]; then
              "here (root and network/pid namespaces needed)"
         exit 77
     fi
-    exec "$top/contrib/multihost.sh" run -n "$max_hosts" -- "$0" "${args[@]}"
+    exec "$top/contrib/multihost.sh" run -n "$max_hosts" -- \
+        "$here/$(basename "$0")" "${args[@]}"
 fi
 
 # --host h1:P,...,hH:P
