@@ -183,13 +183,16 @@ try() {
 start_host_init() {
     local h=$1 ns upid cpid i
     ns=$(host_ns "$h")
-    # in the new namespaces: own hostname, own /dev/shm; then wait forever
+    # in the new namespaces: own hostname, own /dev/shm; then reap the
+    # orphans of the host (orted daemonizes) until the bed goes down (perl
+    # is essential in Debian: no build step for a reaper)
     setsid ip netns exec "$ns" unshare --uts --ipc --mount --pid --fork \
         --kill-child --mount-proc /bin/sh -c '
             echo "$1" >/proc/sys/kernel/hostname &&
             mount -t tmpfs -o mode=1777,size=50% o2m-shm /dev/shm &&
-            touch "$2" && exec sleep infinity' init "$h" "$dir/ready.$h" \
-        </dev/null >/dev/null 2>&1 &
+            touch "$2" &&
+            exec perl -e "while (1) { waitpid(-1, 0) > 0 or sleep 1 }"' \
+        init "$h" "$dir/ready.$h" </dev/null >/dev/null 2>&1 &
     upid=$!
     for i in $(seq 100); do
         [ -e "$dir/ready.$h" ] && break
