@@ -161,6 +161,11 @@ static int ucg_sm_contrib_key(const ucg_coll_t *coll, unsigned phase_idx,
 /* Whether @a coll, in a fan-in phase, has made all its contributions */
 static int ucg_sm_contributed(const ucg_coll_t *coll)
 {
+    /* Still waiting for its endpoints: it has not even begun */
+    if (!UCG_SM_PS_OPEN(coll)) {
+        return 0;
+    }
+
     /* The fan-in stage of the CMA phases: 1 of bcast, 0 of reduce */
     if (coll->phase->method == UCG_PHASE_SM_BCAST_CMA) {
         if (UCG_SM_PS_STAGE(coll) == 0) {

@@ -23,6 +23,8 @@
  *    barrier with every root give the right result on every member (the
  *    phases rooted at rank 0 run point-to-point on their set, the others
  *    stay host-local), on one host and on two virtual hosts.
+ *  - ucg_sm_gate.fanin_order_while_joining: a collective waiting for its
+ *    fan-in endpoint keeps its place in the fan-in order.
  */
 #include "test_traffic.h"
 #include "test_sandbox.h"
@@ -414,6 +416,64 @@ TEST(ucg_coll_exhaustion, root_out_of_memory)
                         ucs_status_string(m.group->failed));
         }, std::string("hosts=") + hosts);
     }
+}
+
+/*
+ * Host-local endpoints are resolved before a phase sends: a collective that
+ * waits for its fan-in endpoint (the root has not created it) has not
+ * contributed yet, so a later collective on the same endpoint, started once
+ * the root did, waits for it (fan-in rounds are formed in start order).
+ * Rank 1 and 2 start gather A while root 0 has not started; root 0 starts
+ * A; rank 2 progresses (A contributes), rank 1 does not; then both start
+ * gather B (another length).  Before, B contributed first on rank 1 and
+ * the root's first round mixed B (rank 1) and A (rank 2).
+ */
+TEST(ucg_sm_gate, fanin_order_while_joining)
+{
+    run_opts opts;
+
+    opts.env["UCX_UCG_SM_INCAST_MODE"] = "centralized";
+    run_ok(3, opts, [&](member &m) {
+        coll_desc da(UCG_COLL_GATHER, 100, UCG_DT_INT32, UCG_OP_LAST, 0);
+        coll_desc db(UCG_COLL_GATHER, 1000, UCG_DT_INT32, UCG_OP_LAST, 0);
+        ucg_group_h group = create_group(m); /* no endpoint yet */
+        ucg_coll_params_t pa, pb;
+        ucg_coll_h ca, cb;
+
+        da.seed = 1;
+        db.seed = 2;
+        coll_bufs ba(da, m.rank, m.size), bb(db, m.rank, m.size);
+        pa = ba.params();
+        pb = bb.params();
+        CHILD_CHECK_OK(ucg_coll_init(group, &pa, &ca));
+        CHILD_CHECK_OK(ucg_coll_init(group, &pb, &cb));
+
+        if (m.rank != 0) {
+            CHILD_CHECK_OK(ucg_coll_start(ca)); /* waits for the root */
+        }
+        m.procs->barrier(m.rank);
+        if (m.rank == 0) {
+            CHILD_CHECK_OK(ucg_coll_start(ca)); /* creates the endpoint */
+        }
+        m.procs->barrier(m.rank);
+        if (m.rank == 2) {
+            /* A contributes here first (nothing can complete yet) */
+            double end = now() + 0.2;
+            while (now() < end) {
+                ucg_progress(m.context);
+            }
+        }
+        CHILD_CHECK_OK(ucg_coll_start(cb));
+
+        CHILD_CHECK_OK(wait_coll(cb, "gather B"));
+        CHILD_CHECK_OK(wait_coll(ca, "gather A"));
+        ba.check("gather A");
+        bb.check("gather B");
+        ucg_coll_finalize(ca);
+        ucg_coll_finalize(cb);
+        m.procs->barrier(m.rank);
+        ucg_group_destroy(group);
+    });
 }
 
 } // namespace
