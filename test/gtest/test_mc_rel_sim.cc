@@ -89,17 +89,20 @@ struct sim_scenario {
                                                           this late */
 };
 
+typedef std::shared_ptr<const std::vector<uint8_t>> sim_pkt_ptr;
+
+/* A copy of a packet arriving at member dst (copies share the bytes) */
 struct sim_event {
-    uint64_t             time;
-    uint64_t             seq;
-    unsigned             dst;
-    std::vector<uint8_t> pkt;
+    uint64_t    time;
+    uint64_t    seq;
+    unsigned    dst;
+    sim_pkt_ptr pkt;
 };
 
 struct sim_event_later {
-    bool operator()(const sim_event *a, const sim_event *b) const
+    bool operator()(const sim_event &a, const sim_event &b) const
     {
-        return (a->time != b->time) ? (a->time > b->time) : (a->seq > b->seq);
+        return (a.time != b.time) ? (a.time > b.time) : (a.seq > b.seq);
     }
 };
 
@@ -134,6 +137,7 @@ public:
         std::uniform_real_distribution<double> scale(0.5, 1.5);
 
         m_link_loss.resize(sc.size * sc.size);
+        m_deadline.resize(sc.size, INF);
         for (double &l : m_link_loss) {
             l = std::min(0.9, sc.faults.loss * scale(m_rng));
         }
@@ -156,10 +160,6 @@ public:
 
     ~mc_sim()
     {
-        while (!m_queue.empty()) {
-            delete m_queue.top();
-            m_queue.pop();
-        }
         for (sim_member &m : m_members) {
             if (m.stream != NULL) {
                 uct_mc_rel_stream_destroy(m.stream);
@@ -243,6 +243,7 @@ private:
             violation("member " + std::to_string(m.rank) +
                       ": create failed: " + ucs_status_string(status));
             m.alive = false;
+            touch(m);
             return;
         }
         /* a receiver's application waits for the messages */
@@ -250,6 +251,7 @@ private:
             uct_mc_rel_expect(m.stream, 1, m_now);
             m.expecting = true;
         }
+        touch(m);
     }
 
     void violation(const std::string &what)
@@ -291,6 +293,7 @@ private:
                 }
                 break;
             }
+            touch(r);
             ++m_next_msg;
             if (m_sc.pause != 0) {
                 m_app_time = m_now + m_rng() % m_sc.pause;
@@ -300,16 +303,13 @@ private:
 
     uint64_t next_time()
     {
-        uint64_t t = INF, d;
+        uint64_t t = INF;
 
         if (!m_queue.empty()) {
-            t = m_queue.top()->time;
+            t = m_queue.top().time;
         }
-        for (sim_member &m : m_members) {
-            if (m.alive && (m.stream != NULL)) {
-                d = uct_mc_rel_next_deadline(m.stream);
-                t = std::min(t, std::max(d, m_now));
-            }
+        for (uint64_t d : m_deadline) {
+            t = std::min(t, std::max(d, m_now));
         }
         if ((m_late >= 0) && (m_members[m_late].stream == NULL)) {
             t = std::min(t, m_sc.late_member);
@@ -329,6 +329,7 @@ private:
         if (!m_killed && (m_now >= m_sc.faults.kill_at)) {
             m_killed = true;
             m_members[m_sc.faults.victim].alive = false;
+            touch(m_members[m_sc.faults.victim]);
             return;
         }
         if ((m_late >= 0) && (m_members[m_late].stream == NULL) &&
@@ -337,27 +338,34 @@ private:
             return;
         }
 
-        if (!m_queue.empty() && (m_queue.top()->time <= m_now)) {
-            std::unique_ptr<sim_event> ev(m_queue.top());
+        if (!m_queue.empty() && (m_queue.top().time <= m_now)) {
+            sim_pkt_ptr pkt = m_queue.top().pkt;
+            sim_member &m   = m_members[m_queue.top().dst];
             m_queue.pop();
-            sim_member &m = m_members[ev->dst];
             if (m.alive && (m.stream != NULL)) {
-                uct_mc_rel_recv(m.stream, ev->pkt.data(), ev->pkt.size(),
-                                m_now);
+                uct_mc_rel_recv(m.stream, pkt->data(), pkt->size(), m_now);
                 if (m.expecting && (m.ndelivered == m_sc.msgs.size())) {
                     uct_mc_rel_expect(m.stream, 0, m_now);
                     m.expecting = false;
                 }
+                touch(m);
             }
             return;
         }
 
         for (sim_member &m : m_members) {
-            if (m.alive && (m.stream != NULL) &&
-                (uct_mc_rel_next_deadline(m.stream) <= m_now)) {
+            if (m_deadline[m.rank] <= m_now) {
                 uct_mc_rel_progress(m.stream, m_now);
+                touch(m);
             }
         }
+    }
+
+    /* The engine's deadline of @a m changes only by calls into it */
+    void touch(sim_member &m)
+    {
+        m_deadline[m.rank] = (m.alive && (m.stream != NULL)) ?
+                             uct_mc_rel_next_deadline(m.stream) : INF;
     }
 
     bool partitioned(unsigned a, unsigned b) const
@@ -367,7 +375,7 @@ private:
                (f.side[a] != f.side[b]);
     }
 
-    void link(unsigned src, unsigned dst, const std::vector<uint8_t> &pkt)
+    void link(unsigned src, unsigned dst, const sim_pkt_ptr &pkt)
     {
         std::uniform_real_distribution<double> u(0, 1);
         const sim_faults &f = m_sc.faults;
@@ -379,13 +387,9 @@ private:
         }
         copies = (u(m_rng) < f.dup) ? 2 : 1;
         while (copies-- > 0) {
-            sim_event *ev = new sim_event;
-            ev->time = m_now + f.delay +
-                       (f.jitter ? (m_rng() % f.jitter) : 0);
-            ev->seq  = m_seq++;
-            ev->dst  = dst;
-            ev->pkt  = pkt;
-            m_queue.push(ev);
+            m_queue.push(sim_event{m_now + f.delay +
+                                   (f.jitter ? (m_rng() % f.jitter) : 0),
+                                   m_seq++, dst, pkt});
         }
     }
 
@@ -394,7 +398,9 @@ private:
     {
         sim_member *m = (sim_member*)arg;
         mc_sim *sim   = m->sim;
-        std::vector<uint8_t> pkt(UCT_MC_REL_HDR_LEN + length);
+        std::shared_ptr<std::vector<uint8_t>> pkt =
+            std::make_shared<std::vector<uint8_t>>(UCT_MC_REL_HDR_LEN +
+                                                   length);
 
         if (!m->alive) {
             sim->violation("member " + std::to_string(m->rank) +
@@ -404,9 +410,9 @@ private:
         if (length > sim->m_sc.config.mtu) {
             sim->violation("payload above the MTU");
         }
-        memcpy(pkt.data(), hdr, UCT_MC_REL_HDR_LEN);
+        memcpy(pkt->data(), hdr, UCT_MC_REL_HDR_LEN);
         if (length > 0) {
-            memcpy(pkt.data() + UCT_MC_REL_HDR_LEN, payload, length);
+            memcpy(pkt->data() + UCT_MC_REL_HDR_LEN, payload, length);
         }
 
         if (dest == UCT_MC_REL_DEST_MCAST) {
@@ -519,8 +525,9 @@ private:
     std::mt19937_64             m_rng;
     std::vector<sim_member>     m_members;
     std::vector<double>         m_link_loss;
+    std::vector<uint64_t>       m_deadline; /* per member, INF: none */
     uct_mc_rel_ops_t            m_ops;
-    std::priority_queue<sim_event*, std::vector<sim_event*>,
+    std::priority_queue<sim_event, std::vector<sim_event>,
                         sim_event_later> m_queue;
     uint64_t                    m_now      = 0;
     uint64_t                    m_seq      = 0;
