@@ -694,6 +694,21 @@ TEST(mc_rel_sim, random_scenarios)
         mc_sim sim(sc);
         mc_sim::result res = sim.run();
 
+        /* bounded completion: generous, against pathological back-off
+         * (the simulation is deterministic: a seed passes or not) */
+        unsigned depth = 0;
+        for (uint64_t reach = 1, level = 1; reach < sc.size; ++depth) {
+            level *= sc.config.radix;
+            reach += level;
+        }
+        uint64_t bound = sc.late_member + sc.msgs.size() * sc.pause +
+                         200 * MS + res.total.tx_data * depth * MS;
+        if (res.complete_time > bound) {
+            res.violations.push_back("completed at " +
+                                     std::to_string(res.complete_time) +
+                                     " ns, after the bound " +
+                                     std::to_string(bound));
+        }
         expected_msgs += (uint64_t)(sc.size - 1) * sc.msgs.size();
         rx_msgs       += res.total.rx_msgs;
         ucast         += res.total.tx_repair_ucast;

@@ -139,6 +139,9 @@ struct uct_mc_rel_stream {
     unsigned               backoff;
     uint64_t               last_upstream;
     uint64_t               t_sync;     /* root: last PROBE/SYNC sent */
+    uint64_t               t_disturb;  /* root: last NACK or SYNC: ACKs of
+                                          packets sent before are no RTT
+                                          sample */
     uint64_t               t_want;     /* receiver: last WANT_SYNC sent */
     uint64_t               t_abort;    /* next ABORT repetition */
     uint64_t               t_failed;
@@ -285,7 +288,8 @@ static ucs_status_t uct_mc_rel_send_data(uct_mc_rel_stream_t *s, int dest,
 }
 
 static void uct_mc_rel_send_sync(uct_mc_rel_stream_t *s, int dest,
-                                 uint8_t type, uint32_t acked, uint32_t next)
+                                 uint8_t type, uint32_t acked, uint32_t next,
+                                 uint64_t now)
 {
     uct_mc_rel_hdr_t hdr;
 
@@ -294,6 +298,7 @@ static void uct_mc_rel_send_sync(uct_mc_rel_stream_t *s, int dest,
     hdr.aux = next;
     uct_mc_rel_xmit(s, dest, &hdr, NULL, 0);
     ++s->stats.tx_sync;
+    s->t_disturb = now;
 }
 
 static void uct_mc_rel_send_abort(uct_mc_rel_stream_t *s, int dest,
@@ -483,7 +488,7 @@ static void uct_mc_rel_root_update(uct_mc_rel_stream_t *s, uint64_t now)
         if (s->high == s->base) {
             /* nothing to send yet: the members learn the join is over */
             uct_mc_rel_send_sync(s, UCT_MC_REL_DEST_MCAST,
-                                 UCT_MC_REL_PKT_SYNC, s->base, s->high);
+                                 UCT_MC_REL_PKT_SYNC, s->base, s->high, now);
             s->t_sync = now;
         }
         uct_mc_rel_watch_arm(s, now);
@@ -495,7 +500,8 @@ static void uct_mc_rel_root_update(uct_mc_rel_stream_t *s, uint64_t now)
     }
 
     slot = uct_mc_rel_slot(s, agg - 1);
-    if (!slot->retx) {
+    if (!slot->retx && (slot->t_first > s->t_disturb)) {
+        /* an ACK that no loss delayed: the tree's round trip */
         uct_mc_rel_rtt_sample(s, now - slot->t_first);
     }
     s->base    = agg;
@@ -504,7 +510,7 @@ static void uct_mc_rel_root_update(uct_mc_rel_stream_t *s, uint64_t now)
         /* drained: tell the members, so that none waits for a tail */
         s->t_watch = UCT_MC_REL_TIME_INF;
         uct_mc_rel_send_sync(s, UCT_MC_REL_DEST_MCAST, UCT_MC_REL_PKT_SYNC,
-                             s->base, s->high);
+                             s->base, s->high, now);
         s->t_sync  = now;
     } else {
         s->t_watch = now + uct_mc_rel_rto(s);
@@ -798,7 +804,11 @@ static void uct_mc_rel_rx_nack_timer(uct_mc_rel_stream_t *s, uint64_t now)
             if (slot->nack_tries++ == 0) {
                 slot->t_first = now;
             }
-            slot->t_nack = now + uct_mc_rel_backoff(s, slot->nack_tries - 1);
+            /* losses are independent: the first retries come after one
+             * RTO, then back off */
+            slot->t_nack = now + uct_mc_rel_backoff(s,
+                                                    (slot->nack_tries > 2) ?
+                                                    slot->nack_tries - 2 : 0);
         }
         next_due = ucs_min(next_due, slot->t_nack);
     }
@@ -991,10 +1001,12 @@ static void uct_mc_rel_want_sync(uct_mc_rel_stream_t *s,
             s->t_sync = now;
             if (s->state == UCT_MC_REL_ST_JOINING) {
                 uct_mc_rel_send_sync(s, UCT_MC_REL_DEST_MCAST,
-                                     UCT_MC_REL_PKT_PROBE, s->base, s->base);
+                                     UCT_MC_REL_PKT_PROBE, s->base, s->base,
+                                     now);
             } else {
                 uct_mc_rel_send_sync(s, UCT_MC_REL_DEST_MCAST,
-                                     UCT_MC_REL_PKT_SYNC, s->base, s->high);
+                                     UCT_MC_REL_PKT_SYNC, s->base, s->high,
+                                     now);
             }
         }
         return;
@@ -1002,11 +1014,11 @@ static void uct_mc_rel_want_sync(uct_mc_rel_stream_t *s,
 
     if (s->ready_seen) {
         uct_mc_rel_send_sync(s, c->rank, UCT_MC_REL_PKT_SYNC, s->view_acked,
-                             s->view_next);
+                             s->view_next, now);
     } else if (s->started) {
         /* the join is not over: what the root said so far */
         uct_mc_rel_send_sync(s, c->rank, UCT_MC_REL_PKT_PROBE, s->init_psn,
-                             s->init_psn);
+                             s->init_psn, now);
     }
     if (uct_mc_rel_waits_upstream(s) && (now - s->t_want >= rto)) {
         uct_mc_rel_rx_ack(s, 1, 1, now);
@@ -1212,6 +1224,7 @@ ucs_status_t uct_mc_rel_recv(uct_mc_rel_stream_t *s, const void *packet,
             uct_mc_rel_drop(s, UCT_MC_REL_DROP_PSN, &hdr);
         } else {
             c->last_heard = now;
+            s->t_disturb  = now;
             ++s->stats.rx_nack;
             uct_mc_rel_root_nack(s, c, &hdr, now);
         }
@@ -1333,10 +1346,10 @@ static void uct_mc_rel_watch_fire(uct_mc_rel_stream_t *s, uint64_t now)
         s->t_sync = now;
         if (s->state == UCT_MC_REL_ST_JOINING) {
             uct_mc_rel_send_sync(s, UCT_MC_REL_DEST_MCAST,
-                                 UCT_MC_REL_PKT_PROBE, s->base, s->base);
+                                 UCT_MC_REL_PKT_PROBE, s->base, s->base, now);
         } else if (s->high != s->base) {
             uct_mc_rel_send_sync(s, UCT_MC_REL_DEST_MCAST,
-                                 UCT_MC_REL_PKT_SYNC, s->base, s->high);
+                                 UCT_MC_REL_PKT_SYNC, s->base, s->high, now);
         }
     } else if (uct_mc_rel_waits_upstream(s) &&
                !uct_mc_rel_watch_upstream(s, now)) {
