@@ -1861,7 +1861,7 @@ static void o2m_perf_print_targets(void)
     double fanout8, ratio;
     char size[32];
 
-    printf("\nTargets (issue 2)\n");
+    printf("\nDesign targets\n");
     for (n_idx = 0; n_idx < o2m_perf_opts.num_nprocs; ++n_idx) {
         if (o2m_perf_opts.nprocs[n_idx] == 2) {
             break;
