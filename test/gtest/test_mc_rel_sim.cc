@@ -7,7 +7,9 @@
  * every other member, each copy on its own link with seeded loss,
  * duplication and delay (jitter reorders); unicast goes on the link to its
  * destination.  A partition cuts the links between two sides for a time
- * (healing) or for good.  A member can be killed (it stops; the liveness
+ * (healing) or for good.  The transport may refuse a send (no buffer: the
+ * engine resends first transmissions, the rest counts as lost).  A member
+ * can be killed (it stops; the liveness
  * callback says it is gone).  Time is simulated: the loop jumps to the next
  * packet arrival or the earliest engine deadline, so lost packets cost no
  * CPU time, and every run is bounded in simulated time and events.
@@ -68,6 +70,8 @@ struct sim_faults {
     double   dup       = 0;     /* probability a copy arrives twice */
     uint64_t delay     = 5 * US;
     uint64_t jitter    = 0;     /* uniform extra delay: reordering */
+    double   refuse    = 0;     /* the transport refuses a send
+                                   (UCS_ERR_NO_RESOURCE: no buffer) */
     std::vector<bool> side;     /* partition: members on side true ... */
     uint64_t part_from = INF;   /* ... cut from the rest in [from, to) */
     uint64_t part_to   = INF;
@@ -410,6 +414,11 @@ private:
         if (length > sim->m_sc.config.mtu) {
             sim->violation("payload above the MTU");
         }
+        if ((sim->m_sc.faults.refuse > 0) &&
+            (std::uniform_real_distribution<double>(0, 1)(sim->m_rng) <
+             sim->m_sc.faults.refuse)) {
+            return UCS_ERR_NO_RESOURCE;
+        }
         memcpy(pkt->data(), hdr, UCT_MC_REL_HDR_LEN);
         if (length > 0) {
             memcpy(pkt->data() + UCT_MC_REL_HDR_LEN, payload, length);
@@ -550,7 +559,7 @@ std::vector<uint8_t> make_msg(uint64_t seed, unsigned idx, size_t len)
 
 /* A random scenario of @a seed: sizes, windows, loss ... (no fault that
  * cannot be repaired) */
-sim_scenario random_scenario(uint64_t seed, unsigned max_size = 64)
+sim_scenario random_scenario(uint64_t seed, unsigned max_size = 65)
 {
     std::mt19937_64 rng(mix(seed));
     sim_scenario sc;
@@ -594,6 +603,7 @@ sim_scenario random_scenario(uint64_t seed, unsigned max_size = 64)
     sc.faults.dup    = (rng() % 3 == 0) ? 0.05 : 0;
     sc.faults.delay  = (1 + rng() % 20) * US;
     sc.faults.jitter = (rng() % 2) ? (rng() % 30) * US : 0;
+    sc.faults.refuse = (rng() % 4 == 0) ? 0.05 : 0;
     if (rng() % 8 == 0) {
         sc.late_member = (rng() % 50) * MS;
     }
@@ -627,7 +637,8 @@ std::string describe(const sim_scenario &sc, const mc_sim::result &res)
        << sc.config.radix << ", mtu " << sc.config.mtu << ", "
        << sc.msgs.size() << " messages, pause " << sc.pause
        << " ns, loss " << sc.faults.loss
-       << ", dup " << sc.faults.dup << ", jitter " << sc.faults.jitter
+       << ", dup " << sc.faults.dup << ", refuse " << sc.faults.refuse
+       << ", jitter " << sc.faults.jitter
        << " ns, partition " << sc.faults.part_from << ".."
        << sc.faults.part_to << ", victim " << sc.faults.victim << " at "
        << sc.faults.kill_at << ", late member at " << sc.late_member
@@ -680,8 +691,8 @@ bool none_failed(const mc_sim &sim, const sim_scenario &sc)
 
 
 /* Loss, duplication, reordering, delay, late joiners, wraparound, windows
- * 2..512, 2..64 members: everything arrives, exactly once, in order, and
- * then every member goes idle */
+ * 2..512, 1..64 receivers: everything arrives, exactly once, in order,
+ * within a bound, and then every member goes idle */
 TEST(mc_rel_sim, random_scenarios)
 {
     uint64_t expected_msgs = 0, rx_msgs = 0, ucast = 0, mcast = 0, dups = 0;

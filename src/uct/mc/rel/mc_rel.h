@@ -81,9 +81,10 @@ typedef struct uct_mc_rel_ops {
      * @a length bytes of @a payload, to the member of rank @a dest or to
      * the multicast address (UCT_MC_REL_DEST_MCAST).  Returns UCS_OK when
      * sent (or lost: the engine recovers), UCS_ERR_NO_RESOURCE to be called
-     * again for this data packet at the next progress (control packets are
-     * not repeated: their timers cover them).  The buffers are the
-     * engine's and valid only during the call.
+     * again for this data packet at the next progress (the deadline is then
+     * 0: call uct_mc_rel_progress when the transport can send again);
+     * repairs and control packets are not repeated, their timers cover
+     * them.  The buffers are the engine's and valid only during the call.
      */
     ucs_status_t (*send)(void *arg, int dest, const void *hdr,
                          const void *payload, size_t length);
