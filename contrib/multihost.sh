@@ -354,9 +354,12 @@ set_loss() {
         esac
         chain=loss_$dirn
         m=$(loss_match "$spec") || die "bad loss SPEC '$spec'"
-        rules+="add rule $nft_table $chain $m numgen random mod 100 < $pct counter drop"$'\n'
+        # (numgen's values are 0..99: 100 % needs no random number)
+        [ "$pct" -lt 100 ] && m+=" numgen random mod 100 < $pct"
+        [ "$pct" -gt 0 ] &&
+            rules+="add rule $nft_table $chain $m counter drop"$'\n'
     done
-    ip netns exec "$ns" nft -f - <<<"$rules" ||
+    [ -z "$rules" ] || ip netns exec "$ns" nft -f - <<<"$rules" ||
         die "host $h: could not add the loss rules"
     say "host $h: $pct % loss on $*"
 }
@@ -406,7 +409,8 @@ cmd_up() {
     [[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 64 ] ||
         die "bad number of hosts '$n'"
     need_root
-    trap 'teardown' EXIT
+    # (a second signal must not cut the teardown short: ignored in it)
+    trap 'trap "" INT TERM; teardown' EXIT
     trap 'exit 130' INT
     trap 'exit 143' TERM
     bring_up "$n" || exit 1
@@ -433,8 +437,10 @@ cmd_run() {
         die "bad number of hosts '$n'"
     need_root
     cmd_pid=""
-    # teardown on every exit; a signal first stops the command
-    trap 'rc=$?; stop_cmd; teardown; exit $rc' EXIT
+    # teardown on every exit; a signal first stops the command; a second
+    # signal (timeout signals the whole process group, ^C twice) must not
+    # cut the teardown short: ignored in it
+    trap 'rc=$?; trap "" INT TERM; stop_cmd; teardown; exit $rc' EXIT
     trap 'exit 130' INT
     trap 'exit 143' TERM
     bring_up "$n" || exit 1

@@ -12,7 +12,8 @@
 #      the libraries, ucx-o2m.pc and ucg-o2m.pc, and they are usable
 #   4. the MPI suite (test/mpi/run.sh, np 2..8) with the coll/ucg component of
 #      build/ forced, checking it served bcast and allreduce; then across
-#      hosts of the multi-host bed (contrib/multihost.sh, network namespaces):
+#      hosts of the multi-host bed (contrib/multihost.sh, network namespaces;
+#      its self-test first: test/multihost/selftest.sh, about 10 s):
 #      test/mpi/run-multihost.sh, quick matrix on 2 and 3 hosts x 1..2 ranks
 #      and a rank on another host killed during a collective (about half a
 #      minute; skipped with a message where namespaces cannot be made,
@@ -194,15 +195,19 @@ run_mpi() {
     return $rc
 }
 
-# The MPI suite across hosts: a bed of 3 network-namespace hosts, the quick
-# matrix on 2 and 3 hosts x 1 and 2 ranks, coll_kill; skipped (not failed)
-# where the bed cannot be made
+# The multi-host bed's self-test (test/multihost/selftest.sh: separate
+# hosts, traffic, loss rules, teardown), then the MPI suite across hosts: a
+# bed of 3 network-namespace hosts, the quick matrix on 2 and 3 hosts x 1
+# and 2 ranks, coll_kill; skipped (not failed) where the bed cannot be made
 run_mpi_hosts() {
     if ! bash contrib/multihost.sh check; then
+        skip_reason "multi-host bed self-test" "SKIPPED (no namespaces here)"
         skip_reason "MPI across hosts (build/)" \
             "SKIPPED (no namespaces here)"
         return 0
     fi
+    run_step "multi-host bed self-test" timeout -k 10 300 \
+        bash test/multihost/selftest.sh || true
     run_step "MPI across hosts (build/)" run_mpi "$1" \
         test/mpi/run-multihost.sh -q -x -t 120 || true
 }
