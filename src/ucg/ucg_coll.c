@@ -29,6 +29,9 @@
 /* Scratch bytes (per buffer) a group's spare collective keeps */
 #define UCG_COLL_SPARE_SCRATCH_MAX (64 * 1024)
 
+/* Sequence numbers at most this far after a collective's are later ones */
+#define UCG_COLL_SEQ_HALF 0x8000
+
 /* Progress calls between two reads of the clock for members' liveness */
 #define UCG_COLL_CHECK_SKIP 64
 
@@ -466,6 +469,184 @@ void *ucg_coll_scratch(ucg_coll_t *coll, unsigned idx, size_t size)
     coll->scratch[idx]     = buf;
     coll->scratch_len[idx] = size;
     return buf;
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* Abort: a member that cannot run a collective tells the others            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A collective that fails on one member only (out of memory at its start,
+ * a send UCP refused, a start on a group that failed here) would leave the
+ * other members waiting for it.  That member sends every other member an
+ * abort message (a tagged message with a tag no collective uses, found by
+ * a probe at the liveness checks of a group with started collectives:
+ * nothing is posted on the way of the collectives), and on every member
+ * the collectives of the group from that one on fail: what the members of
+ * the failed collective had already sent (a fan-in slot filled by some
+ * members only, messages nobody will receive) would be taken by a later
+ * collective.  Earlier collectives (nonblocking, still running) are not
+ * affected.  A member whose collectives fail by an abort message sends
+ * none for them; one whose collective failed here sends one at each later
+ * start too, for members that completed the failed collective without it
+ * (a bcast leaf) before its first abort reached them.
+ */
+typedef struct ucg_coll_abort_msg {
+    uint32_t epoch;    /* of the group (its id and the seq: in the tag) */
+    uint32_t rank;     /* the sender's rank in the group */
+    int32_t  status;   /* its error, for the log line */
+} UCS_S_PACKED ucg_coll_abort_msg_t;
+
+/* Tag of the abort of collective @a seq of group @a id: phase, step and
+ * source all ones (no plan has 16 phases: UCG_PLAN_MAX_PHASES) */
+static ucp_tag_t ucg_coll_abort_tag(uint16_t id, uint16_t seq)
+{
+    UCS_STATIC_ASSERT(UCG_PLAN_MAX_PHASES < 16);
+    return ((uint64_t)id << 48) | ((uint64_t)seq << 32) |
+           UCS_MASK(UCG_TAG_SRC_BITS + UCG_TAG_STEP_BITS + 4);
+}
+
+/* Whether the collective @a seq of @a group is at or after an abort */
+static int ucg_coll_seq_aborted(const ucg_group_t *group, uint16_t seq)
+{
+    return group->aborted &&
+           ((uint16_t)(seq - group->abort_seq) < UCG_COLL_SEQ_HALF);
+}
+
+/* Collectives from @a seq on fail (or from an earlier one already) */
+static void ucg_coll_abort_from(ucg_group_h group, uint16_t seq, int local)
+{
+    if (!group->aborted ||
+        ((uint16_t)(seq - group->abort_seq) >= UCG_COLL_SEQ_HALF)) {
+        group->aborted     = 1;
+        group->abort_seq   = seq;
+        group->abort_local = local;
+    }
+}
+
+static void ucg_coll_abort_sent(void *request, ucs_status_t status,
+                                void *user_data)
+{
+    ucs_free(user_data);
+    ucp_request_free(request);
+}
+
+/* The collective @a seq failed here (@a reason), or was not run: tell the
+ * members of @a group (but those that exited); from it on, collectives of
+ * the group fail here too */
+static void ucg_coll_abort_send(ucg_group_h group, uint16_t seq,
+                                ucs_status_t reason)
+{
+    ucp_request_param_t param;
+    ucg_coll_abort_msg_t *msg;
+    ucs_status_ptr_t req;
+    unsigned r;
+    ucp_ep_h ep;
+
+    ucg_coll_abort_from(group, seq, 1);
+    for (r = 0; r < group->size; ++r) {
+        if ((r == group->rank) || ucg_group_member_exited(group, r) ||
+            (ucg_group_p2p_ep(group, r, &ep) != UCS_OK)) {
+            continue;
+        }
+
+        msg = ucs_malloc(sizeof(*msg), "ucg abort");
+        if (msg == NULL) {
+            ucs_error("ucg group %u: out of memory for the abort of seq %u; "
+                      "members may wait for this one", group->id, seq);
+            return;
+        }
+        msg->epoch  = group->epoch;
+        msg->rank   = group->rank;
+        msg->status = reason;
+
+        memset(&param, 0, sizeof(param));
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                             UCP_OP_ATTR_FIELD_USER_DATA;
+        param.cb.send      = ucg_coll_abort_sent;
+        param.user_data    = msg;
+        req = ucp_tag_send_nbx(ep, msg, sizeof(*msg),
+                               ucg_coll_abort_tag(group->id, seq), &param);
+        if (UCS_PTR_IS_ERR(req)) {
+            ucs_diag("ucg group %u: abort of seq %u to rank %u: %s",
+                     group->id, seq, r,
+                     ucs_status_string(UCS_PTR_STATUS(req)));
+            ucs_free(msg);
+        } else if (req == NULL) {
+            ucs_free(msg);
+        } /* else ucg_coll_abort_sent releases both */
+    }
+}
+
+/* Take the abort messages UCP has for @a group (any seq, any sender) */
+static void ucg_coll_abort_probe(ucg_group_h group)
+{
+    ucp_worker_h worker     = group->context->ucp_worker;
+    const ucp_tag_t mask    = ~((ucp_tag_t)UCS_MASK(16) << 32);
+    ucp_request_param_t param;
+    ucg_coll_abort_msg_t msg;
+    ucp_tag_recv_info_t info;
+    ucp_tag_message_h probe;
+    ucs_status_ptr_t req;
+    ucs_status_t status;
+    uint16_t seq;
+
+    for (;;) {
+        probe = ucp_tag_probe_nb(worker, ucg_coll_abort_tag(group->id, 0),
+                                 mask, 1, &info);
+        if (probe == NULL) {
+            return;
+        }
+
+        memset(&param, 0, sizeof(param));
+        memset(&msg, 0, sizeof(msg));
+        req = ucp_tag_msg_recv_nbx(worker, &msg, sizeof(msg), probe, &param);
+        if (UCS_PTR_IS_PTR(req)) {
+            /* an eager message of a few bytes: complete or about to be */
+            do {
+                ucp_worker_progress(worker);
+                status = ucp_request_check_status(req);
+            } while (status == UCS_INPROGRESS);
+            ucp_request_free(req);
+        } else {
+            status = UCS_PTR_STATUS(req);
+        }
+
+        seq = (uint16_t)(info.sender_tag >> 32);
+        if ((status != UCS_OK) || (info.length != sizeof(msg))) {
+            ucs_error("ucg group %u: dropping an abort message of %zu "
+                      "bytes (expected %zu): %s", group->id, info.length,
+                      sizeof(msg), ucs_status_string(status));
+            continue;
+        }
+
+        /* one of an earlier group with this id, or from nobody */
+        if ((msg.epoch != group->epoch) || (msg.rank >= group->size) ||
+            (msg.rank == group->rank)) {
+            ucs_debug("ucg group %u: dropping an abort of epoch %u rank %u",
+                      group->id, msg.epoch, msg.rank);
+            continue;
+        }
+
+        if (!group->aborted) {
+            ucs_error("UCG group %u rank %u: rank %u could not run "
+                      "collective seq %u (%s): it and the later ones fail",
+                      group->id, group->rank, msg.rank, seq,
+                      ucs_status_string((ucs_status_t)msg.status));
+        }
+        ucg_coll_abort_from(group, seq, 0);
+    }
+}
+
+void ucg_group_abort_next(ucg_group_h group, ucs_status_t reason)
+{
+    uint16_t seq = group->next_seq++;
+
+    ucs_diag("ucg group %u rank %u: seq %u is not run here (%s); the other "
+             "members are told", group->id, group->rank, seq,
+             ucs_status_string(reason));
+    ucg_coll_abort_send(group, seq, reason);
 }
 
 
@@ -957,6 +1138,12 @@ static void ucg_coll_finish_buffers(ucg_coll_t *coll)
 static void ucg_coll_complete(ucg_coll_t *coll, ucs_status_t status)
 {
     if (status != UCS_OK) {
+        /* before the endpoints of its sends may be closed; not when it
+         * fails by another member's abort */
+        if (!ucg_coll_seq_aborted(coll->group, coll->seq) ||
+            coll->group->abort_local) {
+            ucg_coll_abort_send(coll->group, coll->seq, status);
+        }
         ucg_p2p_cancel_all(coll);
     } else {
         ucg_coll_finish_buffers(coll);
@@ -1011,6 +1198,12 @@ static void ucg_coll_progress_one(ucg_coll_t *coll)
 {
     ucs_status_t status;
 
+    if (ucs_unlikely(coll->group->aborted) &&
+        ucg_coll_seq_aborted(coll->group, coll->seq)) {
+        ucg_coll_complete(coll, UCS_ERR_CANCELED);
+        return;
+    }
+
     status = coll->group->failed;
     if (status == UCS_OK) {
         status = ucg_coll_advance(coll);
@@ -1061,6 +1254,7 @@ ucs_status_t ucg_coll_start(ucg_coll_h coll)
 {
     ucg_group_h group = coll->group;
     ucs_status_t status;
+    uint16_t seq;
 
     if (coll->active) {
         ucs_error("ucg %s: started again before it completed",
@@ -1069,7 +1263,18 @@ ucs_status_t ucg_coll_start(ucg_coll_h coll)
     }
 
     if (group->failed != UCS_OK) {
+        /* the others (whose group may not have failed) do not wait */
+        ucg_coll_abort_send(group, group->next_seq++, group->failed);
         return group->failed;
+    }
+
+    if (ucs_unlikely(group->aborted) &&
+        ucg_coll_seq_aborted(group, group->next_seq)) {
+        seq = group->next_seq++;
+        if (group->abort_local) {
+            ucg_coll_abort_send(group, seq, UCS_ERR_CANCELED);
+        }
+        return UCS_ERR_CANCELED;
     }
 
     group->context->need_ucp = 1; /* until ucg_coll_progress_all knows */
@@ -1092,8 +1297,9 @@ ucs_status_t ucg_coll_start(ucg_coll_h coll)
         status = ucg_coll_setup_buffers(coll);
     }
     if (status != UCS_OK) {
+        /* its sequence number stays taken: the others started it, and
+         * ucg_coll_complete tells them it fails */
         ucg_coll_complete(coll, status);
-        --group->next_seq;
         return status;
     }
 
@@ -1128,6 +1334,7 @@ unsigned ucg_coll_progress_all(ucg_context_h context)
         } else {
             group->check_skip = UCG_COLL_CHECK_SKIP;
             ucg_group_check(group);
+            ucg_coll_abort_probe(group);
         }
 
         if (group->failed != UCS_OK) {
@@ -1289,8 +1496,11 @@ void ucg_coll_group_init(ucg_group_h group)
 {
     ucs_list_head_init(&group->colls);
     ucs_queue_head_init(&group->sm_unexp);
-    group->next_seq = 0;
-    group->failed   = UCS_OK;
+    group->next_seq    = 0;
+    group->failed      = UCS_OK;
+    group->aborted     = 0;
+    group->abort_local = 0;
+    group->abort_seq   = 0;
 }
 
 void ucg_coll_group_cleanup(ucg_group_h group)

@@ -17,7 +17,9 @@ typedef struct ucg_coll ucg_coll_t;
  *   [31:20] phase index (4 bits) and algorithm step (8 bits)
  *   [19:0]  source rank
  * Messages with the same tag between two members are matched in order, so
- * fragments of one step may share a tag.
+ * fragments of one step may share a tag.  Phase, step and source all ones
+ * (no plan has 16 phases): the abort message of that collective
+ * (ucg_coll.c).
  * ---------------------------------------------------------------------- */
 #define UCG_TAG_SRC_BITS   20
 #define UCG_TAG_STEP_BITS  8

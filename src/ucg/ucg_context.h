@@ -186,6 +186,12 @@ struct ucg_group {
     unsigned            num_sm_slots;
     unsigned            max_sm_slots;
     int                 sm_denied_logged;
+    /* Collectives from abort_seq on fail (ucg_coll_abort_send): one of
+     * them failed here (abort_local) or on the member that sent us an
+     * abort message */
+    int                 aborted;
+    int                 abort_local;
+    uint16_t            abort_seq;
 };
 
 /** The UCP endpoint to @a rank (created on first use) */

@@ -1332,6 +1332,69 @@ const coll_config kill_hier  = {"kill_hier", 4, "2", O2M_ON, 0, false,
 const coll_config kill_noo2m = {"kill_noo2m", 3, "auto", O2M_OFF_TLS, 0,
                                 false, false};
 
+/*
+ * A member that does not run a collective the others started (its start
+ * failed there: ucg_group_abort_next) makes it fail on the others (but a
+ * bcast member that needed nothing of it), and the later collectives of
+ * the group fail everywhere; before the abort message they waited forever.
+ */
+void abort_test(const coll_config &cfg, const coll_desc &desc)
+{
+    const double bound = 30.0; /* against hangs only */
+    std::string label  = config_label(cfg) + " abort of " + desc.str();
+    run_opts opts;
+
+    opts.env = config_env(cfg);
+    run_ok(3, opts, [&](member &m) {
+        coll_bufs bufs(desc, m.rank, m.size);
+        ucg_coll_params_t params = bufs.params();
+        ucs_status_t st;
+        ucg_coll_h coll;
+
+        run_coll(m, desc); /* endpoints exist, the group works */
+        if (m.rank == 1) {
+            ucg_group_abort_next(m.group, UCS_ERR_NO_MEMORY);
+        } else {
+            CHILD_CHECK_OK(ucg_coll_init(m.group, &params, &coll));
+            st = ucg_coll_start(coll);
+            if (st == UCS_OK) {
+                st = wait_coll(coll, label, bound);
+            }
+            ucg_coll_finalize(coll);
+            /* a member that needed nothing of rank 1 may complete */
+            CHILD_CHECK((st != UCS_OK) || (desc.type == UCG_COLL_BCAST),
+                        "%s: rank %u completed", label.c_str(), m.rank);
+        }
+
+        /* the next collective fails on every member */
+        CHILD_CHECK_OK(ucg_coll_init(m.group, &params, &coll));
+        st = ucg_coll_start(coll);
+        if (st == UCS_OK) {
+            st = wait_coll(coll, label + " (next)", bound);
+        }
+        ucg_coll_finalize(coll);
+        CHILD_CHECK(st != UCS_OK, "%s: rank %u: the next collective "
+                    "completed", label.c_str(), m.rank);
+    }, label);
+}
+
+TEST(ucg_coll_errors, abort_allreduce_o2m)
+{
+    abort_test(kill_o2m, coll_desc(UCG_COLL_ALLREDUCE, 100, UCG_DT_INT32,
+                                   UCG_OP_SUM));
+}
+
+TEST(ucg_coll_errors, abort_allgather_p2p)
+{
+    abort_test(kill_noo2m, coll_desc(UCG_COLL_ALLGATHER, 100, UCG_DT_INT32));
+}
+
+TEST(ucg_coll_errors, abort_bcast_o2m)
+{
+    abort_test(kill_o2m, coll_desc(UCG_COLL_BCAST, 100, UCG_DT_INT32,
+                                   UCG_OP_LAST, 1));
+}
+
 TEST(ucg_coll_errors, kill_allreduce_o2m)
 {
     kill_test(4, kill_o2m, 2,

@@ -116,8 +116,8 @@ run_extra() {
 }
 
 # coll/ucg only (its test-only knobs): one rank's preparation of one call,
-# or its creation of a UCG group, fails; all ranks fall back together,
-# results stay right, nothing hangs
+# its creation of a UCG group, or a start fails; all ranks fall back
+# together or fail together, results stay right, nothing hangs
 if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ] && [ "$extra_tests" = 1 ]; then
     make -s -C "$here" coll_fault || exit 1
     for rc in "0 1" "1 5" "2 13" "1 40"; do
@@ -138,6 +138,19 @@ if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ] && [ "$extra_tests" = 1 ]; then
             --mca coll_ucg_test_fail_point 1 \
             --mca coll_ucg_test_fail_rank "$1" \
             --mca coll_ucg_test_fail_call "$2" -- "$here/coll_fault" 3 ||
+            fail=1
+    done
+    # A start fails on one rank after all decided to run the call on UCG:
+    # the others' call fails too (UCG's abort message), then every call on
+    # that communicator fails everywhere; the other one works
+    make -s -C "$here" coll_abort || exit 1
+    for rc in "0 1" "1 3" "2 9" "1 22"; do
+        set -- $rc
+        run_extra "coll_abort np=3 start fails on rank $1 (call $2)" 3 \
+            'coll_abort: OK' \
+            --mca coll_ucg_test_fail_point 2 \
+            --mca coll_ucg_test_fail_rank "$1" \
+            --mca coll_ucg_test_fail_call "$2" -- "$here/coll_abort" "$1" ||
             fail=1
     done
 fi

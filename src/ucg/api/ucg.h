@@ -264,8 +264,21 @@ UCG_API ucs_status_t ucg_coll_init(ucg_group_h group,
                                    ucg_coll_h *coll_p);
 
 /** Start the collective; returns UCS_OK, or an error (no instance started).
- *  UCS_ERR_BUSY if the previous start has not completed. */
+ *  UCS_ERR_BUSY if the previous start has not completed.  On any other
+ *  error the instance still takes its place in the group's order and the
+ *  other members' instance completes with UCS_ERR_CANCELED (see
+ *  ucg_group_abort_next), so that nobody waits for this member. */
 UCG_API ucs_status_t ucg_coll_start(ucg_coll_h coll);
+
+/**
+ * This member does not run its next collective on @a group, which the
+ * other members start (it could not prepare it, after they all decided to
+ * run it): that collective's place in the group's order is taken, and the
+ * other members' instance of it completes with UCS_ERR_CANCELED, or with
+ * UCS_OK where it completed without this member.  @a reason is reported to
+ * them (log line).  Not collective, no wait.
+ */
+UCG_API void ucg_group_abort_next(ucg_group_h group, ucs_status_t reason);
 
 /** Progress the context once and return UCS_INPROGRESS, UCS_OK (complete)
  *  or the error that ended this instance. */

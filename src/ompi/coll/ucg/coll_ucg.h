@@ -30,7 +30,8 @@ enum {
 /* Where coll_ucg_test_fail_rank fails (coll_ucg_test_fail_point) */
 enum {
     COLL_UCG_TEST_FAIL_PREPARE, /* preparation of a call needing agreement */
-    COLL_UCG_TEST_FAIL_CREATE   /* UCG group creation, in its 2nd round */
+    COLL_UCG_TEST_FAIL_CREATE,  /* UCG group creation, in its 2nd round */
+    COLL_UCG_TEST_FAIL_START    /* start of a call the ranks run on UCG */
 };
 
 typedef struct mca_coll_ucg_component {
@@ -51,6 +52,7 @@ typedef struct mca_coll_ucg_component {
     int                             test_fail_point;
     unsigned long                   test_agreed_calls;
     unsigned long                   test_created;    /* groups */
+    unsigned long                   test_started;    /* calls on UCG */
 } mca_coll_ucg_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_ucg_component_t mca_coll_ucg_component;

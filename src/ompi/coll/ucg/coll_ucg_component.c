@@ -94,7 +94,8 @@ static int coll_ucg_register(void)
             "Test only: what fails on test_fail_rank at the test_fail_call-"
             "th time: 0 the preparation of a call that needs an agreement, "
             "1 the creation of a UCG group (its second out-of-band round, "
-            "counted over communicators)",
+            "counted over communicators), 2 the start of a call that the "
+            "ranks run on UCG (counted over those calls)",
             MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
             MCA_BASE_VAR_SCOPE_READONLY, &c->test_fail_point);
 

@@ -380,6 +380,23 @@ static bool coll_ucg_test_fail(void)
     return true;
 }
 
+/* Test only (coll_ucg_test_fail_point start): whether the start of this
+ * call, which all ranks decided to run on UCG, is made to fail */
+static bool coll_ucg_test_fail_start(void)
+{
+    mca_coll_ucg_component_t *c = &mca_coll_ucg_component;
+
+    if ((c->test_fail_rank < 0) ||
+        (c->test_fail_point != COLL_UCG_TEST_FAIL_START) ||
+        (ompi_comm_rank(&ompi_mpi_comm_world.comm) != c->test_fail_rank) ||
+        (++c->test_started != (unsigned long)c->test_fail_call)) {
+        return false;
+    }
+    opal_output(0, "coll:ucg: test: failing the start of call %lu run on "
+                "UCG on this rank", c->test_started);
+    return true;
+}
+
 /* The UCG request of the call: the cached one if its parameters are the
  * same, else a new one */
 static void coll_ucg_prepare_req(mca_coll_ucg_module_t *m, int coll,
@@ -484,11 +501,13 @@ static int coll_ucg_decide(mca_coll_ucg_module_t *m, int coll,
 
     if (!ok) {
         /* Nothing new was needed, yet preparing failed (UCG did not
-         * recycle, or a datatype does not pack): the other ranks may wait */
+         * recycle, or a datatype does not pack): the other ranks run the
+         * call on UCG, where it fails for them too (an abort) */
         opal_output(0, "coll:ucg: %s on comm %s failed on this rank without "
-                    "new resources; the other ranks may wait for it",
+                    "new resources; the call fails on the other ranks too",
                     mca_coll_ucg_coll_names[coll], m->comm_name);
         coll_ucg_release_req(m, coll, call);
+        ucg_group_abort_next(m->group, UCS_ERR_NO_MEMORY);
         return COLL_UCG_FAIL;
     }
     return COLL_UCG_GO;
@@ -505,7 +524,13 @@ static int coll_ucg_run(mca_coll_ucg_module_t *m, int coll,
     unsigned polls = 0;
     ucs_status_t status;
 
-    status = ucg_coll_start(req);
+    if (coll_ucg_test_fail_start()) {
+        /* as ucg_coll_start does when it fails */
+        status = UCS_ERR_NO_MEMORY;
+        ucg_group_abort_next(m->group, status);
+    } else {
+        status = ucg_coll_start(req);
+    }
     if (status == UCS_OK) {
         while ((status = ucg_coll_test(req)) == UCS_INPROGRESS) {
             if (++polls == COLL_UCG_OPAL_PROGRESS_POLLS) {
