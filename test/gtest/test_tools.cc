@@ -16,11 +16,6 @@ using namespace o2m_test;
 
 namespace {
 
-std::string tool(const std::string &name)
-{
-    return std::string(O2M_BUILD_DIR) + "/src/tools/" + name;
-}
-
 unsigned count_lines(const std::string &text, const std::string &regex)
 {
     std::regex re(regex);
@@ -29,14 +24,34 @@ unsigned count_lines(const std::string &text, const std::string &regex)
                          std::sregex_iterator());
 }
 
+/* Output of tool @a name of the build tree, run with @a env before it */
+std::string run_tool(const std::string &env, const std::string &name,
+                     const std::string &args, int *status)
+{
+    return run_command(env + " " + std::string(O2M_BUILD_DIR) +
+                       "/src/tools/" + name + " " + args +
+                       " -T 240 -W 120", status, 300);
+}
+
+/* Every process failed: the tool exits with 1, one process is named as the
+ * cause (@a cause), none was killed, and the run says it failed */
+void expect_first_failure(const std::string &out, int status,
+                          const std::string &cause,
+                          const std::string &failed)
+{
+    EXPECT_EQ(1, status) << out;
+    EXPECT_EQ(1u, count_lines(out, cause)) << out;
+    EXPECT_EQ(0u, count_lines(out, "killed by signal")) << out;
+    EXPECT_EQ(1u, count_lines(out, failed)) << out;
+}
+
 }
 
 TEST(tools, o2m_perf_runs)
 {
     int status;
-    std::string out = run_command(tool("ucx_o2m_perf") +
-                                  " -n 2 -s 8 -t fanout -i 100 -r 1 -T 240 "
-                                  "-W 120", &status, 300);
+    std::string out = run_tool("", "ucx_o2m_perf",
+                               "-n 2 -s 8 -t fanout -i 100 -r 1", &status);
 
     EXPECT_EQ(0, status) << out;
     EXPECT_EQ(1u, count_lines(out, "\\n +2 +8 +[0-9.]+ +[0-9.]+ +[0-9.]+"))
@@ -47,24 +62,20 @@ TEST(tools, o2m_perf_runs)
 TEST(tools, o2m_perf_reports_first_failure)
 {
     int status;
-    std::string out = run_command("UCX_SM_BCAST_SEG_SIZE=100 " +
-                                  tool("ucx_o2m_perf") +
-                                  " -n 3 -s 8 -t fanout -i 100 -r 1 -T 240 "
-                                  "-W 120", &status, 300);
+    std::string out = run_tool("UCX_SM_BCAST_SEG_SIZE=100", "ucx_o2m_perf",
+                               "-n 3 -s 8 -t fanout -i 100 -r 1", &status);
 
-    EXPECT_EQ(1, status) << out;
-    EXPECT_EQ(1u, count_lines(out, "o2m_perf: N=2: rank [01] exited with "
-                                   "status 1\\n")) << out;
-    EXPECT_EQ(0u, count_lines(out, "killed by signal")) << out;
-    EXPECT_EQ(1u, count_lines(out, "FAILED: see the errors above")) << out;
+    expect_first_failure(out, status,
+                         "o2m_perf: N=2: rank [01] exited with status 1\\n",
+                         "FAILED: see the errors above");
 }
 
 TEST(tools, ucg_perf_runs)
 {
     int status;
-    std::string out = run_command(tool("ucg_perf") +
-                                  " -n 2 -c barrier,allreduce -s 8 -i 20 "
-                                  "-r 1 -q -T 240 -W 120", &status, 300);
+    std::string out = run_tool("", "ucg_perf",
+                               "-n 2 -c barrier,allreduce -s 8 -i 20 -r 1 -q",
+                               &status);
 
     EXPECT_EQ(0, status) << out;
     EXPECT_EQ(1u, count_lines(out, "\\nallreduce +8 +[0-9]+ \\|")) << out;
@@ -75,14 +86,10 @@ TEST(tools, ucg_perf_runs)
 TEST(tools, ucg_perf_reports_first_failure)
 {
     int status;
-    std::string out = run_command("UCX_UCG_KNOMIAL_RADIX=1 " +
-                                  tool("ucg_perf") +
-                                  " -n 3 -c barrier -i 10 -r 1 -q -T 240 "
-                                  "-W 120", &status, 300);
+    std::string out = run_tool("UCX_UCG_KNOMIAL_RADIX=1", "ucg_perf",
+                               "-n 3 -c barrier -i 10 -r 1 -q", &status);
 
-    EXPECT_EQ(1, status) << out;
-    EXPECT_EQ(1u, count_lines(out, "ucg_perf: N=3: rank [012] exited with "
-                                   "status 1\\n")) << out;
-    EXPECT_EQ(0u, count_lines(out, "killed by signal")) << out;
-    EXPECT_EQ(1u, count_lines(out, "ucg_perf: np=3 FAILED")) << out;
+    expect_first_failure(out, status,
+                         "ucg_perf: N=3: rank [012] exited with status 1\\n",
+                         "ucg_perf: np=3 FAILED");
 }
