@@ -7,7 +7,9 @@
  * every other member, each copy on its own link with seeded loss,
  * duplication and delay (jitter reorders); unicast goes on the link to its
  * destination.  A partition cuts the links between two sides for a time
- * (healing) or for good.  The transport may refuse a send (no buffer: the
+ * (healing) or for good.  A copy may come with a bad twin (one header
+ * field wrong: every one must be dropped and counted, nothing else may be).
+ * The transport may refuse a send (no buffer: the
  * engine resends first transmissions, the rest counts as lost).  A member
  * can be killed (it stops; the liveness
  * callback says it is gone).  Time is simulated: the loop jumps to the next
@@ -72,6 +74,8 @@ struct sim_faults {
     uint64_t jitter    = 0;     /* uniform extra delay: reordering */
     double   refuse    = 0;     /* the transport refuses a send
                                    (UCS_ERR_NO_RESOURCE: no buffer) */
+    double   noise     = 0;     /* a copy comes with a bad twin (one field
+                                   wrong in a way every check catches) */
     std::vector<bool> side;     /* partition: members on side true ... */
     uint64_t part_from = INF;   /* ... cut from the rest in [from, to) */
     uint64_t part_to   = INF;
@@ -101,6 +105,7 @@ struct sim_event {
     uint64_t    seq;
     unsigned    dst;
     sim_pkt_ptr pkt;
+    bool        bad;
 };
 
 struct sim_event_later {
@@ -132,6 +137,7 @@ public:
         uint64_t                 end_time = 0;
         uint64_t                 complete_time = INF; /* root flushed all */
         uint64_t                 events = 0;
+        uint64_t                 bad_delivered = 0; /* noise packets */
         uct_mc_rel_stats_t       total;     /* sum over members */
     };
 
@@ -345,8 +351,10 @@ private:
         if (!m_queue.empty() && (m_queue.top().time <= m_now)) {
             sim_pkt_ptr pkt = m_queue.top().pkt;
             sim_member &m   = m_members[m_queue.top().dst];
+            bool bad        = m_queue.top().bad;
             m_queue.pop();
             if (m.alive && (m.stream != NULL)) {
+                m_res.bad_delivered += bad;
                 uct_mc_rel_recv(m.stream, pkt->data(), pkt->size(), m_now);
                 if (m.expecting && (m.ndelivered == m_sc.msgs.size())) {
                     uct_mc_rel_expect(m.stream, 0, m_now);
@@ -393,8 +401,33 @@ private:
         while (copies-- > 0) {
             m_queue.push(sim_event{m_now + f.delay +
                                    (f.jitter ? (m_rng() % f.jitter) : 0),
-                                   m_seq++, dst, pkt});
+                                   m_seq++, dst, pkt, false});
         }
+        if (u(m_rng) < f.noise) {
+            m_queue.push(sim_event{m_now + f.delay, m_seq++, dst,
+                                   bad_twin(*pkt), true});
+        }
+    }
+
+    /* @a pkt with one thing wrong that a receiver always detects */
+    sim_pkt_ptr bad_twin(const std::vector<uint8_t> &pkt)
+    {
+        std::shared_ptr<std::vector<uint8_t>> bad =
+            std::make_shared<std::vector<uint8_t>>(pkt);
+        std::vector<uint8_t> &b = *bad;
+
+        switch (m_rng() % 8) {
+        case 0: b.resize(m_rng() % UCT_MC_REL_HDR_LEN); break; /* length */
+        case 1: b[0] ^= 0xff; break;                           /* magic */
+        case 2: b[3]  = 7 + m_rng() % 200; break;              /* type */
+        case 3: ++b[8]; break;                                 /* group */
+        case 4: --b[12]; break;                                /* epoch */
+        case 5: b[36] = 1 + m_rng() % 255; break;              /* reserved */
+        case 6: b[6]  = (uint8_t)(m_sc.size + m_rng() % 100);  /* src */
+                b[7]  = 0; break;
+        default: b.push_back(0); break;                        /* length */
+        }
+        return bad;
     }
 
     static ucs_status_t cb_send(void *arg, int dest, const void *hdr,
@@ -413,6 +446,12 @@ private:
         }
         if (length > sim->m_sc.config.mtu) {
             sim->violation("payload above the MTU");
+        }
+        if ((m->rank == sim->m_sc.root) &&
+            (((const uint8_t*)hdr)[3] == UCT_MC_REL_PKT_DATA) &&
+            (sim->m_late >= 0) &&
+            (sim->m_members[sim->m_late].stream == NULL)) {
+            sim->violation("data before every member joined");
         }
         if ((sim->m_sc.faults.refuse > 0) &&
             (std::uniform_real_distribution<double>(0, 1)(sim->m_rng) <
@@ -604,6 +643,7 @@ sim_scenario random_scenario(uint64_t seed, unsigned max_size = 65)
     sc.faults.delay  = (1 + rng() % 20) * US;
     sc.faults.jitter = (rng() % 2) ? (rng() % 30) * US : 0;
     sc.faults.refuse = (rng() % 4 == 0) ? 0.05 : 0;
+    sc.faults.noise  = (rng() % 4 == 0) ? 0.05 : 0;
     if (rng() % 8 == 0) {
         sc.late_member = (rng() % 50) * MS;
     }
@@ -696,7 +736,7 @@ bool none_failed(const mc_sim &sim, const sim_scenario &sc)
 TEST(mc_rel_sim, random_scenarios)
 {
     uint64_t expected_msgs = 0, rx_msgs = 0, ucast = 0, mcast = 0, dups = 0;
-    uint64_t nacks = 0, drops = 0;
+    uint64_t nacks = 0, drops = 0, bad_delivered = 0;
     uint64_t drop_by[UCT_MC_REL_DROP_LAST] = {0};
     unsigned failures = 0;
 
@@ -721,6 +761,7 @@ TEST(mc_rel_sim, random_scenarios)
                                      std::to_string(bound));
         }
         expected_msgs += (uint64_t)(sc.size - 1) * sc.msgs.size();
+        bad_delivered += res.bad_delivered;
         rx_msgs       += res.total.rx_msgs;
         ucast         += res.total.tx_repair_ucast;
         mcast         += res.total.tx_repair_mcast;
@@ -747,8 +788,19 @@ TEST(mc_rel_sim, random_scenarios)
                uct_mc_rel_drop_name((uct_mc_rel_drop_t)i) + "=" +
                std::to_string(drop_by[i]);
     }
-    EXPECT_EQ(0u, drops) << "a member dropped a packet of a good peer:"
-                         << why;
+    /* every bad twin, and nothing else, dropped */
+    EXPECT_EQ(bad_delivered, drops) << "drops:" << why;
+    if (getenv("MC_REL_SIM_SEED") == NULL) {
+        for (int i = 0; i < UCT_MC_REL_DROP_LAST; ++i) {
+            if ((i == UCT_MC_REL_DROP_LENGTH) || (i == UCT_MC_REL_DROP_MAGIC) ||
+                (i == UCT_MC_REL_DROP_TYPE) || (i == UCT_MC_REL_DROP_FIELD) ||
+                (i == UCT_MC_REL_DROP_STREAM) || (i == UCT_MC_REL_DROP_EPOCH) ||
+                (i == UCT_MC_REL_DROP_RANK)) {
+                EXPECT_GT(drop_by[i], 100u)
+                    << uct_mc_rel_drop_name((uct_mc_rel_drop_t)i);
+            }
+        }
+    }
     if (getenv("MC_REL_SIM_SEED") == NULL) {
         EXPECT_GT(ucast, 1000u);
         EXPECT_GT(mcast, 100u);

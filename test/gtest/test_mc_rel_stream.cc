@@ -255,8 +255,13 @@ TEST_F(mc_rel_stream, bad_params)
     m_config.mtu     = 16;
     m_config.rto_max = m_config.rto_min - 1;
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, create(1, &s, &ep));
+    m_config.rto_max = 3601ull * 1000000000ull;
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, create(1, &s, &ep));
+    m_config.rto_max       = 1000000;
+    m_config.reorder_slack = 1000001;
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, create(1, &s, &ep));
     ucs_log_pop_handler();
-    EXPECT_EQ(8, quiet_errors) << "one log line per bad parameter set";
+    EXPECT_EQ(10, quiet_errors) << "one log line per bad parameter set";
 }
 
 TEST_F(mc_rel_stream, join_then_messages_across_wraparound)

@@ -115,9 +115,8 @@ TEST(mc_rel_wire, roundtrip_every_type)
         std::vector<uint8_t> buf = packet(in);
 
         ASSERT_EQ(UCS_OK, uct_mc_rel_parse(buf.data(), buf.size(), &out,
-                                           &drop)) << "type " << (int)type
-                                                   << ": "
-                                                   << uct_mc_rel_drop_name(drop);
+                                           &drop))
+            << "type " << (int)type << ": " << uct_mc_rel_drop_name(drop);
         EXPECT_EQ(in.type, out.type);
         EXPECT_EQ(in.flags, out.flags);
         EXPECT_EQ(in.src, out.src);

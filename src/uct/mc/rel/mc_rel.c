@@ -42,6 +42,8 @@
 
 #define UCT_MC_REL_MAX_WINDOW 32768
 #define UCT_MC_REL_MAX_RADIX  64
+#define UCT_MC_REL_MAX_TIME   (3600ull * 1000000000ull) /* ns, 1 hour: no
+                                                            timer overflows */
 
 
 typedef enum {
@@ -435,8 +437,11 @@ ucs_status_t uct_mc_rel_send(uct_mc_rel_stream_t *s, const void *data,
         return UCS_ERR_UNSUPPORTED;
     }
 
+    if (length > s->cfg.max_msg) {
+        return UCS_ERR_INVALID_PARAM;
+    }
     nfrags = (length == 0) ? 1 : (length + mtu - 1) / mtu;
-    if ((length > s->cfg.max_msg) || (nfrags > s->mask + 1)) {
+    if (nfrags > s->mask + 1) {
         return UCS_ERR_INVALID_PARAM;
     }
     if ((uint32_t)(s->next - s->base) + nfrags > s->mask + 1) {
@@ -1492,11 +1497,16 @@ static ucs_status_t uct_mc_rel_check_params(const uct_mc_rel_params_t *p)
     if ((cfg->radix < 1) || (cfg->radix > UCT_MC_REL_MAX_RADIX) ||
         (cfg->mtu < 1) || (cfg->mtu > UINT16_MAX - UCT_MC_REL_HDR_LEN) ||
         (cfg->max_msg > UINT32_MAX) || (cfg->rto_min == 0) ||
-        (cfg->rto_max < cfg->rto_min)) {
-        ucs_error("mc_rel: radix %u (1..%u), mtu %zu, max_msg %zu or RTO "
-                  "%lu..%lu ns out of range", cfg->radix,
+        (cfg->rto_max < cfg->rto_min) ||
+        (cfg->rto_max > UCT_MC_REL_MAX_TIME) ||
+        (cfg->reorder_slack > cfg->rto_max) ||
+        (cfg->peer_timeout > UCT_MC_REL_MAX_TIME)) {
+        ucs_error("mc_rel: radix %u (1..%u), mtu %zu, max_msg %zu, RTO "
+                  "%lu..%lu ns, reorder slack %lu ns (at most the RTO) or "
+                  "peer timeout %lu ns out of range", cfg->radix,
                   UCT_MC_REL_MAX_RADIX, cfg->mtu, cfg->max_msg,
-                  cfg->rto_min, cfg->rto_max);
+                  cfg->rto_min, cfg->rto_max, cfg->reorder_slack,
+                  cfg->peer_timeout);
         return UCS_ERR_INVALID_PARAM;
     }
     return UCS_OK;

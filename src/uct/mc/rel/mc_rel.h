@@ -57,14 +57,17 @@ typedef struct uct_mc_rel_config {
                                 (without the 40-byte header) */
     size_t   max_msg;        /* largest message; also what a receiver
                                 accepts as a message length */
-    uint64_t reorder_slack;  /* ns a gap may stay open before its NACK */
+    uint64_t reorder_slack;  /* ns a gap may stay open before its NACK,
+                                at most rto_max */
     uint64_t rto_min;        /* ns, lower bound of the retransmission
                                 timeout (NACK retry, the root's SYNC) */
-    uint64_t rto_max;        /* ns, upper bound after back-off */
+    uint64_t rto_max;        /* ns, upper bound after back-off, at most
+                                1 hour */
     uint64_t peer_timeout;   /* ns a member may stay silent while it is
                                 waited on before the stream fails
-                                (UCS_ERR_TIMED_OUT); 0: no bound, only a
-                                member declared dead fails it */
+                                (UCS_ERR_TIMED_OUT), at most 1 hour; 0:
+                                no bound, only a member declared dead
+                                fails it */
     unsigned remcast_thresh; /* the root re-multicasts a PSN when NACKs
                                 report at least this many members missing
                                 it within one RTO (else unicast); 0: auto,
