@@ -65,6 +65,7 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 #   inits    "HOST PID": the init process of each host (pid in our pid ns)
 #   hosts    host names, one line;  subnet  e.g. 10.48.57
 #   agent    Open MPI's launcher agent;  tmp/  Open MPI session directories
+#   etc_netns_made  /etc/netns did not exist before (removed when empty)
 
 bed_dir() { echo "$base/$1"; }
 
@@ -99,10 +100,13 @@ teardown() {
     start=$(now)
     [ -n "${bed_id:-}" ] && [ -d "$dir" ] || return 0
 
-    # the hosts' init processes: their pid namespaces die with them
+    # the hosts' init processes (still in the host's network namespace,
+    # not a reused pid): their pid namespaces die with them
     if [ -f "$dir/inits" ]; then
-        while read -r _ pid; do
-            [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
+        while read -r h pid; do
+            [ -n "$pid" ] &&
+                [ "$(ip netns identify "$pid" 2>/dev/null)" = \
+                  "$(host_ns "$h")" ] && kill -KILL "$pid" 2>/dev/null
         done <"$dir/inits"
     fi
     # whatever else runs in the bed's network namespaces (mpirun, nsenter)
@@ -122,7 +126,7 @@ teardown() {
             ip netns del "$ns" 2>/dev/null
             rm -rf "/etc/netns/$ns"
         done <"$dir/netns"
-        rmdir /etc/netns 2>/dev/null
+        [ -f "$dir/etc_netns_made" ] && rmdir /etc/netns 2>/dev/null
     fi
     rm -rf "$dir"
     rmdir "$base" 2>/dev/null
@@ -147,10 +151,12 @@ pick_subnet() {
 # Make the bed's state directory and id (o2m<pid>, o2m<pid>-2, ...)
 new_bed() {
     local k id
-    mkdir -p "$base" || die "cannot create $base"
     for k in $(seq 1 20); do
         id="o2m$$"
         [ "$k" -gt 1 ] && id="o2m$$-$k"
+        # (again each time: the teardown of another bed removes it when
+        # it is empty)
+        mkdir -p "$base" || die "cannot create $base"
         if mkdir "$base/$id" 2>/dev/null; then
             if ip netns list 2>/dev/null | grep -q "^$id-"; then
                 rmdir "$base/$id"
@@ -246,6 +252,7 @@ bring_up() {
     for i in $(seq "$n"); do hosts_file+="$subnet.$i h$i"$'\n'; done
 
     head=$(head_ns)
+    [ -d /etc/netns ] || touch "$dir/etc_netns_made"
     try add_netns "$head" || return 1
     mkdir -p "/etc/netns/$head" && printf '%s' "$hosts_file" \
         >"/etc/netns/$head/hosts" || return 1
