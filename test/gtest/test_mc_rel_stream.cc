@@ -480,3 +480,78 @@ TEST_F(mc_rel_stream, fail_reaches_everyone)
     EXPECT_EQ(UCS_ERR_CANCELED,
               uct_mc_rel_send(m_ep[0].stream, "x", 1, m_now));
 }
+
+/* Repair policy at the root: an isolated NACK is repaired by unicast to
+ * the child that asked; when NACKs report remcast_thresh members missing a
+ * PSN within one RTO, that PSN (only) is re-multicast, and not again for
+ * half an RTO */
+TEST_F(mc_rel_stream, repair_unicast_or_remulticast)
+{
+    uct_mc_rel_stream_t *root;
+    endpoint ep;
+    uct_mc_rel_hdr_t h;
+    std::vector<uint8_t> msg(48, 0x11); /* 3 fragments */
+
+    m_config.radix          = 4;
+    m_config.remcast_thresh = 3;
+    ASSERT_EQ(UCS_OK, create(0, &root, &ep, 5));
+    uct_mc_rel_progress(root, m_now);               /* probe */
+    for (unsigned c = 1; c <= 4; ++c) {
+        h = hdr(UCT_MC_REL_PKT_ACK, c);
+        h.flags = UCT_MC_REL_FLAG_JOINED;
+        h.psn   = PSN0;
+        std::vector<uint8_t> buf(UCT_MC_REL_HDR_LEN);
+        uct_mc_rel_pack(&h, buf.data());
+        uct_mc_rel_recv(root, buf.data(), buf.size(), m_now);
+    }
+    ASSERT_EQ(UCS_OK, uct_mc_rel_status(root));
+    ASSERT_EQ(UCS_OK, uct_mc_rel_send(root, msg.data(), msg.size(), m_now));
+    ep.sent.clear();
+
+    auto nack = [&](unsigned src, uint32_t count, uint64_t bits) {
+        uct_mc_rel_hdr_t n = hdr(UCT_MC_REL_PKT_NACK, src);
+        std::vector<uint8_t> buf(UCT_MC_REL_HDR_LEN);
+        n.psn    = PSN0;
+        n.aux    = count;
+        n.bitmap = bits;
+        uct_mc_rel_pack(&n, buf.data());
+        uct_mc_rel_recv(root, buf.data(), buf.size(), m_now);
+    };
+
+    /* one member misses PSN0 + 1: unicast to it */
+    nack(1, 1, 2);
+    ASSERT_EQ(1u, ep.sent.size());
+    EXPECT_EQ(1, ep.sent[0].dest);
+    EXPECT_EQ(PSN0 + 1, ep.sent[0].hdr.psn);
+    EXPECT_TRUE(ep.sent[0].hdr.flags & UCT_MC_REL_FLAG_REPAIR);
+    EXPECT_EQ(16u, ep.sent[0].hdr.payload_len);
+
+    /* a second child reports 2 more (its subtree): 3 in one RTO ->
+     * re-multicast of that PSN only; PSN0 is unicast (1 missing) */
+    ep.sent.clear();
+    nack(2, 2, 3);
+    ASSERT_EQ(2u, ep.sent.size());
+    EXPECT_EQ(2, ep.sent[0].dest);
+    EXPECT_EQ(PSN0, ep.sent[0].hdr.psn);
+    EXPECT_EQ(UCT_MC_REL_DEST_MCAST, ep.sent[1].dest);
+    EXPECT_EQ(PSN0 + 1, ep.sent[1].hdr.psn);
+
+    /* a third asks at once: the re-multicast is on its way */
+    ep.sent.clear();
+    nack(3, 1, 2);
+    EXPECT_TRUE(ep.sent.empty());
+
+    uct_mc_rel_stats_t st;
+    uct_mc_rel_stats(root, &st);
+    EXPECT_EQ(2u, st.tx_repair_ucast);
+    EXPECT_EQ(1u, st.tx_repair_mcast);
+    EXPECT_EQ(3u, st.rx_nack);
+
+    /* one RTO later the count starts again: unicast */
+    m_now += m_config.rto_max;
+    ep.sent.clear();
+    nack(3, 1, 2);
+    ASSERT_EQ(1u, ep.sent.size());
+    EXPECT_EQ(3, ep.sent[0].dest);
+    uct_mc_rel_stream_destroy(root);
+}
