@@ -21,10 +21,10 @@
  *
  * States: JOINING (root: probing; members: no probe seen yet) -> READY ->
  * FAILED (an ABORT from anywhere, a member declared dead by the liveness
- * callback, the peer timeout, or a protocol violation).  A failed member
- * multicasts ABORT (when it decided the failure), tells its tree
- * neighbours, and answers every later packet of the stream with ABORT, so
- * that every member that waits for something learns it.
+ * callback, the peer timeout, or a protocol violation).  The member that
+ * decides a failure multicasts an ABORT and repeats it by unicast to every
+ * member until each has confirmed it (ABORT with CONFIRM) or is gone; every
+ * failed member answers the stream's other packets with ABORT.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
