@@ -2,19 +2,24 @@
  * ucx-o2m: libFuzzer target for the packets of the reliable multicast
  * engine (src/uct/mc/rel/).
  *
- * The first input byte picks a mode:
- *  - even: the bytes after it are one packet for uct_mc_rel_parse.  An
+ * The first input byte picks a mode (modulo 3):
+ *  - 0: the bytes after it are one packet for uct_mc_rel_parse.  An
  *    accepted packet must have exactly header + payload_len bytes (its
  *    payload is touched, ASan checks the bounds) and must pack back to the
  *    same 40 header bytes (nothing accepted that the engine would not
  *    write).
- *  - odd: the bytes after it are a sequence of packets for the streams of a
+ *  - 1: the bytes after it are a sequence of packets for the streams of a
  *    5-member group (root 0, radix 2, window 16, mtu 64): each item names
  *    a member, a time step and either raw bytes or header fields that are
  *    packed with the stream's group, epoch and root (so that the engine's
  *    state machine, not only the parser, is explored), then the member
  *    progresses.  Every packet the engine sends must parse, its payload
  *    must fit the MTU, and every delivered message must fit max_msg.
+ *  - 2: the same group over an adversarial network: the bytes are actions
+ *    (deliver, drop or duplicate the packet in flight that the next byte
+ *    picks, let time pass, the root sends its next message), so that the
+ *    fuzzer chooses every loss, duplicate and reordering.  Every message a
+ *    member delivers must be the next one the root sent, byte for byte.
  * Built and run by test/fuzz/fuzz.sh.
  */
 #include "mc_rel.h"
@@ -209,15 +214,206 @@ static void fuzz_streams(const uint8_t *data, size_t size)
     }
 }
 
+/*
+ * Adversarial network (mode 2)
+ */
+#define NET_MAX_INFLIGHT 512
+#define NET_MAX_MSGS     64
+
+typedef struct {
+    unsigned dst;
+    size_t   length;
+    uint8_t  bytes[UCT_MC_REL_HDR_LEN + FUZZ_MTU];
+} net_pkt_t;
+
+typedef struct {
+    unsigned rank;
+    unsigned ndelivered;
+} net_member_t;
+
+static net_pkt_t    net_inflight[NET_MAX_INFLIGHT];
+static size_t       net_count;
+static unsigned     net_sent_msgs;
+static net_member_t net_members[FUZZ_MEMBERS];
+
+static size_t net_msg_len(unsigned k)
+{
+    return (k * 7) % (FUZZ_MAX_MSG / 4 + 1);
+}
+
+static uint8_t net_msg_byte(unsigned k, size_t i)
+{
+    return (uint8_t)(k * 31 + i * 7 + 1);
+}
+
+static void net_push(unsigned dst, const uint8_t *pkt, size_t length)
+{
+    if (net_count == NET_MAX_INFLIGHT) {
+        return; /* full: lost */
+    }
+    net_inflight[net_count].dst    = dst;
+    net_inflight[net_count].length = length;
+    memcpy(net_inflight[net_count].bytes, pkt, length);
+    ++net_count;
+}
+
+static ucs_status_t net_send(void *arg, int dest, const void *hdr,
+                             const void *payload, size_t length)
+{
+    net_member_t *m = arg;
+    uint8_t pkt[UCT_MC_REL_HDR_LEN + FUZZ_MTU];
+    unsigned r;
+
+    fuzz_send(arg, dest, hdr, payload, length); /* the checks */
+    memcpy(pkt, hdr, UCT_MC_REL_HDR_LEN);
+    if (length > 0) {
+        memcpy(pkt + UCT_MC_REL_HDR_LEN, payload, length);
+    }
+    for (r = 0; r < FUZZ_MEMBERS; ++r) {
+        if ((r != m->rank) &&
+            ((dest == UCT_MC_REL_DEST_MCAST) || (dest == (int)r))) {
+            net_push(r, pkt, UCT_MC_REL_HDR_LEN + length);
+        }
+    }
+    return UCS_OK;
+}
+
+static void net_deliver(void *arg, const void *data, size_t length)
+{
+    net_member_t *m = arg;
+    unsigned k      = m->ndelivered++;
+    const uint8_t *p = data;
+    size_t i;
+
+    /* exactly once, in order, the root's bytes */
+    if ((m->rank == 0) || (k >= net_sent_msgs) ||
+        (length != net_msg_len(k))) {
+        abort();
+    }
+    for (i = 0; i < length; ++i) {
+        if (p[i] != net_msg_byte(k, i)) {
+            abort();
+        }
+    }
+}
+
+static void fuzz_network(const uint8_t *data, size_t size)
+{
+    uct_mc_rel_stream_t *streams[FUZZ_MEMBERS] = {NULL};
+    uint8_t msg[FUZZ_MAX_MSG];
+    uct_mc_rel_params_t params;
+    uct_mc_rel_config_t config;
+    uct_mc_rel_ops_t ops;
+    uint64_t now = 1000000;
+    net_pkt_t pkt;
+    size_t idx, i;
+    unsigned r, k;
+    uint8_t op;
+
+    uct_mc_rel_config_default(&config);
+    config.window  = 8;
+    config.radix   = 2;
+    config.mtu     = FUZZ_MTU;
+    config.max_msg = FUZZ_MAX_MSG;
+
+    memset(&ops, 0, sizeof(ops));
+    ops.send    = net_send;
+    ops.deliver = net_deliver;
+
+    memset(&params, 0, sizeof(params));
+    params.group_id    = 9;
+    params.epoch       = 1;
+    params.num_members = FUZZ_MEMBERS;
+    params.root        = 0;
+    params.init_psn    = 0xfffffff0u;
+    params.config      = &config;
+    params.ops         = &ops;
+
+    net_count     = 0;
+    net_sent_msgs = 0;
+    for (r = 0; r < FUZZ_MEMBERS; ++r) {
+        net_members[r].rank       = r;
+        net_members[r].ndelivered = 0;
+        params.my_rank            = r;
+        params.arg                = &net_members[r];
+        if (uct_mc_rel_stream_create(&params, now, &streams[r]) != UCS_OK) {
+            abort();
+        }
+    }
+
+    while (size >= 2) {
+        op   = data[0];
+        idx  = data[1];
+        data += 2;
+        size -= 2;
+
+        switch (op % 8) {
+        case 0: case 1: case 2: case 3: /* deliver one */
+            if (net_count == 0) {
+                break;
+            }
+            idx = (idx + (size_t)op * 256) % net_count;
+            pkt = net_inflight[idx];
+            net_inflight[idx] = net_inflight[--net_count];
+            uct_mc_rel_recv(streams[pkt.dst], pkt.bytes, pkt.length, now);
+            break;
+        case 4: /* lose one */
+            if (net_count > 0) {
+                net_inflight[idx % net_count] = net_inflight[--net_count];
+            }
+            break;
+        case 5: /* duplicate one */
+            if (net_count > 0) {
+                pkt = net_inflight[idx % net_count];
+                net_push(pkt.dst, pkt.bytes, pkt.length);
+            }
+            break;
+        case 6: /* time passes */
+            now += (uint64_t)(idx + 1) * 5000;
+            for (r = 0; r < FUZZ_MEMBERS; ++r) {
+                if (uct_mc_rel_next_deadline(streams[r]) <= now) {
+                    uct_mc_rel_progress(streams[r], now);
+                }
+            }
+            break;
+        default: /* the root sends */
+            k = net_sent_msgs;
+            if (k == NET_MAX_MSGS) {
+                break;
+            }
+            for (i = 0; i < net_msg_len(k); ++i) {
+                msg[i] = net_msg_byte(k, i);
+            }
+            /* counted before: delivery may happen inside the call */
+            ++net_sent_msgs;
+            if (uct_mc_rel_send(streams[0], msg, net_msg_len(k), now) !=
+                UCS_OK) {
+                --net_sent_msgs;
+            }
+            break;
+        }
+    }
+
+    for (r = 0; r < FUZZ_MEMBERS; ++r) {
+        uct_mc_rel_stream_destroy(streams[r]);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1) {
         return 0;
     }
-    if (data[0] & 1) {
-        fuzz_streams(data + 1, size - 1);
-    } else {
+    switch (data[0] % 3) {
+    case 0:
         fuzz_parse(data + 1, size - 1);
+        break;
+    case 1:
+        fuzz_streams(data + 1, size - 1);
+        break;
+    default:
+        fuzz_network(data + 1, size - 1);
+        break;
     }
     return 0;
 }
