@@ -260,8 +260,11 @@ TEST_F(mc_rel_stream, bad_params)
     m_config.rto_max       = 1000000;
     m_config.reorder_slack = 1000001;
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, create(1, &s, &ep));
+    m_config.reorder_slack = 0;
+    m_config.max_msg       = 8 * 16 + 1; /* cannot fit the window */
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, create(1, &s, &ep));
     ucs_log_pop_handler();
-    EXPECT_EQ(10, quiet_errors) << "one log line per bad parameter set";
+    EXPECT_EQ(11, quiet_errors) << "one log line per bad parameter set";
 }
 
 TEST_F(mc_rel_stream, join_then_messages_across_wraparound)
@@ -308,11 +311,10 @@ TEST_F(mc_rel_stream, send_limits)
               uct_mc_rel_send(m_ep[1].stream, msg.data(), 1, m_now));
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
               uct_mc_rel_send(m_ep[0].stream, msg.data(), 101, m_now));
-    m_config.max_msg = 200;
+    m_config.max_msg = 128; /* the whole window of 8 x 16 */
     uct_mc_rel_stream_t *s;
     endpoint ep;
     ASSERT_EQ(UCS_OK, create(0, &s, &ep));
-    /* 9 fragments can never fit a window of 8 */
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, uct_mc_rel_send(s, msg.data(), 129,
                                                      m_now));
     EXPECT_EQ(UCS_OK, uct_mc_rel_send(s, msg.data(), 128, m_now));

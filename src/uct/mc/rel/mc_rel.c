@@ -168,7 +168,7 @@ void uct_mc_rel_config_default(uct_mc_rel_config_t *config)
     config->window         = 256;
     config->radix          = 4;
     config->mtu            = 1432;
-    config->max_msg        = 1024 * 1024;
+    config->max_msg        = 256 * 1024; /* fits 256 packets of 1432 */
     config->reorder_slack  = 10000;
     config->rto_min        = 20000;
     config->rto_max        = 8000000;
@@ -1496,12 +1496,15 @@ static ucs_status_t uct_mc_rel_check_params(const uct_mc_rel_params_t *p)
     }
     if ((cfg->radix < 1) || (cfg->radix > UCT_MC_REL_MAX_RADIX) ||
         (cfg->mtu < 1) || (cfg->mtu > UINT16_MAX - UCT_MC_REL_HDR_LEN) ||
-        (cfg->max_msg > UINT32_MAX) || (cfg->rto_min == 0) ||
+        (cfg->max_msg > UINT32_MAX) ||
+        (cfg->max_msg > (size_t)cfg->window * cfg->mtu) ||
+        (cfg->rto_min == 0) ||
         (cfg->rto_max < cfg->rto_min) ||
         (cfg->rto_max > UCT_MC_REL_MAX_TIME) ||
         (cfg->reorder_slack > cfg->rto_max) ||
         (cfg->peer_timeout > UCT_MC_REL_MAX_TIME)) {
-        ucs_error("mc_rel: radix %u (1..%u), mtu %zu, max_msg %zu, RTO "
+        ucs_error("mc_rel: radix %u (1..%u), mtu %zu, max_msg %zu (at most "
+                  "window * mtu), RTO "
                   "%lu..%lu ns, reorder slack %lu ns (at most the RTO) or "
                   "peer timeout %lu ns out of range", cfg->radix,
                   UCT_MC_REL_MAX_RADIX, cfg->mtu, cfg->max_msg,

@@ -55,8 +55,10 @@ typedef struct uct_mc_rel_config {
                                 most this many children */
     size_t   mtu;            /* payload bytes per packet, 1..65535 - 40
                                 (without the 40-byte header) */
-    size_t   max_msg;        /* largest message; also what a receiver
-                                accepts as a message length */
+    size_t   max_msg;        /* largest message, at most window * mtu (a
+                                message is in the window whole); also
+                                what a receiver accepts as a message
+                                length */
     uint64_t reorder_slack;  /* ns a gap may stay open before its NACK,
                                 at most rto_max */
     uint64_t rto_min;        /* ns, lower bound of the retransmission
@@ -146,7 +148,7 @@ typedef struct uct_mc_rel_stats {
 
 /**
  * Fill @a config with the defaults (window 256, radix 4, mtu 1432,
- * max_msg 1 MiB, reorder slack 10 us, RTO 20 us .. 8 ms, no peer timeout,
+ * max_msg 256 KiB, reorder slack 10 us, RTO 20 us .. 8 ms, no peer timeout,
  * automatic re-multicast threshold).
  */
 void uct_mc_rel_config_default(uct_mc_rel_config_t *config);
@@ -171,7 +173,8 @@ void uct_mc_rel_stream_destroy(uct_mc_rel_stream_t *stream);
  * is in progress it waits in the window and goes out when the join ends.
  * Returns UCS_OK, UCS_ERR_NO_RESOURCE when the window has not enough free
  * packets (retry after progress), UCS_ERR_INVALID_PARAM for a message above
- * max_msg or one that could never fit the window, or the stream's error.
+ * max_msg, or the stream's error.  The transport reports max_msg as its
+ * largest message (larger ones are the layer above's to split).
  */
 ucs_status_t uct_mc_rel_send(uct_mc_rel_stream_t *stream, const void *data,
                              size_t length, uint64_t now);
