@@ -56,7 +56,8 @@ o2m_check)
     bin=$out/o2m_fuzz ;;
 mc_rel)
     rel=$top/src/uct/mc/rel
-    sources=("$rel/mc_rel_wire.c" "$rel/mc_rel.c" "$top/test/fuzz/fuzz_mc_rel.c")
+    sources=("$rel/mc_rel_wire.c" "$rel/mc_rel.c" "$rel/mc_rel_tx.c"
+             "$rel/mc_rel_rx.c" "$top/test/fuzz/fuzz_mc_rel.c")
     common+=(-I"$rel")
     libs=($(make_var '$(UCX_LDFLAGS)') -lucs)
     corpus=()

@@ -1,0 +1,449 @@
+/**
+ * ucx-o2m: a member (not the root) of a reliable multicast stream
+ * (docs/multicast.md).
+ *
+ * A member stores packets by PSN in its window, delivers them in order
+ * (reassembling messages), NACKs gaps to its parent after the reorder
+ * slack and again on a back-off, keeps what its subtree has not
+ * acknowledged to repair its children (custody), remembers what a child
+ * NACKed that it lacks itself, and sends its subtree's cumulative ACK up
+ * the tree.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "mc_rel_int.h"
+
+
+void uct_mc_rel_rx_ack(uct_mc_rel_stream_t *s, int force,
+                       int want_sync, uint64_t now)
+{
+    uint32_t agg = s->next;
+    uint32_t batch = ucs_max(1, (s->mask + 1) / 4);
+    uct_mc_rel_hdr_t hdr;
+    int joined;
+    unsigned i;
+
+    joined = s->started;
+    for (i = 0; i < s->nchildren; ++i) {
+        if (!s->children[i].known) {
+            joined = 0;
+            break;
+        }
+        agg = uct_mc_rel_psn_min(agg, s->children[i].acked);
+    }
+
+    if (joined && uct_mc_rel_psn_lt(s->base, agg)) {
+        s->base = agg; /* custody released */
+    }
+
+    uct_mc_rel_hdr_init(s, &hdr, UCT_MC_REL_PKT_ACK);
+    if (!joined) {
+        if (!want_sync) {
+            return;
+        }
+        hdr.flags = UCT_MC_REL_FLAG_WANT_SYNC;
+    } else {
+        if (!force && s->joined_sent &&
+            (!uct_mc_rel_psn_lt(s->ack_sent, agg) ||
+             (((uint32_t)(agg - s->ack_sent) < batch) &&
+              !(uct_mc_rel_psn_lt(s->ack_sent, s->ackreq) &&
+                uct_mc_rel_psn_le(s->ackreq, agg))))) {
+            return;
+        }
+        hdr.flags = UCT_MC_REL_FLAG_JOINED |
+                    (want_sync ? UCT_MC_REL_FLAG_WANT_SYNC : 0);
+        hdr.psn   = agg;
+        s->ack_sent    = agg;
+        s->joined_sent = 1;
+    }
+
+    if (want_sync) {
+        s->t_want = now;
+    }
+    uct_mc_rel_xmit(s, s->parent, &hdr, NULL, 0);
+    ++s->stats.tx_ack;
+}
+
+/* PSNs up to @a new_high exist: open their slots, NACK timers running */
+static void uct_mc_rel_rx_extend(uct_mc_rel_stream_t *s, uint32_t new_high,
+                                 uint64_t now)
+{
+    uint64_t due = now + s->cfg.reorder_slack;
+    uct_mc_rel_slot_t *slot;
+
+    if (!uct_mc_rel_psn_lt(s->high, new_high)) {
+        return;
+    }
+    for (; s->high != new_high; ++s->high) {
+        slot             = uct_mc_rel_slot(s, s->high);
+        slot->psn        = s->high;
+        slot->valid      = 0;
+        slot->nack_tries = 0;
+        slot->t_nack     = due;
+    }
+    s->t_nack = ucs_min(s->t_nack, due);
+}
+
+/* Hand over the fragment in @a slot; 0 when it breaks the message */
+static int uct_mc_rel_rx_deliver(uct_mc_rel_stream_t *s,
+                                 uct_mc_rel_slot_t *slot)
+{
+    uint8_t *buf;
+
+    if (slot->offset == 0) {
+        if (s->asm_active) {
+            return 0; /* the previous message did not end */
+        }
+        if (slot->len == slot->msg_len) {
+            ++s->stats.rx_msgs;
+            s->ops.deliver(s->arg, slot->data, slot->len);
+            return 1;
+        }
+        if (slot->msg_len > s->asm_size) {
+            buf = ucs_realloc(s->asm_buf, slot->msg_len, "mc_rel_asm");
+            if (buf == NULL) {
+                return 0;
+            }
+            s->asm_buf  = buf;
+            s->asm_size = slot->msg_len;
+        }
+        s->asm_active = 1;
+        s->asm_len    = slot->msg_len;
+        s->asm_off    = 0;
+    } else if (!s->asm_active || (slot->offset != s->asm_off) ||
+               (slot->msg_len != s->asm_len)) {
+        return 0;
+    }
+
+    memcpy(s->asm_buf + slot->offset, slot->data, slot->len);
+    s->asm_off += slot->len;
+    if (s->asm_off == s->asm_len) {
+        s->asm_active = 0;
+        ++s->stats.rx_msgs;
+        s->ops.deliver(s->arg, s->asm_buf, s->asm_len);
+    }
+    return 1;
+}
+
+/* Deliver what became contiguous */
+static void uct_mc_rel_rx_advance(uct_mc_rel_stream_t *s, uint64_t now)
+{
+    uct_mc_rel_slot_t *slot;
+
+    while (s->next != s->high) {
+        slot = uct_mc_rel_slot(s, s->next);
+        if (!slot->valid) {
+            break;
+        }
+        ++s->next;
+        if (!uct_mc_rel_rx_deliver(s, slot)) {
+            uct_mc_rel_set_failed(s, UCS_ERR_IO_ERROR, 1, now,
+                                  "a fragment does not continue its message");
+            return;
+        }
+    }
+    if (s->next == s->high) {
+        s->t_nack = UCT_MC_REL_TIME_INF; /* no gap left */
+    }
+}
+
+static int uct_mc_rel_child_wants(const uct_mc_rel_child_t *c, uint32_t psn)
+{
+    uint32_t d = psn - c->nack_base;
+
+    return (d < UCT_MC_REL_NACK_BITS) && (c->nack_bits & (1ull << d));
+}
+
+/* Members (self + children that NACKed something this member lacks) known
+ * to miss packets here */
+static uint32_t uct_mc_rel_missing_count(const uct_mc_rel_stream_t *s)
+{
+    uint32_t count = 1;
+    unsigned i;
+
+    for (i = 0; i < s->nchildren; ++i) {
+        if (s->children[i].nack_bits != 0) {
+            count += s->children[i].nack_count;
+        }
+    }
+    return ucs_min(count, s->size - 1);
+}
+
+static void uct_mc_rel_send_nack(uct_mc_rel_stream_t *s, uint32_t base,
+                                 uint64_t bits)
+{
+    uct_mc_rel_hdr_t hdr;
+
+    uct_mc_rel_hdr_init(s, &hdr, UCT_MC_REL_PKT_NACK);
+    hdr.psn    = base;
+    hdr.aux    = uct_mc_rel_missing_count(s);
+    hdr.bitmap = bits;
+    uct_mc_rel_xmit(s, s->parent, &hdr, NULL, 0);
+    ++s->stats.tx_nack;
+}
+
+void uct_mc_rel_rx_nack_timer(uct_mc_rel_stream_t *s, uint64_t now)
+{
+    uint64_t next_due = UCT_MC_REL_TIME_INF;
+    uint32_t base = 0, psn, d;
+    uct_mc_rel_slot_t *slot;
+    uint64_t bits = 0;
+
+    for (psn = s->next; psn != s->high; ++psn) {
+        slot = uct_mc_rel_slot(s, psn);
+        if (slot->valid) {
+            continue;
+        }
+        if (slot->t_nack <= now) {
+            d = psn - base;
+            if ((bits != 0) && (d >= UCT_MC_REL_NACK_BITS)) {
+                uct_mc_rel_send_nack(s, base, bits);
+                bits = 0;
+            }
+            if (bits == 0) {
+                base = psn;
+                d    = 0;
+            }
+            bits |= 1ull << d;
+            if (slot->nack_tries++ == 0) {
+                slot->t_first = now;
+            }
+            /* losses are independent: the first retries come after one
+             * RTO, then back off */
+            slot->t_nack = now + uct_mc_rel_backoff(s,
+                                                    (slot->nack_tries > 2) ?
+                                                    slot->nack_tries - 2 : 0);
+        }
+        next_due = ucs_min(next_due, slot->t_nack);
+    }
+    if (bits != 0) {
+        uct_mc_rel_send_nack(s, base, bits);
+    }
+    s->t_nack = next_due;
+}
+
+/* A data packet, first copy: store, serve children waiting for it */
+static void uct_mc_rel_rx_store(uct_mc_rel_stream_t *s,
+                                uct_mc_rel_slot_t *slot,
+                                const uct_mc_rel_hdr_t *hdr,
+                                const void *payload, uint64_t now)
+{
+    uct_mc_rel_child_t *c;
+    unsigned i;
+
+    slot->valid   = 1;
+    slot->flags   = hdr->flags & UCT_MC_REL_FLAG_ACK_REQ;
+    slot->len     = hdr->payload_len;
+    slot->msg_len = hdr->msg_len;
+    slot->offset  = hdr->offset;
+    memcpy(slot->data, payload, hdr->payload_len);
+    if (slot->nack_tries == 1) {
+        uct_mc_rel_rtt_sample(s, now - slot->t_first);
+    }
+    if (hdr->flags & UCT_MC_REL_FLAG_ACK_REQ) {
+        if (uct_mc_rel_psn_lt(s->ackreq, hdr->psn + 1)) {
+            s->ackreq = hdr->psn + 1;
+        }
+    }
+    ++s->stats.rx_data;
+
+    for (i = 0; i < s->nchildren; ++i) {
+        c = &s->children[i];
+        if (uct_mc_rel_child_wants(c, hdr->psn)) {
+            c->nack_bits &= ~(1ull << (hdr->psn - c->nack_base));
+            uct_mc_rel_send_data(s, c->rank, slot, s->high,
+                                 UCT_MC_REL_FLAG_REPAIR);
+            ++s->stats.tx_repair_ucast;
+        }
+    }
+}
+
+void uct_mc_rel_rx_data(uct_mc_rel_stream_t *s,
+                        const uct_mc_rel_hdr_t *hdr,
+                        const void *payload, uint64_t now)
+{
+    uct_mc_rel_slot_t *slot;
+
+    if ((hdr->src != s->root) && (hdr->src != s->parent)) {
+        uct_mc_rel_drop(s, UCT_MC_REL_DROP_RANK, hdr);
+        return;
+    }
+    if (!s->started) {
+        uct_mc_rel_drop(s, UCT_MC_REL_DROP_STATE, hdr);
+        return;
+    }
+    if ((hdr->payload_len > s->cfg.mtu) || (hdr->msg_len > s->cfg.max_msg)) {
+        uct_mc_rel_drop(s, UCT_MC_REL_DROP_SIZE, hdr);
+        return;
+    }
+    if (uct_mc_rel_psn_lt(hdr->psn, s->next)) {
+        ++s->stats.rx_dup;
+        s->last_upstream = now;
+        return;
+    }
+    /* the PSN and what the sender knows both inside the window */
+    if (((uint32_t)(hdr->psn - s->base) > s->mask) ||
+        ((uint32_t)(hdr->aux - s->base) > s->mask + 1)) {
+        uct_mc_rel_drop(s, UCT_MC_REL_DROP_PSN, hdr);
+        return;
+    }
+
+    s->last_upstream = now;
+    slot = uct_mc_rel_slot(s, hdr->psn);
+    if (uct_mc_rel_psn_lt(hdr->psn, s->high) && slot->valid) {
+        ++s->stats.rx_dup;
+        return;
+    }
+
+    s->ready_seen = 1;
+    uct_mc_rel_rx_extend(s, hdr->aux, now);
+    if (uct_mc_rel_psn_lt(s->view_next, hdr->aux)) {
+        s->view_next = hdr->aux;
+    }
+    uct_mc_rel_rx_store(s, slot, hdr, payload, now);
+    uct_mc_rel_rx_advance(s, now);
+    if (s->state == UCT_MC_REL_ST_FAILED) {
+        return;
+    }
+    uct_mc_rel_rx_ack(s, 0, 0, now);
+    uct_mc_rel_watch_arm(s, now);
+}
+
+void uct_mc_rel_rx_probe(uct_mc_rel_stream_t *s,
+                         const uct_mc_rel_hdr_t *hdr, uint64_t now)
+{
+    uct_mc_rel_child_t *c;
+    unsigned i;
+
+    if ((hdr->src != s->root) && (hdr->src != s->parent)) {
+        uct_mc_rel_drop(s, UCT_MC_REL_DROP_RANK, hdr);
+        return;
+    }
+
+    s->last_upstream = now;
+    if (!s->started) {
+        s->state      = UCT_MC_REL_ST_READY;
+        s->started    = 1;
+        s->init_psn   = hdr->psn;
+        s->base       = hdr->psn;
+        s->next       = hdr->psn;
+        s->high       = hdr->psn;
+        s->view_acked = hdr->psn;
+        s->view_next  = hdr->psn;
+        s->ack_sent   = hdr->psn;
+        s->ackreq     = hdr->psn;
+        for (i = 0; i < s->nchildren; ++i) {
+            c = &s->children[i];
+            /* before the first data, every subtree is at the first PSN */
+            if (c->known && (c->acked != hdr->psn)) {
+                c->known = 0;
+            }
+        }
+        uct_mc_rel_watch_arm(s, now);
+    } else if ((hdr->psn != s->init_psn) || s->ready_seen) {
+        /* a probe repeated late, after data: nothing to learn */
+        return;
+    }
+
+    /* answer every probe: the ACK of the previous one may be lost */
+    uct_mc_rel_rx_ack(s, 1, 0, now);
+}
+
+void uct_mc_rel_rx_sync(uct_mc_rel_stream_t *s,
+                        const uct_mc_rel_hdr_t *hdr, uint64_t now)
+{
+    int news;
+
+    if ((hdr->src != s->root) && (hdr->src != s->parent)) {
+        uct_mc_rel_drop(s, UCT_MC_REL_DROP_RANK, hdr);
+        return;
+    }
+    if (!s->started) {
+        uct_mc_rel_drop(s, UCT_MC_REL_DROP_STATE, hdr);
+        return;
+    }
+    if (uct_mc_rel_psn_lt(hdr->aux, s->base)) {
+        return; /* delayed: older than what the subtree has */
+    }
+    /* what everyone has cannot be beyond what this member has, nor the
+     * root's next PSN beyond the window */
+    if (uct_mc_rel_psn_lt(s->next, hdr->psn) ||
+        ((uint32_t)(hdr->aux - s->base) > s->mask + 1)) {
+        uct_mc_rel_drop(s, UCT_MC_REL_DROP_PSN, hdr);
+        return;
+    }
+
+    news             = !s->ready_seen || uct_mc_rel_psn_lt(s->high, hdr->aux);
+    s->last_upstream = now;
+    s->ready_seen    = 1;
+    if (uct_mc_rel_psn_le(s->view_next, hdr->aux) &&
+        uct_mc_rel_psn_le(s->view_acked, hdr->psn)) {
+        news         |= (s->view_acked != hdr->psn) ||
+                        (s->view_next != hdr->aux);
+        s->view_acked = hdr->psn;
+        s->view_next  = hdr->aux;
+    }
+    uct_mc_rel_rx_extend(s, hdr->aux, now);
+    if ((hdr->src == s->root) && (hdr->psn != hdr->aux)) {
+        /* the root's window stalls: our ACK may be lost */
+        uct_mc_rel_rx_ack(s, 1, 0, now);
+    }
+    /* an answer without news keeps the ping's back-off */
+    if (news || !uct_mc_rel_busy(s) || (s->t_watch == UCT_MC_REL_TIME_INF)) {
+        uct_mc_rel_watch_arm(s, now);
+    }
+}
+
+void uct_mc_rel_rx_nack_pkt(uct_mc_rel_stream_t *s,
+                            uct_mc_rel_child_t *c,
+                            const uct_mc_rel_hdr_t *hdr, uint64_t now)
+{
+    uint64_t lacked = 0;
+    uct_mc_rel_slot_t *slot;
+    uint32_t psn, last;
+    unsigned i;
+
+    if (!s->started) {
+        uct_mc_rel_drop(s, UCT_MC_REL_DROP_STATE, hdr);
+        return;
+    }
+    last = hdr->psn + 63 - __builtin_clzll(hdr->bitmap);
+    if (uct_mc_rel_psn_lt(last, s->base)) {
+        c->last_heard = now; /* delayed: it has them all by now */
+        return;
+    }
+    if ((uint32_t)(last - s->base) > s->mask) {
+        uct_mc_rel_drop(s, UCT_MC_REL_DROP_PSN, hdr);
+        return;
+    }
+
+    c->last_heard = now;
+    ++s->stats.rx_nack;
+    uct_mc_rel_rx_extend(s, last + 1, now);
+
+    for (i = 0; i < UCT_MC_REL_NACK_BITS; ++i) {
+        psn = hdr->psn + i;
+        if (!(hdr->bitmap & (1ull << i)) || uct_mc_rel_psn_lt(psn, s->base)) {
+            continue;
+        }
+        slot = uct_mc_rel_slot(s, psn);
+        if (slot->valid) {
+            uct_mc_rel_send_data(s, c->rank, slot, s->high,
+                                 UCT_MC_REL_FLAG_REPAIR);
+            ++s->stats.tx_repair_ucast;
+        } else {
+            lacked |= 1ull << i;
+        }
+    }
+
+    c->nack_base  = hdr->psn;
+    c->nack_bits  = lacked;
+    c->nack_count = hdr->aux;
+    if (lacked != 0) {
+        /* tell the parent at once how many miss them */
+        uct_mc_rel_send_nack(s, hdr->psn, lacked);
+    }
+    uct_mc_rel_watch_arm(s, now);
+}
