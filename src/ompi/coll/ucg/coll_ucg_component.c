@@ -85,7 +85,8 @@ static int coll_ucg_register(void)
             "Test only: on test_fail_rank, the preparation (buffers, UCG "
             "request) of this call among the calls that need an agreement "
             "(counted from 1 over all communicators) fails as if out of "
-            "memory",
+            "memory; with test_fail_point 1 or 2, which group creation or "
+            "start fails",
             MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
             MCA_BASE_VAR_SCOPE_READONLY, &c->test_fail_call);
 
