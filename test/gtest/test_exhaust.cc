@@ -181,6 +181,37 @@ TEST_P(sm_refused, root_out_of_memory)
     }, 60);
 }
 
+/* A fan-in sender that waits for the group through uct_o2m_ep_state()
+ * (without sending, as UCG does) is bounded by an opt-in PEER_TIMEOUT like
+ * one that tries to send; without it, it waits while the root lives */
+TEST_F(sm_refused_uct, joining_state_peer_timeout)
+{
+    proc_group pg(2);
+
+    pg.run_ok([&](unsigned rank) {
+        uct_env env("sm_incast", {{"CHECK_INTERVAL", "10ms"},
+                                  {"PEER_TIMEOUT", "300ms"}});
+        uct_o2m_group_params_t params;
+        uct_o2m_ep_state_t state;
+        ucs_status_t status;
+        peer_addrs addrs;
+        uct_ep_h ep;
+
+        addrs.exchange(pg, rank, env);
+        params = addrs.group_params(0x7e0400, 2, rank);
+        if (rank == 1) {
+            /* The root never creates the group */
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &params, &ep));
+            state = settled_state(env, ep, &status);
+            CHILD_CHECK((state == UCT_O2M_EP_STATE_FAILED) &&
+                        (status == UCS_ERR_TIMED_OUT), "state %d, %s", state,
+                        ucs_status_string(status));
+            uct_ep_destroy(ep);
+        }
+        pg.barrier(rank);
+    }, 60);
+}
+
 INSTANTIATE_TEST_SUITE_P(tl, sm_refused,
                          ::testing::Values("sm_bcast", "sm_incast"),
                          [](const ::testing::TestParamInfo<const char*> &i) {

@@ -1174,8 +1174,11 @@ uct_o2m_ep_state_t uct_o2m_ep_state(uct_ep_h tl_ep, ucs_status_t *status_p)
 
     ep = ucs_derived_of(tl_ep, uct_o2m_group_ep_t);
     if ((ep->seg == NULL) && (ep->super.status == UCS_OK) &&
-        !uct_o2m_group_is_root(ep)) {
-        (void)uct_o2m_group_try_attach(ep);
+        !uct_o2m_group_is_root(ep) && !uct_o2m_group_try_attach(ep) &&
+        (ep->wait_since == 0)) {
+        /* The caller waits for the group from now on, as a sender that
+         * tries to send would (opt-in PEER_TIMEOUT) */
+        ep->wait_since = ucs_get_time();
     }
 
     if (status_p != NULL) {

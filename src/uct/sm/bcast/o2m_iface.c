@@ -77,8 +77,9 @@ ucs_config_field_t uct_o2m_iface_config_table[] = {
      "whose operation has made no progress for this long while a member has\n"
      "not joined, and a member that has looked for the group for this long\n"
      "(a fan-out receiver from its creation, a fan-in sender from its first\n"
-     "send), fail with UCS_ERR_TIMED_OUT; closing the interface waits this\n"
-     "long at most for members of destroyed groups that have not joined.\n"
+     "send or uct_o2m_ep_state() call), fail with UCS_ERR_TIMED_OUT;\n"
+     "closing the interface waits this long at most for members of\n"
+     "destroyed groups that have not joined.\n"
      "A member whose process exited is detected within CHECK_INTERVAL\n"
      "whatever this value.",
      ucs_offsetof(uct_o2m_iface_config_t, peer_timeout),

@@ -238,7 +238,9 @@ typedef enum {
 
 /**
  * State of a group endpoint created by uct_o2m_ep_create(); a member that
- * is still joining looks for the group once more.  @a status_p (optional)
+ * is still joining looks for the group once more (with PEER_TIMEOUT set, a
+ * fan-in sender's wait for the group counts from its first such call, as
+ * from its first send).  @a status_p (optional)
  * gets UCS_OK or the endpoint's error.  Every member of a group reaches
  * READY, or every one REFUSED: a caller may wait for one of the two before
  * it sends, and use another path on every member when the group is refused.
