@@ -1239,8 +1239,9 @@ static ucs_status_t ucg_coll_sm_admit(ucg_coll_t *coll)
 
     if (!group->sm_denied_logged) {
         ucs_diag("UCG group %u rank %u: %s of %zu bytes needs more host-local "
-                 "endpoints than the group has (SM_GROUP_EPS, "
-                 "SM_MAX_GROUPS): point-to-point", group->id, group->rank,
+                 "endpoints or segment memory than the group has "
+                 "(SM_GROUP_EPS, SM_MAX_GROUPS, SM_GROUP_MEM): "
+                 "point-to-point", group->id, group->rank,
                  ucg_coll_name(coll->params.type), coll->len);
         group->sm_denied_logged = 1;
     }

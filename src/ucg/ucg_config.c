@@ -286,6 +286,15 @@ ucs_config_field_t ucg_config_table[] = {
      "bounds the shared memory a group keeps mapped (docs/ucg.md).",
      ucs_offsetof(ucg_config_t, sm_group_eps), UCS_CONFIG_TYPE_UINT},
 
+    {"SM_GROUP_MEM", "256m",
+     "Bytes of host-local segments a UCG group may have on one host: the\n"
+     "segments of the endpoints rooted at the members of the host (each\n"
+     "pre-faulted, a fan-in ring up to the transports' RING_MAX, 16 MiB).\n"
+     "The smallest value of all members applies.  A collective whose plan\n"
+     "would exceed it uses point-to-point messages instead, decided alike on\n"
+     "every member; inf: no bound but SM_GROUP_EPS.",
+     ucs_offsetof(ucg_config_t, sm_group_mem), UCS_CONFIG_TYPE_MEMUNITS},
+
     {"LOG_PLANS", "n",
      "Print every new plan (ucs_info level, visible with UCX_LOG_LEVEL=info).",
      ucs_offsetof(ucg_config_t, log_plans), UCS_CONFIG_TYPE_BOOL},
@@ -670,6 +679,11 @@ ucs_status_t ucg_config_check(const ucg_config_t *config)
 
     if (config->sm_max_groups == 0) {
         UCG_CONFIG_ERROR(config, "SM_MAX_GROUPS", "must be at least 1");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (config->sm_group_mem == UCS_MEMUNITS_AUTO) {
+        UCG_CONFIG_ERROR(config, "SM_GROUP_MEM", "must be a size or inf");
         return UCS_ERR_INVALID_PARAM;
     }
 

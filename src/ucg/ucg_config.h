@@ -81,6 +81,7 @@ struct ucg_config {
     /* o2m interfaces opened by UCG */
     unsigned         sm_max_groups;    /* SM_MAX_GROUPS */
     unsigned         sm_group_eps;     /* SM_GROUP_EPS */
+    size_t           sm_group_mem;     /* SM_GROUP_MEM (SIZE_MAX: inf) */
 
     /* Diagnostics */
     int              log_plans;        /* LOG_PLANS: print each new plan */

@@ -338,6 +338,7 @@ static ucs_status_t ucg_context_open_sm_iface(ucg_context_t *context,
     }
     context->sm_max_members = ucs_min(context->sm_max_members,
                                       o2m_attr.max_members);
+    context->sm_attr[tl]    = o2m_attr;
     /* UCG's sm_*_cma phases use process_vm_readv like their zcopy */
     context->sm_cma        &= (o2m_attr.max_zcopy > 0);
 

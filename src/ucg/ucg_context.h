@@ -58,6 +58,8 @@ struct ucg_context {
      * most SM_MAX_GROUPS) */
     unsigned            sm_reserved[UCG_SM_LAST];
     unsigned            sm_max_members; /* of both interfaces */
+    /* Ring geometry of each interface (what its roots' segments cost) */
+    uct_o2m_iface_attr_t sm_attr[UCG_SM_LAST];
     int                 sm_cma;       /* both interfaces read with single
                                          copy (their CMA probe passed) */
     uint32_t            next_group_epoch; /* lowest epoch of the next group
@@ -144,6 +146,7 @@ typedef struct ucg_sm_slot {
     uct_o2m_mode_t      mode;
     uct_o2m_op_t        op;
     uct_o2m_dtype_t     dtype;
+    size_t              bytes;        /* of its segment (set on admission) */
 } ucg_sm_slot_t;
 
 struct ucg_group {
@@ -192,6 +195,12 @@ struct ucg_group {
     int                 aborted;
     int                 abort_local;
     uint16_t            abort_seq;
+    /* Segment memory: the ring geometry of each member's interfaces and
+     * the smallest SM_GROUP_MEM of the members (agreed at creation); the
+     * bytes admitted so far on each topology host */
+    uct_o2m_iface_attr_t *sm_geom[UCG_SM_LAST];    /* [size] */
+    size_t              sm_mem_limit;
+    size_t              *sm_host_bytes;            /* [num_hosts] */
 };
 
 /** The UCP endpoint to @a rank (created on first use) */

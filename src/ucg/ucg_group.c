@@ -61,6 +61,12 @@ typedef struct ucg_group_rec {
     uint32_t sm_budget[UCG_SM_LAST]; /* directory entries reserved for the
                                         endpoints this member roots */
     uint32_t reserved2;
+    /* Ring geometry of the sm interfaces: what the segments this member
+     * roots cost; and its SM_GROUP_MEM */
+    uint64_t sm_ring_max[UCG_SM_LAST];
+    uint32_t sm_fifo_depth[UCG_SM_LAST];
+    uint32_t sm_seg_bcopy[UCG_SM_LAST];
+    uint64_t sm_group_mem;
 } ucg_group_rec_t;
 
 /* A member's answer in a round of the group id agreement */
@@ -204,16 +210,36 @@ static ucs_status_t ucg_group_sm_limits(ucg_group_t *group,
     ucg_sm_tl_t tl;
     unsigned i;
 
+    group->sm_mem_limit  = SIZE_MAX;
+    group->sm_host_bytes = ucs_calloc(group->topo.num_hosts, sizeof(size_t),
+                                      "ucg sm host bytes");
+    if (group->sm_host_bytes == NULL) {
+        ucs_error("UCG group: out of memory");
+        return UCS_ERR_NO_MEMORY;
+    }
+
     for (tl = 0; tl < UCG_SM_LAST; ++tl) {
         group->sm_budget[tl] = ucs_calloc(group->size, sizeof(unsigned),
                                           "ucg sm budget");
-        if (group->sm_budget[tl] == NULL) {
+        group->sm_geom[tl]   = ucs_calloc(group->size,
+                                          sizeof(*group->sm_geom[tl]),
+                                          "ucg sm geometry");
+        if ((group->sm_budget[tl] == NULL) || (group->sm_geom[tl] == NULL)) {
             ucs_error("UCG group: out of memory");
             return UCS_ERR_NO_MEMORY;
         }
         for (i = 0; i < group->size; ++i) {
-            group->sm_budget[tl][i] = recs[i].sm_budget[tl];
+            group->sm_budget[tl][i]           = recs[i].sm_budget[tl];
+            group->sm_geom[tl][i].is_incast   = (tl == UCG_SM_INCAST);
+            group->sm_geom[tl][i].ring_max    = recs[i].sm_ring_max[tl];
+            group->sm_geom[tl][i].fifo_depth  = recs[i].sm_fifo_depth[tl];
+            group->sm_geom[tl][i].max_bcopy   = recs[i].sm_seg_bcopy[tl];
         }
+    }
+
+    for (i = 0; i < group->size; ++i) {
+        group->sm_mem_limit = ucs_min(group->sm_mem_limit,
+                                      recs[i].sm_group_mem);
     }
 
     for (i = 0; i < group->size; ++i) {
@@ -237,8 +263,12 @@ static void ucg_group_sm_cleanup(ucg_group_t *group)
     ucg_group_sm_release(group);
     for (tl = 0; tl < UCG_SM_LAST; ++tl) {
         ucs_free(group->sm_budget[tl]);
+        ucs_free(group->sm_geom[tl]);
         group->sm_budget[tl] = NULL;
+        group->sm_geom[tl]   = NULL;
     }
+    ucs_free(group->sm_host_bytes);
+    group->sm_host_bytes = NULL;
     ucs_free(group->sm_slots);
     group->sm_slots     = NULL;
     group->num_sm_slots = 0;
@@ -277,11 +307,59 @@ static unsigned ucg_group_sm_used(const ucg_group_t *group,
     return used;
 }
 
+/*
+ * Bytes of the segment of the endpoint @a slot: its root's interface
+ * geometry (as that member told) for a set of the root's host, UCG's
+ * header on fan-in.  The same on every member.
+ */
+static size_t ucg_group_sm_slot_bytes(const ucg_group_t *group,
+                                      const ucg_sm_slot_t *slot)
+{
+    uct_o2m_group_params_t params;
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCT_O2M_GROUP_FIELD_MODE | UCT_O2M_GROUP_FIELD_OP |
+                        UCT_O2M_GROUP_FIELD_HDR_LEN;
+    params.size       = group->topo.host_size[group->topo.host_of[slot->root]];
+    params.mode       = slot->mode;
+    params.op         = slot->op;
+    params.hdr_len    = (slot->tl == UCG_SM_INCAST) ? sizeof(ucg_sm_hdr_t) :
+                                                      0;
+    return uct_o2m_group_seg_size(&group->sm_geom[slot->tl][slot->root],
+                                  &params);
+}
+
+/* Whether the new endpoints of @a slots (with their bytes) fit in
+ * SM_GROUP_MEM on each host, with those admitted before */
+static int ucg_group_sm_mem_fits(const ucg_group_t *group,
+                                 const ucg_sm_slot_t *slots, unsigned count)
+{
+    unsigned i, j, host;
+    size_t total;
+
+    for (i = 0; i < count; ++i) {
+        host  = group->topo.host_of[slots[i].root];
+        total = group->sm_host_bytes[host]; /* within the limit */
+        for (j = 0; j < count; ++j) {
+            if (group->topo.host_of[slots[j].root] != host) {
+                continue;
+            }
+            /* Sizes from the members' records: no overflow */
+            if (slots[j].bytes > group->sm_mem_limit - total) {
+                return 0;
+            }
+            total += slots[j].bytes;
+        }
+    }
+    return 1;
+}
+
 int ucg_group_sm_admit(ucg_group_h group, const ucg_sm_slot_t *slots,
                        unsigned count)
 {
     unsigned i, j, needed, new_max;
-    ucg_sm_slot_t *new_slots;
+    ucg_sm_slot_t *new_slots, *pending;
+    int fits;
 
     /* All or none: check every new endpoint against its root's budget */
     for (i = 0; i < count; ++i) {
@@ -307,6 +385,33 @@ int ucg_group_sm_admit(ucg_group_h group, const ucg_sm_slot_t *slots,
         }
     }
 
+    /* The segment bytes of the new ones (0: admitted, or counted before) */
+    pending = ucs_malloc(count * sizeof(*pending), "ucg sm pending slots");
+    if (pending == NULL) {
+        ucs_error("UCG group %u: out of memory for %u endpoint slots",
+                  group->id, count);
+        return 0;
+    }
+    for (i = 0; i < count; ++i) {
+        pending[i]       = slots[i];
+        pending[i].bytes = 0;
+        if (ucg_group_sm_admitted(group, &slots[i])) {
+            continue;
+        }
+        for (j = 0; (j < i) && !ucg_sm_slot_equal(&slots[j], &slots[i]);
+             ++j) {
+        }
+        if (j == i) {
+            pending[i].bytes = ucg_group_sm_slot_bytes(group, &slots[i]);
+        }
+    }
+
+    fits = ucg_group_sm_mem_fits(group, pending, count);
+    if (!fits) {
+        ucs_free(pending);
+        return 0;
+    }
+
     if (group->num_sm_slots + count > group->max_sm_slots) {
         new_max   = ucs_max(2 * group->max_sm_slots,
                             group->num_sm_slots + count);
@@ -316,6 +421,7 @@ int ucg_group_sm_admit(ucg_group_h group, const ucg_sm_slot_t *slots,
             /* The other members may decide otherwise: no way to agree */
             ucs_error("UCG group %u: out of memory for %u endpoint slots",
                       group->id, new_max);
+            ucs_free(pending);
             return 0;
         }
         group->sm_slots     = new_slots;
@@ -323,11 +429,14 @@ int ucg_group_sm_admit(ucg_group_h group, const ucg_sm_slot_t *slots,
     }
 
     for (i = 0; i < count; ++i) {
-        if (!ucg_group_sm_admitted(group, &slots[i])) {
-            group->sm_slots[group->num_sm_slots++] = slots[i];
+        if (pending[i].bytes > 0) {
+            group->sm_slots[group->num_sm_slots++] = pending[i];
+            group->sm_host_bytes[group->topo.host_of[pending[i].root]] +=
+                    pending[i].bytes;
         }
     }
 
+    ucs_free(pending);
     return 1;
 }
 
@@ -368,8 +477,12 @@ static ucs_status_t ucg_group_pack_local(ucg_group_t *group,
         rec->sm_max_members = context->sm_max_members;
         rec->sm_cma         = context->sm_cma;
         ucg_group_sm_reserve(group, params->size);
+        rec->sm_group_mem   = context->config->sm_group_mem;
         for (tl = 0; tl < UCG_SM_LAST; ++tl) {
-            rec->sm_budget[tl] = group->sm_reserved[tl];
+            rec->sm_budget[tl]     = group->sm_reserved[tl];
+            rec->sm_ring_max[tl]   = context->sm_attr[tl].ring_max;
+            rec->sm_fifo_depth[tl] = context->sm_attr[tl].fifo_depth;
+            rec->sm_seg_bcopy[tl]  = context->sm_attr[tl].max_bcopy;
         }
         for (tl = 0; tl < UCG_SM_LAST; ++tl) {
             status = uct_iface_query(context->sm_iface[tl], &attr);

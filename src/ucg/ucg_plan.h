@@ -128,7 +128,7 @@ typedef struct ucg_plan_key {
     size_t          dt_size;
     /* Flat (point-to-point) plan although the group could use host-local
      * phases: the endpoints they need are not available (the group's
-     * share of SM_MAX_GROUPS, SM_GROUP_EPS, is used up) */
+     * share of SM_MAX_GROUPS, SM_GROUP_EPS, or SM_GROUP_MEM is used up) */
     int             flat;
 } ucg_plan_key_t;
 

@@ -14,6 +14,10 @@
  *  - sm_refused.bad_refusal: a refusal whose status (written by the root)
  *    is not an error code members can act on fails the members with
  *    UCS_ERR_INVALID_PARAM, at creation and from progress.
+ *  - sm_refused.joining_state_peer_timeout: a fan-in member that waits for
+ *    its group through uct_o2m_ep_state() is bounded by PEER_TIMEOUT.
+ *  - sm_refused.seg_size_matches_created: uct_o2m_group_seg_size() is the
+ *    size of the segment a root creates (what UCG's SM_GROUP_MEM counts).
  *  - sm_refused.fd_limit_then_same_id: memfd_create fails with EMFILE: the
  *    members get UCS_ERR_EXCEEDS_LIMIT; once the root has fds again, a new
  *    group with the same id works (its members are not told the old
@@ -178,6 +182,65 @@ TEST_P(sm_refused, root_out_of_memory)
         }
         CHILD_CHECK(received == 0, "rank %u received %u messages", rank,
                     received);
+    }, 60);
+}
+
+/* What uct_o2m_group_seg_size() says a root's segment costs is what the
+ * root creates (UCG bounds a group's memory with it) */
+TEST_F(sm_refused_uct, seg_size_matches_created)
+{
+    proc_group pg(1);
+
+    pg.run_ok([&](unsigned rank) {
+        const std::map<std::string, std::string> configs[] = {
+            {},
+            {{"FIFO_SIZE", "16"}, {"SEG_SIZE", "4160"}, {"RING_MAX", "256k"}}
+        };
+        uint64_t id = 0x7e0300;
+
+        for (const auto &config : configs) {
+            for (const char *tl : {"sm_bcast", "sm_incast"}) {
+                uct_env env(tl, config);
+                bool incast = !strcmp(tl, "sm_incast");
+                uct_o2m_iface_attr_t attr;
+
+                CHILD_CHECK_OK(uct_o2m_iface_query(env.iface(), &attr));
+                for (unsigned size : {2u, 3u, 8u, 64u}) {
+                    for (int mode = 0; mode < UCT_O2M_MODE_LAST; ++mode) {
+                        uct_o2m_group_params_t params;
+                        uct_ep_h ep;
+
+                        if (!incast && (mode > UCT_O2M_MODE_CENTRALIZED)) {
+                            continue;
+                        }
+                        memset(&params, 0, sizeof(params));
+                        params.field_mask = UCT_O2M_GROUP_FIELD_MODE;
+                        params.group_id   = id++;
+                        params.size       = size;
+                        params.mode       = (uct_o2m_mode_t)mode;
+                        if (incast) {
+                            params.field_mask |= UCT_O2M_GROUP_FIELD_OP |
+                                                 UCT_O2M_GROUP_FIELD_DTYPE |
+                                                 UCT_O2M_GROUP_FIELD_HDR_LEN;
+                            params.op          = (mode >= UCT_O2M_MODE_LOCKED) ?
+                                                 UCT_O2M_OP_SUM :
+                                                 UCT_O2M_OP_GATHER;
+                            params.dtype       = UCT_O2M_DT_INT32;
+                            params.hdr_len     = 16;
+                        }
+                        CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &params,
+                                                         &ep));
+                        size_t made = ucs_derived_of(ep, uct_o2m_group_ep_t)
+                                              ->seg_size;
+                        size_t said = uct_o2m_group_seg_size(&attr, &params);
+                        CHILD_CHECK(made == said, "%s size %u mode %d: "
+                                    "created %zu bytes, said %zu", tl, size,
+                                    mode, made, said);
+                        uct_ep_destroy(ep);
+                    }
+                }
+            }
+        }
     }, 60);
 }
 

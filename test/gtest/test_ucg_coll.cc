@@ -12,6 +12,7 @@
 
 extern "C" {
 #include "ucg_context.h"
+#include "o2m_group.h"
 #include <ucs/config/global_opts.h>
 }
 
@@ -1745,6 +1746,76 @@ TEST(ucg_coll_exhaustion, small_max_members)
             CHILD_CHECK((m.group->num_sm_slots > 0) == hier,
                         "hosts %s: %u sm endpoints", hosts,
                         m.group->num_sm_slots);
+        }, std::string("hosts=") + hosts);
+    }
+}
+
+/* Bytes of the group segments this member roots for @a group (what the
+ * transports really created) */
+size_t rooted_seg_bytes(ucg_group_h group)
+{
+    size_t bytes = 0;
+    ucg_sm_ep_t *sm_ep;
+    uct_o2m_group_ep_t *ep;
+
+    ucs_list_for_each(sm_ep, &group->sm_eps, list) {
+        ep = ucs_derived_of(sm_ep->ep, uct_o2m_group_ep_t);
+        if ((ep->my_index == ep->root_index) && (ep->seg != NULL)) {
+            bytes += ep->seg_size;
+        }
+    }
+    return bytes;
+}
+
+/*
+ * SM_GROUP_MEM 3m on rank 0 only (inf elsewhere): every member applies
+ * 3 MiB, the segments the group really created on the host stay within
+ * it while it runs collectives that would use many more, the rest go
+ * point-to-point, and every result is correct.  On two virtual hosts the
+ * bound is per host.  Before, nothing bounded the bytes, only the count
+ * of endpoints (SM_GROUP_EPS).
+ */
+TEST(ucg_coll_exhaustion, small_group_mem)
+{
+    const size_t limit = 3 * 1024 * 1024;
+
+    for (const char *hosts : {"auto", "2"}) {
+        run_opts opts;
+
+        opts.env["UCX_UCG_HOSTS"]        = hosts;
+        opts.env["UCX_UCG_SM_GROUP_MEM"] = "inf";
+        opts.timeout                     = 300;
+        opts.pre_init = [](unsigned rank) {
+            if (rank == 0) {
+                setenv("UCX_UCG_SM_GROUP_MEM", "3m", 1);
+            }
+        };
+        run_ok(4, opts, [&](member &m) {
+            CHILD_CHECK(m.group->topo.o2m, "no o2m transports");
+            CHILD_CHECK(m.group->sm_mem_limit == limit, "limit %zu",
+                        m.group->sm_mem_limit);
+
+            run_on_groups(m, {m.group});
+
+            /* What each member of the host really created, added up */
+            std::vector<size_t> all(m.size);
+            size_t mine = rooted_seg_bytes(m.group), host_total = 0;
+            m.procs->allgather(m.rank, &mine, sizeof(mine), all.data());
+            for (unsigned r = 0; r < m.size; ++r) {
+                if (m.group->topo.host_of[r] ==
+                    m.group->topo.host_of[m.rank]) {
+                    host_total += all[r];
+                }
+            }
+            unsigned host = m.group->topo.host_of[m.rank];
+            CHILD_CHECK(host_total <= limit, "hosts %s: %zu bytes of "
+                        "segments on host %u", hosts, host_total, host);
+            CHILD_CHECK(host_total == m.group->sm_host_bytes[host],
+                        "hosts %s: created %zu, admitted %zu", hosts,
+                        host_total, m.group->sm_host_bytes[host]);
+            CHILD_CHECK(m.group->num_sm_slots > 0, "no sm phase");
+            CHILD_CHECK(m.group->sm_denied_logged, "never out of segment "
+                        "memory");
         }, std::string("hosts=") + hosts);
     }
 }

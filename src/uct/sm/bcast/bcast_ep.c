@@ -19,15 +19,14 @@ uct_o2m_bcast_ack(uct_o2m_group_ep_t *ep, uint64_t seq)
                                          UCT_O2M_LINE);
 }
 
-size_t uct_o2m_bcast_seg_layout(uct_o2m_group_seg_t *hdr,
-                                const uct_o2m_iface_t *iface)
+size_t uct_o2m_bcast_seg_layout(uct_o2m_group_seg_t *hdr, size_t elem_size)
 {
     hdr->members_offset = ucs_align_up_pow2(sizeof(*hdr), UCT_O2M_LINE);
     hdr->acks_offset    = hdr->members_offset +
                           (hdr->size * sizeof(uct_o2m_member_t));
     hdr->elems_offset   = hdr->acks_offset + (hdr->depth * UCT_O2M_LINE);
-    hdr->elem_stride    = iface->config.elem_size;
-    hdr->max_length     = iface->config.elem_size - sizeof(uct_o2m_elem_t);
+    hdr->elem_stride    = elem_size;
+    hdr->max_length     = elem_size - sizeof(uct_o2m_elem_t);
     return hdr->elems_offset + (hdr->depth * hdr->elem_stride);
 }
 

@@ -98,10 +98,10 @@ uct_o2m_incast_slot(uct_o2m_group_ep_t *ep, void *elem, unsigned pos)
                                      (pos * ep->geom.slot_stride));
 }
 
-size_t uct_o2m_incast_seg_layout(uct_o2m_group_seg_t *hdr,
-                                 const uct_o2m_iface_t *iface)
+size_t uct_o2m_incast_seg_layout(uct_o2m_group_seg_t *hdr, size_t elem_size,
+                                 size_t ring_max)
 {
-    size_t max_length = iface->config.elem_size - sizeof(uct_o2m_elem_t);
+    size_t max_length = elem_size - sizeof(uct_o2m_elem_t);
     size_t slot_data;
 
     hdr->members_offset = ucs_align_up_pow2(sizeof(*hdr), UCT_O2M_LINE);
@@ -122,7 +122,7 @@ size_t uct_o2m_incast_seg_layout(uct_o2m_group_seg_t *hdr,
     hdr->elem_stride = UCT_O2M_LINE + hdr->shared_size +
                        ((hdr->size - 1) * hdr->slot_stride);
     while ((hdr->depth > 2) &&
-           ((hdr->depth * hdr->elem_stride) > iface->config.ring_max)) {
+           ((hdr->depth * hdr->elem_stride) > ring_max)) {
         hdr->depth /= 2;
     }
 

@@ -47,8 +47,9 @@ static ucs_status_t uct_o2m_group_create_seg(uct_o2m_group_ep_t *ep)
     hdr.uuid       = ucs_generate_uuid((uintptr_t)ep);
 
     ep->seg_size = iface->is_incast ?
-                   uct_o2m_incast_seg_layout(&hdr, iface) :
-                   uct_o2m_bcast_seg_layout(&hdr, iface);
+                   uct_o2m_incast_seg_layout(&hdr, iface->config.elem_size,
+                                             iface->config.ring_max) :
+                   uct_o2m_bcast_seg_layout(&hdr, iface->config.elem_size);
 
     /* The members check the same; the root keeps its private copy too */
     status = uct_o2m_group_geom_check(&hdr, ep->seg_size,
@@ -1214,6 +1215,31 @@ ucs_status_t uct_o2m_iface_query(uct_iface_h tl_iface,
     attr->max_bcopy   = attr->max_short;
     attr->max_zcopy   = iface->cma ? iface->config.max_zcopy : 0;
     attr->fifo_depth  = iface->config.fifo_size;
+    attr->ring_max    = iface->config.ring_max;
     attr->is_incast   = iface->is_incast;
     return UCS_OK;
+}
+
+size_t uct_o2m_group_seg_size(const uct_o2m_iface_attr_t *attr,
+                              const uct_o2m_group_params_t *params)
+{
+    uct_o2m_group_seg_t hdr;
+
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.is_incast = attr->is_incast;
+    hdr.size      = params->size;
+    hdr.depth     = attr->fifo_depth;
+    hdr.mode      = (params->field_mask & UCT_O2M_GROUP_FIELD_MODE) ?
+                    params->mode : UCT_O2M_MODE_BATCHED;
+    hdr.op        = (params->field_mask & UCT_O2M_GROUP_FIELD_OP) ?
+                    params->op : UCT_O2M_OP_GATHER;
+    hdr.hdr_len   = (params->field_mask & UCT_O2M_GROUP_FIELD_HDR_LEN) ?
+                    params->hdr_len : 0;
+
+    /* What uct_o2m_group_create_seg() makes with that configuration */
+    return attr->is_incast ?
+           uct_o2m_incast_seg_layout(&hdr, attr->max_bcopy +
+                                     sizeof(uct_o2m_elem_t), attr->ring_max) :
+           uct_o2m_bcast_seg_layout(&hdr, attr->max_bcopy +
+                                    sizeof(uct_o2m_elem_t));
 }

@@ -206,8 +206,9 @@ int uct_o2m_iface_evict_retired(uct_o2m_iface_t *iface, int by_id,
 void uct_o2m_iface_drain_retired(uct_o2m_iface_t *iface);
 
 /* Fan-out (bcast_ep.c) */
-size_t uct_o2m_bcast_seg_layout(uct_o2m_group_seg_t *hdr,
-                                const uct_o2m_iface_t *iface);
+/* Layout of a group segment from its header's size, depth, mode and op and
+ * the root's configuration (ring element size, RING_MAX); returns its size */
+size_t uct_o2m_bcast_seg_layout(uct_o2m_group_seg_t *hdr, size_t elem_size);
 void uct_o2m_bcast_seg_init(uct_o2m_group_ep_t *ep);
 ucs_status_t uct_o2m_bcast_am_short(uct_o2m_group_ep_t *ep, uint8_t id,
                                     uint64_t header, const void *payload,
@@ -225,8 +226,8 @@ unsigned uct_o2m_bcast_recv_progress(uct_o2m_group_ep_t *ep);
 
 /* Fan-in (incast_ep.c) */
 int uct_o2m_group_seg_shared(const uct_o2m_group_seg_t *hdr);
-size_t uct_o2m_incast_seg_layout(uct_o2m_group_seg_t *hdr,
-                                 const uct_o2m_iface_t *iface);
+size_t uct_o2m_incast_seg_layout(uct_o2m_group_seg_t *hdr, size_t elem_size,
+                                 size_t ring_max);
 void uct_o2m_incast_seg_init(uct_o2m_group_ep_t *ep);
 ucs_status_t uct_o2m_incast_am_short(uct_o2m_group_ep_t *ep, uint8_t id,
                                      uint64_t header, const void *payload,

@@ -199,6 +199,7 @@ typedef struct uct_o2m_iface_attr {
                                 single-copy reads are off (CMA) */
     unsigned fifo_depth;   /**< Ring elements of a group (fan-in rings of
                                 large groups may have fewer: RING_MAX) */
+    size_t   ring_max;     /**< Largest fan-in ring (RING_MAX) */
     int      is_incast;    /**< Nonzero for sm_incast */
 } uct_o2m_iface_attr_t;
 
@@ -264,6 +265,16 @@ UCT_O2M_API size_t uct_o2m_dtype_size(uct_o2m_dtype_t dtype);
 /** Query the limits of an sm_bcast / sm_incast interface. */
 UCT_O2M_API ucs_status_t uct_o2m_iface_query(uct_iface_h iface,
                                  uct_o2m_iface_attr_t *attr);
+
+
+/**
+ * Bytes of the shared segment a root whose interface has @a attr (from
+ * uct_o2m_iface_query(), possibly another process's, exchanged) creates for
+ * a group of @a params (size, mode, op, hdr_len matter), pre-faulted: what
+ * the group costs in memory on its host.
+ */
+UCT_O2M_API size_t uct_o2m_group_seg_size(const uct_o2m_iface_attr_t *attr,
+                                          const uct_o2m_group_params_t *params);
 
 
 /**
