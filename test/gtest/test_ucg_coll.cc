@@ -1189,10 +1189,104 @@ TEST(ucg_coll_errors, kill_remote_member)
  * (its peers are gone or closed their connection) and it exits normally.
  */
 struct stopped_shared {
-    int    stopped_pid;
-    int    root_started;
-    int    resumed_done;
+    int      stopped_pid;
+    int      root_started;
+    int      resumed_done;
+    /* out-of-band allgather of ranks 0 and 2 for a group of the two */
+    unsigned ready[2];
+    unsigned taken[2];
+    char     slot[2][16384];
 };
+
+/* Out-of-band allgather of a group of two processes over the test's
+ * shared memory (arg: pair_oob) */
+struct pair_oob {
+    stopped_shared *sh;
+    unsigned       me;     /* 0 or 1 */
+    unsigned       calls;
+};
+
+static ucs_status_t pair_allgather(void *arg, const void *sbuf, void *rbuf,
+                                   size_t len)
+{
+    pair_oob *oob   = static_cast<pair_oob*>(arg);
+    stopped_shared *sh = oob->sh;
+    unsigned other  = 1 - oob->me;
+    double deadline = now() + 30;
+    unsigned call   = ++oob->calls;
+
+    if (len > sizeof(sh->slot[0])) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    memcpy(sh->slot[oob->me], sbuf, len);
+    __atomic_store_n(&sh->ready[oob->me], call, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&sh->ready[other], __ATOMIC_SEQ_CST) < call) {
+        if (now() > deadline) {
+            return UCS_ERR_TIMED_OUT;
+        }
+        sched_yield();
+    }
+    memcpy(UCS_PTR_BYTE_OFFSET(rbuf, other * len), sh->slot[other], len);
+    memcpy(UCS_PTR_BYTE_OFFSET(rbuf, oob->me * len), sbuf, len);
+    /* the other's slot is not written again before it was read */
+    __atomic_store_n(&sh->taken[oob->me], call, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&sh->taken[other], __ATOMIC_SEQ_CST) < call) {
+        if (now() > deadline) {
+            return UCS_ERR_TIMED_OUT;
+        }
+        sched_yield();
+    }
+    return UCS_OK;
+}
+
+/* Ranks 0 and 2 of stopped_member_send_buffer, after it: a new group of
+ * the two connects again (rank 0 dropped its endpoint to rank 2; rank 2's
+ * endpoint to rank 0 failed, or is replaced) and runs an allgather */
+static void pair_group_allgather(member &m, stopped_shared *sh)
+{
+    pair_oob oob       = {sh, (m.rank == 0) ? 0u : 1u, 0};
+    ucg_group_params_t gparams;
+    ucg_coll_params_t params;
+    std::vector<int32_t> sbuf(100), rbuf(200);
+    ucg_group_h group;
+    ucs_status_t st;
+    ucg_coll_h coll;
+
+    memset(&gparams, 0, sizeof(gparams));
+    gparams.size          = 2;
+    gparams.rank          = oob.me;
+    gparams.oob_allgather = pair_allgather;
+    gparams.oob_arg       = &oob;
+    CHILD_CHECK_OK(ucg_group_create(m.context, &gparams, &group));
+
+    for (unsigned i = 0; i < sbuf.size(); ++i) {
+        sbuf[i] = (int32_t)(oob.me * 1000 + i);
+    }
+    memset(&params, 0, sizeof(params));
+    params.type  = UCG_COLL_ALLGATHER;
+    params.sbuf  = sbuf.data();
+    params.rbuf  = rbuf.data();
+    params.count = sbuf.size();
+    params.dtype = UCG_DT_INT32;
+    CHILD_CHECK_OK(ucg_coll_init(group, &params, &coll));
+    st = ucg_coll_start(coll);
+    if (st == UCS_OK) {
+        st = wait_coll(coll, "allgather of a new group of ranks 0 and 2",
+                       30);
+    }
+    ucg_coll_finalize(coll);
+    CHILD_CHECK(st == UCS_OK, "rank %u: allgather of a new group: %s",
+                m.rank, ucs_status_string(st));
+    for (unsigned i = 0; i < rbuf.size(); ++i) {
+        CHILD_CHECK(rbuf[i] == (int32_t)((i / 100) * 1000 + i % 100),
+                    "rank %u: [%u] = %d", m.rank, i, rbuf[i]);
+    }
+
+    /* both finished before either destroys */
+    uint64_t token = 0, both[2];
+    CHILD_CHECK_OK(pair_allgather(&oob, &token, both, sizeof(token)));
+    ucg_group_destroy(group);
+}
 
 TEST(ucg_coll_errors, stopped_member_send_buffer)
 {
@@ -1256,6 +1350,7 @@ TEST(ucg_coll_errors, stopped_member_send_buffer)
             __atomic_store_n(&sh->resumed_done, 1, __ATOMIC_SEQ_CST);
             CHILD_CHECK(st != UCS_OK, "completed although rank %u died",
                         victim);
+            pair_group_allgather(m, sh);
             return;
         }
 
@@ -1319,6 +1414,7 @@ TEST(ucg_coll_errors, stopped_member_send_buffer)
         }
         CHILD_CHECK(m.group->members[stopped].ep == NULL,
                     "the endpoint to rank %u is still cached", stopped);
+        pair_group_allgather(m, sh);
     }, "stopped_member_send_buffer");
 
     EXPECT_EQ(0, status[0]) << "rank 0 (the sender)";
