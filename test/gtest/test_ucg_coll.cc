@@ -1209,11 +1209,11 @@ struct pair_oob {
 static ucs_status_t pair_allgather(void *arg, const void *sbuf, void *rbuf,
                                    size_t len)
 {
-    pair_oob *oob   = static_cast<pair_oob*>(arg);
+    pair_oob *oob      = static_cast<pair_oob*>(arg);
     stopped_shared *sh = oob->sh;
-    unsigned other  = 1 - oob->me;
-    double deadline = now() + 30;
-    unsigned call   = ++oob->calls;
+    unsigned other     = 1 - oob->me;
+    double deadline    = now() + 30; /* against hangs only */
+    unsigned call      = ++oob->calls;
 
     if (len > sizeof(sh->slot[0])) {
         return UCS_ERR_INVALID_PARAM;
@@ -1244,7 +1244,7 @@ static ucs_status_t pair_allgather(void *arg, const void *sbuf, void *rbuf,
  * endpoint to rank 0 failed, or is replaced) and runs an allgather */
 static void pair_group_allgather(member &m, stopped_shared *sh)
 {
-    pair_oob oob       = {sh, (m.rank == 0) ? 0u : 1u, 0};
+    pair_oob oob = {sh, (m.rank == 0) ? 0u : 1u, 0};
     ucg_group_params_t gparams;
     ucg_coll_params_t params;
     std::vector<int32_t> sbuf(100), rbuf(200);
