@@ -180,11 +180,16 @@ uct_env::uct_env(const std::string &tl_name,
     status = uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE, &m_worker);
     CHILD_CHECK_OK(status);
 
-    m_component = find_component("o2m");
+    /* mc_udp is a component of its own, on the loopback device: tests
+     * send only on this host */
+    const bool is_udp = (tl_name == UCT_MC_UDP_TL_NAME);
+    const char *md_name = is_udp ? UCT_MC_UDP_TL_NAME : "o2m";
+
+    m_component = find_component(md_name);
 
     status = uct_md_config_read(m_component, NULL, NULL, &md_config);
     CHILD_CHECK_OK(status);
-    status = uct_md_open(m_component, "o2m", md_config, &m_md);
+    status = uct_md_open(m_component, md_name, md_config, &m_md);
     uct_config_release(md_config);
     CHILD_CHECK_OK(status);
 
@@ -214,7 +219,7 @@ uct_env::uct_env(const std::string &tl_name,
                                   UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
     params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
     params.mode.device.tl_name  = tl_name.c_str();
-    params.mode.device.dev_name = "memory";
+    params.mode.device.dev_name = is_udp ? "lo" : "memory";
     params.err_handler          = err_handler;
     params.err_handler_arg      = this;
     params.err_handler_flags    = 0;

@@ -479,6 +479,8 @@ TEST_P(p2p_ucp, tag_send_recv)
         CHILD_CHECK_OK(ucp_config_read(NULL, NULL, &config));
         CHILD_CHECK_OK(ucp_config_modify(config, "TLS",
                                          (tl + ",self").c_str()));
+        /* mc_udp: the loopback device only (nothing leaves the host) */
+        CHILD_CHECK_OK(ucp_config_modify(config, "NET_DEVICES", "lo"));
         memset(&params, 0, sizeof(params));
         params.field_mask = UCP_PARAM_FIELD_FEATURES;
         params.features   = UCP_FEATURE_TAG;
@@ -518,7 +520,9 @@ TEST_P(p2p_ucp, tag_send_recv)
         fclose(stream);
         std::string lanes(info, isize);
         free(info);
-        CHILD_CHECK(lanes.find(tl + "/memory") != std::string::npos,
+        const std::string dev = (tl == UCT_MC_UDP_TL_NAME) ? "/lo" :
+                                                            "/memory";
+        CHILD_CHECK(lanes.find(tl + dev) != std::string::npos,
                     "the UCP endpoint does not use %s:\n%s", tl.c_str(),
                     lanes.c_str());
 
@@ -596,7 +600,8 @@ TEST_P(p2p_ucp, tag_send_recv)
 }
 
 INSTANTIATE_TEST_SUITE_P(tls, p2p_ucp,
-                         ::testing::Values("sm_bcast", "sm_incast"));
+                         ::testing::Values("sm_bcast", "sm_incast",
+                                           UCT_MC_UDP_TL_NAME));
 
 
 /*

@@ -8,6 +8,7 @@
 #include "o2m_group.h"
 #include "o2m_reduce.h"
 #include "o2m_check.h"
+#include "../../mc/udp/mc_udp.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -1118,6 +1119,10 @@ ucs_status_t uct_o2m_ep_create(uct_iface_h tl_iface,
     size_t hdr_len;
     int is_root;
 
+    if ((params != NULL) && (ep_p != NULL) && uct_mc_udp_is_iface(tl_iface)) {
+        return uct_mc_udp_group_ep_create(tl_iface, params, ep_p);
+    }
+
     if ((tl_iface == NULL) || (params == NULL) || (ep_p == NULL) ||
         (tl_iface->ops.iface_get_address != uct_o2m_iface_get_address)) {
         ucs_error("uct_o2m_ep_create() needs an %s or %s interface",
@@ -1161,6 +1166,10 @@ ucs_status_t uct_o2m_ep_create(uct_iface_h tl_iface,
 uct_o2m_ep_state_t uct_o2m_ep_state(uct_ep_h tl_ep, ucs_status_t *status_p)
 {
     uct_o2m_group_ep_t *ep;
+
+    if (uct_mc_udp_is_ep(tl_ep)) {
+        return uct_mc_udp_ep_state(tl_ep, status_p);
+    }
 
     if ((tl_ep == NULL) ||
         (tl_ep->iface->ops.iface_get_address != uct_o2m_iface_get_address) ||

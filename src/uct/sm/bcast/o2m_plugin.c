@@ -13,6 +13,7 @@
 
 #include "o2m_iface.h"
 #include "o2m_p2p.h"
+#include "../../mc/udp/mc_udp.h"
 
 #include <ucp/api/ucp.h>
 #include <uct/base/uct_md.h>
@@ -282,4 +283,5 @@ static void UCS_F_CTOR uct_o2m_init(void)
     uct_component_register(&uct_o2m_component);
     uct_tl_register(&uct_o2m_component, &UCT_TL_NAME(sm_bcast));
     uct_tl_register(&uct_o2m_component, &UCT_TL_NAME(sm_incast));
+    uct_mc_udp_register();
 }

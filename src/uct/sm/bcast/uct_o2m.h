@@ -90,7 +90,7 @@ static inline const char *uct_o2m_tl_name(int is_incast)
 
 /** Version of this extension API. */
 #define UCT_O2M_API_MAJOR 1
-#define UCT_O2M_API_MINOR 1
+#define UCT_O2M_API_MINOR 2
 
 
 /**
@@ -341,6 +341,33 @@ UCT_O2M_API int uct_o2m_watch_has_pidfd(const uct_o2m_watch_t *watch);
 UCT_O2M_API const char *uct_o2m_mode_name(uct_o2m_mode_t mode);
 UCT_O2M_API const char *uct_o2m_op_name(uct_o2m_op_t op);
 UCT_O2M_API const char *uct_o2m_dtype_name(uct_o2m_dtype_t dtype);
+
+
+/**
+ * mc_udp (UDP/IP multicast across hosts, docs/multicast.md "The mc_udp
+ * transport") takes the same group endpoints: uct_o2m_ep_create() and
+ * uct_o2m_ep_state() on an mc_udp interface give a fan-out group whose data
+ * goes by IP multicast, made reliable by the engine.  Its counters:
+ */
+#define UCT_MC_UDP_TL_NAME "mc_udp"
+
+typedef struct uct_mc_udp_counters {
+    uint64_t rx_packets;     /**< Datagrams read (unicast and multicast) */
+    uint64_t rx_bad;         /**< Dropped by the transport: too short or
+                                  too long, bad transport header, unknown
+                                  kind, a sender that is not the peer */
+    uint64_t rx_no_stream;   /**< Well formed but for no stream of this
+                                  interface (and not a probe opening one) */
+    uint64_t rx_engine_drop; /**< Dropped by the engine's checks (all its
+                                  streams, closed ones included) */
+    uint64_t tx_packets;     /**< Datagrams sent */
+    uint64_t tx_paced;       /**< Data packets held back by pacing */
+    uint64_t peers_gone;     /**< Peers found gone (ICMP port unreachable) */
+} uct_mc_udp_counters_t;
+
+/** Counters of an mc_udp interface (UCS_ERR_INVALID_PARAM for another). */
+UCT_O2M_API ucs_status_t uct_mc_udp_iface_counters(uct_iface_h iface,
+                                          uct_mc_udp_counters_t *counters);
 
 END_C_DECLS
 

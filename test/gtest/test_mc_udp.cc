@@ -1,0 +1,548 @@
+/**
+ * ucx-o2m tests: the mc_udp transport (UDP/IP multicast on the reliable
+ * multicast engine), between forked processes on the loopback device.
+ *
+ *  - mc_udp.p2p_*: a plain uct_ep_create to a peer's interface address
+ *    (what UCP uses): am_short and am_bcopy of every size up to SEG_SIZE,
+ *    both ways, in order and exact, flush; a small window and MTU so that
+ *    messages are fragmented and the window fills
+ *  - mc_udp.group_*: uct_o2m_ep_create groups of 2..5 members: every member
+ *    receives every message of the root once, in order, exact; a member
+ *    killed fails the group on every other member; a rogue sender's
+ *    garbage and forged packets to the unicast and multicast ports are
+ *    dropped and counted, and the traffic around them is still exact
+ *
+ * Skipped when multicast on the loopback device does not work here.
+ */
+#include "test_traffic.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <random>
+
+using namespace o2m_test;
+
+namespace {
+
+const char *MC_BASE = "239.255.64.0";
+
+/* Multicast between two sockets of this process on lo, as the transport
+ * does it: the reason to skip when it does not work */
+bool loopback_multicast_works(std::string *why)
+{
+    struct sockaddr_in group = {}, any = {};
+    struct ip_mreq mreq;
+    struct in_addr lo;
+    socklen_t len = sizeof(group);
+    char buf[8];
+    bool ok = false;
+    int r, s;
+
+    lo.s_addr = htonl(INADDR_LOOPBACK);
+    r = socket(AF_INET, SOCK_DGRAM, 0);
+    s = socket(AF_INET, SOCK_DGRAM, 0);
+    group.sin_family = AF_INET;
+    inet_pton(AF_INET, "239.255.63.251", &group.sin_addr);
+    mreq.imr_multiaddr = group.sin_addr;
+    mreq.imr_interface = lo;
+    any.sin_family      = AF_INET;
+    any.sin_addr        = lo;
+
+    if ((r < 0) || (s < 0) ||
+        bind(r, (struct sockaddr*)&group, sizeof(group)) ||
+        getsockname(r, (struct sockaddr*)&group, &len) ||
+        setsockopt(r, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mreq, sizeof(mreq)) ||
+        bind(s, (struct sockaddr*)&any, sizeof(any)) ||
+        setsockopt(s, IPPROTO_IP, IP_MULTICAST_IF, &lo, sizeof(lo))) {
+        *why = std::string("socket setup: ") + strerror(errno);
+    } else if (sendto(s, "mc", 2, 0, (struct sockaddr*)&group,
+                      sizeof(group)) != 2) {
+        *why = std::string("sendto: ") + strerror(errno);
+    } else {
+        for (int i = 0; (i < 1000) && !ok; ++i) {
+            ok = (recv(r, buf, sizeof(buf), MSG_DONTWAIT) == 2);
+            if (!ok) {
+                usleep(1000);
+            }
+        }
+        if (!ok) {
+            *why = "a multicast packet on lo did not arrive";
+        }
+    }
+
+    if (r >= 0) {
+        close(r);
+    }
+    if (s >= 0) {
+        close(s);
+    }
+    return ok;
+}
+
+/* Received messages: AM data copied, in arrival order */
+struct rx_log {
+    std::vector<std::vector<uint8_t>> msgs;
+
+    static ucs_status_t cb(void *arg, void *data, size_t length,
+                           unsigned flags)
+    {
+        auto log = static_cast<rx_log*>(arg);
+        auto p   = static_cast<uint8_t*>(data);
+
+        log->msgs.emplace_back(p, p + length);
+        return UCS_OK;
+    }
+};
+
+const uint8_t AM_ID = 7;
+
+/* Message k: 8-byte index, then a pattern of key (salt, k) */
+size_t msg_size(unsigned k, size_t max)
+{
+    static const size_t sizes[] = {8, 9, 64, 100, 1000, 1400, 1500, 3000,
+                                   5000};
+    size_t s = sizes[k % (sizeof(sizes) / sizeof(sizes[0]))] + (k % 13);
+
+    return std::min(s, max);
+}
+
+struct pack_arg {
+    uint64_t salt;
+    uint64_t k;
+    size_t   length;
+};
+
+size_t pack_msg(void *dest, void *arg)
+{
+    auto a = static_cast<pack_arg*>(arg);
+
+    memcpy(dest, &a->k, 8);
+    fill_pattern(static_cast<uint8_t*>(dest) + 8, a->length - 8,
+                 msg_key(a->salt, a->k));
+    return a->length;
+}
+
+void check_msgs(const rx_log &log, uint64_t salt, unsigned count,
+                size_t max, const char *what)
+{
+    CHILD_CHECK(log.msgs.size() == count, "%s: %zu messages instead of %u",
+                what, log.msgs.size(), count);
+    for (unsigned k = 0; k < count; ++k) {
+        const std::vector<uint8_t> &m = log.msgs[k];
+        uint64_t idx;
+
+        CHILD_CHECK(m.size() == msg_size(k, max), "%s: message %u has %zu "
+                    "bytes instead of %zu", what, k, m.size(),
+                    msg_size(k, max));
+        memcpy(&idx, m.data(), 8);
+        CHILD_CHECK(idx == k, "%s: message %u is #%lu", what, k, idx);
+        size_t bad = check_pattern(m.data() + 8, m.size() - 8,
+                                   msg_key(salt, k));
+        CHILD_CHECK(bad == m.size() - 8, "%s: message %u: wrong byte at %zu",
+                    what, k, bad + 8);
+    }
+}
+
+/* Send message k: am_short when it fits, else am_bcopy; retried on
+ * NO_RESOURCE with progress, bounded */
+ucs_status_t send_msg(uct_env &env, uct_ep_h ep, uint64_t salt, unsigned k,
+                      size_t max)
+{
+    pack_arg a = {salt, k, msg_size(k, max)};
+    std::vector<uint8_t> buf(a.length);
+    double end = now_sec() + wait_timeout;
+    ucs_status_t status;
+    uint64_t hdr;
+
+    pack_msg(buf.data(), &a);
+    memcpy(&hdr, buf.data(), 8);
+    for (;;) {
+        if (a.length <= env.attr().cap.am.max_short) {
+            status = uct_ep_am_short(ep, AM_ID, hdr, buf.data() + 8,
+                                     a.length - 8);
+        } else {
+            ssize_t ret = uct_ep_am_bcopy(ep, AM_ID, pack_msg, &a, 0);
+            status = (ret < 0) ? (ucs_status_t)ret : UCS_OK;
+        }
+        if ((status != UCS_ERR_NO_RESOURCE) || (now_sec() > end)) {
+            return status;
+        }
+        env.progress();
+    }
+}
+
+/* Flush @a ep, progressing, bounded; the flush's status */
+ucs_status_t flush_ep(uct_env &env, uct_ep_h ep)
+{
+    double end = now_sec() + wait_timeout;
+    ucs_status_t status;
+
+    do {
+        status = uct_ep_flush(ep, 0, NULL);
+        if ((status != UCS_INPROGRESS) && (status != UCS_ERR_NO_RESOURCE)) {
+            return status;
+        }
+        env.progress();
+    } while (now_sec() < end);
+    return UCS_ERR_TIMED_OUT;
+}
+
+class mc_udp : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        std::string why;
+        std::random_device rd;
+
+        if (!loopback_multicast_works(&why)) {
+            GTEST_SKIP() << "multicast on the loopback device does not "
+                            "work here: " << why;
+        }
+        /* A port and group ids of this run: other jobs may run the same
+         * tests on this host at the same time */
+        m_port = std::to_string(20000 + (rd() % 30000));
+        m_salt = ((uint64_t)rd() << 32) | rd();
+    }
+
+    std::map<std::string, std::string> config(
+            std::map<std::string, std::string> extra = {}) const
+    {
+        std::map<std::string, std::string> c = {{"MCAST_PORT", m_port},
+                                                {"MCAST_BASE", MC_BASE}};
+        for (const auto &kv : extra) {
+            c[kv.first] = kv.second;
+        }
+        return c;
+    }
+
+    uct_o2m_group_params_t group(unsigned size, unsigned me, unsigned root,
+                                 const peer_addrs &addrs) const
+    {
+        uct_o2m_group_params_t p;
+
+        memset(&p, 0, sizeof(p));
+        p.field_mask      = UCT_O2M_GROUP_FIELD_ROOT_ADDR;
+        p.group_id        = m_salt;
+        p.size            = size;
+        p.my_index        = me;
+        p.root_index      = root;
+        p.root_iface_addr = (const uct_iface_addr_t*)addrs.iface[root].data();
+        p.root_dev_addr   = (const uct_device_addr_t*)addrs.dev[root].data();
+        return p;
+    }
+
+    std::string m_port;
+    uint64_t    m_salt;
+};
+
+uct_ep_h connect_to(uct_env &env, const peer_addrs &addrs, unsigned peer)
+{
+    uct_ep_params_t params;
+    uct_ep_h ep;
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    params.iface      = env.iface();
+    params.dev_addr   = (const uct_device_addr_t*)addrs.dev[peer].data();
+    params.iface_addr = (const uct_iface_addr_t*)addrs.iface[peer].data();
+    CHILD_CHECK(uct_iface_is_reachable(env.iface(), params.dev_addr,
+                                       params.iface_addr),
+                "peer %u not reachable", peer);
+    CHILD_CHECK_OK(uct_ep_create(&params, &ep));
+    return ep;
+}
+
+} // namespace
+
+
+/* Both ways at once, fragmented messages, a window that fills */
+TEST_F(mc_udp, p2p_exact_both_ways)
+{
+    proc_group pg(2);
+    const unsigned count = 600;
+
+    pg.run_ok([&](unsigned rank) {
+        uct_env env(UCT_MC_UDP_TL_NAME,
+                    config({{"WINDOW", "16"}, {"MTU", "600"},
+                            {"SEG_SIZE", "5100"}}));
+        const size_t max = env.attr().cap.am.max_bcopy;
+        peer_addrs addrs;
+        rx_log log;
+
+        CHILD_CHECK(max == 5100, "max_bcopy %zu", max);
+        env.set_am_handler(AM_ID, rx_log::cb, &log);
+        addrs.exchange(pg, rank, env);
+        uct_ep_h ep = connect_to(env, addrs, 1 - rank);
+
+        for (unsigned k = 0; k < count; ++k) {
+            CHILD_CHECK_OK(send_msg(env, ep, m_salt + rank, k, max));
+        }
+        CHILD_CHECK_OK(flush_ep(env, ep));
+        CHILD_CHECK(env.progress_until([&] {
+                        return log.msgs.size() >= count; }),
+                    "received %zu of %u", log.msgs.size(), count);
+        check_msgs(log, m_salt + 1 - rank, count, max, "p2p");
+
+        uct_mc_udp_counters_t c;
+        CHILD_CHECK_OK(uct_mc_udp_iface_counters(env.iface(), &c));
+        CHILD_CHECK(c.rx_bad == 0, "%lu bad packets", c.rx_bad);
+
+        pg.barrier(rank);
+        uct_ep_destroy(ep);
+    }, 120);
+}
+
+/* Message limits: above SEG_SIZE is refused, not cut */
+TEST_F(mc_udp, p2p_limits)
+{
+    proc_group pg(2);
+    volatile int *done = static_cast<volatile int*>(pg.shared());
+
+    pg.run_ok([&](unsigned rank) {
+        uct_env env(UCT_MC_UDP_TL_NAME, config({{"SEG_SIZE", "2000"}}));
+        peer_addrs addrs;
+        rx_log log;
+
+        env.set_am_handler(AM_ID, rx_log::cb, &log);
+        addrs.exchange(pg, rank, env);
+        CHILD_CHECK(env.attr().cap.am.max_bcopy == 2000, "max_bcopy");
+        if (rank == 0) {
+            uct_ep_h ep = connect_to(env, addrs, 1);
+            pack_arg a  = {m_salt, 0, 2001};
+            ssize_t ret = uct_ep_am_bcopy(ep, AM_ID, pack_msg, &a, 0);
+            CHILD_CHECK(ret == UCS_ERR_EXCEEDS_LIMIT, "oversized bcopy: %zd",
+                        ret);
+            std::vector<uint8_t> big(env.attr().cap.am.max_short + 1);
+            CHILD_CHECK(uct_ep_am_short(ep, AM_ID, 0, big.data(),
+                                        big.size() - 7) ==
+                        UCS_ERR_INVALID_PARAM, "oversized short");
+            CHILD_CHECK_OK(flush_ep(env, ep));
+            uct_ep_destroy(ep);
+            *done = 1;
+        } else {
+            /* The receiver answers the join until the sender is done */
+            CHILD_CHECK(env.progress_until([&] { return *done != 0; }),
+                        "sender not done");
+        }
+        pg.barrier(rank);
+        CHILD_CHECK(log.msgs.empty(), "%zu messages", log.msgs.size());
+    }, 60);
+}
+
+/* A group of 2..5: every member gets every message once, in order */
+TEST_F(mc_udp, group_bcast_exact)
+{
+    for (unsigned n : {2u, 3u, 5u}) {
+        proc_group pg(n);
+        const unsigned count = 400;
+        const unsigned root  = n - 1;
+        volatile int *done   = static_cast<volatile int*>(pg.shared());
+
+        m_salt += 0x10001;
+        pg.run_ok([&](unsigned rank) {
+            uct_env env(UCT_MC_UDP_TL_NAME,
+                        config({{"WINDOW", "32"}, {"RADIX", "2"}}));
+            const size_t max = env.attr().cap.am.max_bcopy;
+            peer_addrs addrs;
+            rx_log log;
+            uct_ep_h ep;
+
+            env.set_am_handler(AM_ID, rx_log::cb, &log);
+            addrs.exchange(pg, rank, env);
+            uct_o2m_group_params_t p = group(n, rank, root, addrs);
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
+
+            if (rank == root) {
+                for (unsigned k = 0; k < count; ++k) {
+                    CHILD_CHECK_OK(send_msg(env, ep, m_salt, k, max));
+                }
+                /* Flush: every member has every message */
+                CHILD_CHECK_OK(flush_ep(env, ep));
+                CHILD_CHECK(uct_o2m_ep_state(ep, NULL) ==
+                            UCT_O2M_EP_STATE_READY, "root not ready");
+                *done = 1;
+            } else {
+                CHILD_CHECK(uct_ep_am_short(ep, AM_ID, 0, NULL, 0) ==
+                            UCS_ERR_UNSUPPORTED, "a member sent");
+                CHILD_CHECK(env.progress_until([&] {
+                                return log.msgs.size() >= count; }),
+                            "member %u received %zu of %u", rank,
+                            log.msgs.size(), count);
+                check_msgs(log, m_salt, count, max, "group");
+                /* Members relay ACKs until the root's flush is done */
+                CHILD_CHECK(env.progress_until([&] { return *done != 0; }),
+                            "the root's flush did not end");
+            }
+            pg.barrier(rank);
+            uct_ep_destroy(ep);
+        }, 120);
+    }
+}
+
+/* A member killed while the root waits for it: every other member fails */
+TEST_F(mc_udp, group_member_killed)
+{
+    const unsigned n = 4, victim = 2;
+    proc_group pg(n);
+
+    std::vector<int> st = pg.run([&](unsigned rank) {
+        uct_env env(UCT_MC_UDP_TL_NAME, config());
+        const size_t max = env.attr().cap.am.max_bcopy;
+        peer_addrs addrs;
+        rx_log log;
+        uct_ep_h ep;
+
+        env.set_am_handler(AM_ID, rx_log::cb, &log);
+        addrs.exchange(pg, rank, env);
+        uct_o2m_group_params_t p = group(n, rank, 0, addrs);
+        CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
+
+        if (rank == 0) {
+            CHILD_CHECK_OK(send_msg(env, ep, m_salt, 0, max));
+            CHILD_CHECK_OK(flush_ep(env, ep));
+        } else {
+            CHILD_CHECK(env.progress_until([&] {
+                            return log.msgs.size() >= 1; }), "no message");
+        }
+        pg.barrier(rank);
+        if (rank == victim) {
+            kill(getpid(), SIGKILL);
+        }
+
+        /* The root sends on until its group fails; members wait for it */
+        ucs_status_t status = UCS_OK;
+        CHILD_CHECK(env.progress_until([&] {
+                        if (rank == 0) {
+                            status = send_msg(env, ep, m_salt, 1, max);
+                            if (status == UCS_OK) {
+                                status = flush_ep(env, ep);
+                            }
+                        } else {
+                            (void)uct_o2m_ep_state(ep, &status);
+                        }
+                        return status != UCS_OK;
+                    }), "member %u: the group did not fail", rank);
+        CHILD_CHECK(uct_o2m_ep_state(ep, NULL) == UCT_O2M_EP_STATE_FAILED,
+                    "member %u not failed", rank);
+        uct_ep_destroy(ep);
+    }, 120);
+
+    for (unsigned r = 0; r < n; ++r) {
+        EXPECT_EQ((r == victim) ? 128 + SIGKILL : 0, st[r]) << "rank " << r;
+    }
+}
+
+/* Garbage and forged packets from a raw socket: dropped, counted */
+TEST_F(mc_udp, rogue_sender)
+{
+    const unsigned n = 3, count = 200;
+    proc_group pg(n);
+    const uint64_t gid = m_salt;
+    volatile int *done = static_cast<volatile int*>(pg.shared());
+
+    pg.run_ok([&](unsigned rank) {
+        uct_env env(UCT_MC_UDP_TL_NAME,
+                    config({{"WINDOW", "32"}, {"MCAST_COUNT", "1"}}));
+        const size_t max = env.attr().cap.am.max_bcopy;
+        peer_addrs addrs;
+        rx_log log;
+        uct_ep_h ep;
+
+        env.set_am_handler(AM_ID, rx_log::cb, &log);
+        addrs.exchange(pg, rank, env);
+        uct_o2m_group_params_t p = group(n, rank, 0, addrs);
+        CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
+
+        /* Rank 1 is also the rogue: every other member's unicast port and
+         * the group's multicast port get garbage and forged headers */
+        if (rank == 1) {
+            int fd = socket(AF_INET, SOCK_DGRAM, 0);
+            struct in_addr lo;
+            std::mt19937_64 rnd(gid);
+            std::vector<struct sockaddr_in> targets;
+
+            lo.s_addr = htonl(INADDR_LOOPBACK);
+            CHILD_CHECK(fd >= 0, "socket: %m");
+            CHILD_CHECK(setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &lo,
+                                   sizeof(lo)) == 0, "IP_MULTICAST_IF");
+            for (unsigned r = 0; r < n; ++r) {
+                struct sockaddr_in sa = {};
+                sa.sin_family = AF_INET;
+                memcpy(&sa.sin_addr, addrs.dev[r].data(), 4);
+                memcpy(&sa.sin_port, addrs.iface[r].data(), 2);
+                targets.push_back(sa);
+            }
+            /* The group's multicast address (MCAST_COUNT 1: the base) */
+            struct sockaddr_in mc = {};
+            mc.sin_family = AF_INET;
+            mc.sin_port   = htons(atoi(m_port.c_str()));
+            for (unsigned i = 0; i < 4; ++i) {
+                inet_pton(AF_INET, MC_BASE, &mc.sin_addr);
+                targets.push_back(mc);
+            }
+
+            for (unsigned i = 0; i < 3000; ++i) {
+                uint8_t pkt[128];
+                size_t len = 1 + (rnd() % sizeof(pkt));
+                for (size_t b = 0; b < sizeof(pkt); ++b) {
+                    pkt[b] = rnd();
+                }
+                if (i % 3 == 1) {
+                    /* A valid transport header, kind random, the group's
+                     * id: the engine's checks must catch the rest */
+                    uint16_t magic = 0x554d;
+                    uint32_t conn  = (uint32_t)gid;
+                    memcpy(pkt, &magic, 2);
+                    pkt[2] = 1 + (rnd() % 6);
+                    pkt[3] = 0;
+                    memcpy(pkt + 4, &conn, 4);
+                    len = std::max<size_t>(len, 8);
+                }
+                const struct sockaddr_in &to = targets[i % targets.size()];
+                if ((i % targets.size()) == 1) {
+                    continue; /* not to myself */
+                }
+                (void)sendto(fd, pkt, len, 0, (const struct sockaddr*)&to,
+                             sizeof(to));
+                if (i % 64 == 0) {
+                    env.progress();
+                }
+            }
+            close(fd);
+        }
+        pg.barrier(rank);
+
+        if (rank == 0) {
+            for (unsigned k = 0; k < count; ++k) {
+                CHILD_CHECK_OK(send_msg(env, ep, m_salt, k, max));
+            }
+            CHILD_CHECK_OK(flush_ep(env, ep));
+            *done = 1;
+        } else {
+            CHILD_CHECK(env.progress_until([&] {
+                            return log.msgs.size() >= count; }),
+                        "member %u received %zu of %u", rank,
+                        log.msgs.size(), count);
+            check_msgs(log, m_salt, count, max, "group with a rogue");
+            CHILD_CHECK(env.progress_until([&] { return *done != 0; }),
+                        "the root's flush did not end");
+        }
+
+        uct_mc_udp_counters_t c;
+        CHILD_CHECK_OK(uct_mc_udp_iface_counters(env.iface(), &c));
+        if (rank != 1) {
+            CHILD_CHECK(c.rx_bad + c.rx_engine_drop + c.rx_no_stream >= 300,
+                        "rank %u: only %lu bad + %lu engine drops + %lu "
+                        "unknown of the rogue's packets", rank, c.rx_bad,
+                        c.rx_engine_drop, c.rx_no_stream);
+        }
+        CHILD_CHECK(uct_o2m_ep_state(ep, NULL) == UCT_O2M_EP_STATE_READY,
+                    "member %u failed", rank);
+        pg.barrier(rank);
+        uct_ep_destroy(ep);
+    }, 120);
+}
