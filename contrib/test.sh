@@ -13,7 +13,9 @@
 #   4. the MPI suite (test/mpi/run.sh, np 2..8) with the coll/ucg component of
 #      build/ forced, checking it served bcast and allreduce; then across
 #      hosts of the multi-host bed (contrib/multihost.sh, network namespaces;
-#      its self-test first: test/multihost/selftest.sh, about 10 s):
+#      its self-test first: test/multihost/selftest.sh, about 10 s; then
+#      test/multihost/mc_udp.sh, an mc_udp group on 2..4 hosts with kernel
+#      loss, every message checked, about 5 s):
 #      test/mpi/run-multihost.sh, quick matrix on 2 and 3 hosts x 1..2 ranks
 #      and a rank on another host killed during a collective (about half a
 #      minute; skipped with a message where namespaces cannot be made,
@@ -202,12 +204,16 @@ run_mpi() {
 run_mpi_hosts() {
     if ! bash contrib/multihost.sh check; then
         skip_reason "multi-host bed self-test" "SKIPPED (no namespaces here)"
+        skip_reason "mc_udp across hosts (build/)" \
+            "SKIPPED (no namespaces here)"
         skip_reason "MPI across hosts (build/)" \
             "SKIPPED (no namespaces here)"
         return 0
     fi
     run_step "multi-host bed self-test" timeout -k 10 300 \
         bash test/multihost/selftest.sh || true
+    run_step "mc_udp across hosts (build/)" timeout -k 10 600 \
+        bash test/multihost/mc_udp.sh "$1" || true
     run_step "MPI across hosts (build/)" run_mpi "$1" \
         test/mpi/run-multihost.sh -q -x -t 120 || true
 }

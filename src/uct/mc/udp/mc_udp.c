@@ -547,16 +547,27 @@ uct_mc_udp_stream_init(uct_mc_udp_stream_t *s, uct_mc_udp_iface_t *iface,
     return UCS_OK;
 }
 
+static void uct_mc_udp_add_stats(uct_mc_udp_counters_t *cnt,
+                                 const uct_mc_rel_stats_t *stats)
+{
+    unsigned i;
+
+    for (i = 0; i < UCT_MC_REL_DROP_LAST; ++i) {
+        cnt->rx_engine_drop += stats->drop[i];
+    }
+    cnt->tx_repair_ucast += stats->tx_repair_ucast;
+    cnt->tx_repair_mcast += stats->tx_repair_mcast;
+    cnt->tx_nack         += stats->tx_nack;
+    cnt->rx_dup          += stats->rx_dup;
+}
+
 static void uct_mc_udp_stream_cleanup(uct_mc_udp_stream_t *s)
 {
     uct_mc_rel_stats_t stats;
-    unsigned i;
 
     ucs_list_del(&s->list);
     uct_mc_rel_stats(s->rel, &stats);
-    for (i = 0; i < UCT_MC_REL_DROP_LAST; ++i) {
-        s->iface->cnt.rx_engine_drop += stats.drop[i];
-    }
+    uct_mc_udp_add_stats(&s->iface->cnt, &stats);
     uct_mc_rel_stream_destroy(s->rel);
     if (s->mc_fd >= 0) {
         /* Closing the socket leaves the multicast group */
@@ -1822,7 +1833,6 @@ ucs_status_t uct_mc_udp_iface_counters(uct_iface_h tl_iface,
     uct_mc_udp_iface_t *iface;
     uct_mc_rel_stats_t stats;
     uct_mc_udp_stream_t *s;
-    unsigned i;
 
     if (!uct_mc_udp_is_iface(tl_iface) || (counters == NULL)) {
         return UCS_ERR_INVALID_PARAM;
@@ -1832,9 +1842,7 @@ ucs_status_t uct_mc_udp_iface_counters(uct_iface_h tl_iface,
     *counters = iface->cnt;
     ucs_list_for_each(s, &iface->streams, list) {
         uct_mc_rel_stats(s->rel, &stats);
-        for (i = 0; i < UCT_MC_REL_DROP_LAST; ++i) {
-            counters->rx_engine_drop += stats.drop[i];
-        }
+        uct_mc_udp_add_stats(counters, &stats);
     }
     return UCS_OK;
 }

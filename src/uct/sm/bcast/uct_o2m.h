@@ -363,6 +363,12 @@ typedef struct uct_mc_udp_counters {
     uint64_t tx_packets;     /**< Datagrams sent */
     uint64_t tx_paced;       /**< Data packets held back by pacing */
     uint64_t peers_gone;     /**< Peers found gone (ICMP port unreachable) */
+    /* The engine's counters, summed over the interface's streams (closed
+     * ones included), see docs/multicast.md "Counters": */
+    uint64_t tx_repair_ucast; /**< Repairs sent by unicast */
+    uint64_t tx_repair_mcast; /**< PSNs re-multicast by a root */
+    uint64_t tx_nack;         /**< NACK packets sent */
+    uint64_t rx_dup;          /**< Data packets received again */
 } uct_mc_udp_counters_t;
 
 /** Counters of an mc_udp interface (UCS_ERR_INVALID_PARAM for another). */
