@@ -327,6 +327,13 @@ TEST_F(mc_udp, p2p_limits)
             /* The receiver answers the join until the sender is done */
             CHILD_CHECK(env.progress_until([&] { return *done != 0; }),
                         "sender not done");
+            /* and frees its end of the stream when the sender's endpoint
+             * is gone (CLOSE) */
+            uct_mc_udp_counters_t c;
+            CHILD_CHECK(env.progress_until([&] {
+                            uct_mc_udp_iface_counters(env.iface(), &c);
+                            return c.rx_conns == 0; }),
+                        "%lu receiving ends left", c.rx_conns);
         }
         pg.barrier(rank);
         CHILD_CHECK(log.msgs.empty(), "%zu messages", log.msgs.size());
@@ -355,6 +362,9 @@ TEST_F(mc_udp, group_bcast_exact)
             addrs.exchange(pg, rank, env);
             uct_o2m_group_params_t p = group(n, rank, root, addrs);
             CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
+            uct_ep_h dup;
+            CHILD_CHECK(uct_o2m_ep_create(env.iface(), &p, &dup) ==
+                        UCS_ERR_ALREADY_EXISTS, "group created twice");
 
             if (rank == root) {
                 for (unsigned k = 0; k < count; ++k) {

@@ -73,6 +73,8 @@ enum {
     UCT_MC_UDP_KIND_HELLO   = 5, /* group: I have this rank */
     UCT_MC_UDP_KIND_PING    = 6, /* liveness: answered by the kernel only
                                     when nobody listens (ICMP) */
+    UCT_MC_UDP_KIND_CLOSE   = 7, /* p2p: the root destroyed its endpoint;
+                                    the receiver frees its end */
     UCT_MC_UDP_KIND_LAST
 };
 
@@ -755,6 +757,31 @@ static void uct_mc_udp_rx_who(uct_mc_udp_iface_t *iface, uint8_t kind,
     }
 }
 
+/* The root of a p2p stream destroyed its endpoint: what it had not
+ * delivered is discarded (UCT's destroy semantics), its end goes */
+static void uct_mc_udp_rx_close(uct_mc_udp_iface_t *iface, uint32_t conn,
+                                const void *payload, size_t length,
+                                const struct sockaddr_in *from)
+{
+    const uct_mc_udp_who_t *msg = payload;
+    uct_mc_udp_stream_t *s;
+
+    if ((length != sizeof(*msg)) || (msg->reserved != 0) ||
+        (msg->rank != 0)) {
+        ++iface->cnt.rx_bad;
+        return;
+    }
+
+    s = uct_mc_udp_find(iface, UCT_MC_UDP_KIND_TO_RECV, conn,
+                        le32toh(msg->epoch), from);
+    if (s == NULL) {
+        ++iface->cnt.rx_no_stream;
+        return;
+    }
+
+    uct_mc_udp_rconn_destroy(s);
+}
+
 static void uct_mc_udp_rx_packet(uct_mc_udp_iface_t *iface, void *buf,
                                  size_t length,
                                  const struct sockaddr_in *from,
@@ -797,6 +824,9 @@ static void uct_mc_udp_rx_packet(uct_mc_udp_iface_t *iface, void *buf,
     case UCT_MC_UDP_KIND_WHO:
     case UCT_MC_UDP_KIND_HELLO:
         uct_mc_udp_rx_who(iface, kind, conn, pkt, pkt_len, from);
+        return;
+    case UCT_MC_UDP_KIND_CLOSE:
+        uct_mc_udp_rx_close(iface, conn, pkt, pkt_len, from);
         return;
     default:
         break;
@@ -1137,12 +1167,31 @@ static void uct_mc_udp_ep_destroy(uct_ep_h tl_ep)
 {
     uct_mc_udp_ep_t *ep = ucs_derived_of(tl_ep, uct_mc_udp_ep_t);
     uct_mc_udp_flush_t *flush;
+    uct_mc_udp_hdr_t hdr;
+    uct_mc_udp_who_t msg;
 
     while (!ucs_queue_is_empty(&ep->flushes)) {
         flush = ucs_queue_pull_elem_non_empty(&ep->flushes,
                                               uct_mc_udp_flush_t, queue);
         uct_invoke_completion(flush->comp, UCS_ERR_CANCELED);
         ucs_free(flush);
+    }
+
+    if (ep->s.rel == NULL) {
+        /* Its interface was closed first and freed the stream */
+        uct_mc_udp_ep_free(ep);
+        return;
+    }
+
+    if (!ep->is_group) {
+        /* Best effort: a lost CLOSE leaves the receiver's end until its
+         * interface closes (at most MAX_CONNS of them) */
+        uct_mc_udp_fill_hdr(&hdr, UCT_MC_UDP_KIND_CLOSE, ep->s.conn);
+        msg.epoch    = htole32(ep->s.epoch);
+        msg.rank     = 0;
+        msg.reserved = 0;
+        (void)uct_mc_udp_sendv(ep->s.iface, &ep->s.peers[1].addr, &hdr,
+                               sizeof(hdr), &msg, sizeof(msg), NULL, 0);
     }
 
     uct_mc_udp_stream_cleanup(&ep->s);
@@ -1253,6 +1302,12 @@ ucs_status_t uct_mc_udp_group_ep_create(uct_iface_h tl_iface,
                      (params->root_iface_addr == NULL) ||
                      (params->root_dev_addr == NULL))) {
         return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (uct_mc_udp_find(iface, UCT_MC_UDP_KIND_GROUP,
+                        (uint32_t)params->group_id,
+                        (uint32_t)(params->group_id >> 32), NULL) != NULL) {
+        return UCS_ERR_ALREADY_EXISTS;
     }
 
     status = uct_mc_udp_ep_alloc(iface, &ep);
@@ -1779,7 +1834,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_mc_udp_iface_t)
         } else {
             ucs_warn("mc_udp: interface closed with an endpoint");
             uct_mc_udp_stream_cleanup(s);
-            ucs_list_head_init(&s->list); /* its ep_destroy deletes it */
+            s->rel = NULL; /* its uct_ep_destroy only frees it */
         }
     }
 
@@ -1839,7 +1894,8 @@ ucs_status_t uct_mc_udp_iface_counters(uct_iface_h tl_iface,
     }
 
     iface     = ucs_derived_of(tl_iface, uct_mc_udp_iface_t);
-    *counters = iface->cnt;
+    *counters          = iface->cnt;
+    counters->rx_conns = iface->num_rconns;
     ucs_list_for_each(s, &iface->streams, list) {
         uct_mc_rel_stats(s->rel, &stats);
         uct_mc_udp_add_stats(counters, &stats);

@@ -363,6 +363,9 @@ typedef struct uct_mc_udp_counters {
     uint64_t tx_packets;     /**< Datagrams sent */
     uint64_t tx_paced;       /**< Data packets held back by pacing */
     uint64_t peers_gone;     /**< Peers found gone (ICMP port unreachable) */
+    uint64_t rx_conns;       /**< Receiving ends of point-to-point streams
+                                  open now (one per peer endpoint, freed
+                                  when the peer destroys it or fails) */
     /* The engine's counters, summed over the interface's streams (closed
      * ones included), see docs/multicast.md "Counters": */
     uint64_t tx_repair_ucast; /**< Repairs sent by unicast */
