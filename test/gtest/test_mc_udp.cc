@@ -18,6 +18,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <random>
@@ -293,6 +294,60 @@ TEST_F(mc_udp, p2p_exact_both_ways)
 
         pg.barrier(rank);
         uct_ep_destroy(ep);
+    }, 120);
+}
+
+/* A receiver that sleeps in poll() on the event fd between datagrams: it
+ * wakes for every message (and its timers), no busy polling */
+TEST_F(mc_udp, p2p_event_fd)
+{
+    proc_group pg(2);
+    volatile int *done = static_cast<volatile int*>(pg.shared());
+    const unsigned count = 300;
+
+    pg.run_ok([&](unsigned rank) {
+        uct_env env(UCT_MC_UDP_TL_NAME, config({{"WINDOW", "16"}}));
+        const size_t max = env.attr().cap.am.max_bcopy;
+        peer_addrs addrs;
+        rx_log log;
+
+        CHILD_CHECK(env.attr().cap.event_flags & UCT_IFACE_FLAG_EVENT_FD,
+                    "no event fd");
+        env.set_am_handler(AM_ID, rx_log::cb, &log);
+        addrs.exchange(pg, rank, env);
+        if (rank == 0) {
+            uct_ep_h ep = connect_to(env, addrs, 1);
+            for (unsigned k = 0; k < count; ++k) {
+                CHILD_CHECK_OK(send_msg(env, ep, m_salt, k, max));
+            }
+            CHILD_CHECK_OK(flush_ep(env, ep));
+            *done = 1;
+            uct_ep_destroy(ep);
+        } else {
+            unsigned sleeps = 0;
+            int fd;
+
+            CHILD_CHECK_OK(uct_iface_event_fd_get(env.iface(), &fd));
+            while (!*done) {
+                ucs_status_t status = uct_iface_event_arm(env.iface(),
+                        UCT_EVENT_RECV | UCT_EVENT_SEND_COMP);
+                if (status == UCS_OK) {
+                    struct pollfd pfd = {fd, POLLIN, 0};
+                    int ret = poll(&pfd, 1, (int)(wait_timeout * 1000));
+                    CHILD_CHECK(ret == 1, "no event in %.0f s (%zu of %u "
+                                "messages)", wait_timeout, log.msgs.size(),
+                                count);
+                    ++sleeps;
+                } else {
+                    CHILD_CHECK(status == UCS_ERR_BUSY, "arm: %s",
+                                ucs_status_string(status));
+                }
+                env.progress();
+            }
+            check_msgs(log, m_salt, count, max, "event fd");
+            CHILD_CHECK(sleeps > 0, "never slept on the event fd");
+        }
+        pg.barrier(rank);
     }, 120);
 }
 

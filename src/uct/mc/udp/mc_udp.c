@@ -51,7 +51,9 @@
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -168,6 +170,8 @@ typedef struct uct_mc_udp_flush {
 struct uct_mc_udp_iface {
     uct_base_iface_t      super;
     int                   fd;
+    int                   epfd;       /* event fd: sockets and timer */
+    int                   timer_fd;   /* the streams' next deadline */
     struct sockaddr_in    addr;       /* bound unicast address */
     int                   is_loopback;
     uct_mc_rel_config_t   rel;
@@ -573,6 +577,7 @@ static void uct_mc_udp_stream_cleanup(uct_mc_udp_stream_t *s)
     uct_mc_rel_stream_destroy(s->rel);
     if (s->mc_fd >= 0) {
         /* Closing the socket leaves the multicast group */
+        (void)epoll_ctl(s->iface->epfd, EPOLL_CTL_DEL, s->mc_fd, NULL);
         close(s->mc_fd);
     }
     ucs_free(s->peers);
@@ -1255,6 +1260,13 @@ static ucs_status_t uct_mc_udp_open_mc_socket(uct_mc_udp_iface_t *iface,
         return UCS_ERR_IO_ERROR;
     }
 
+    if (epoll_ctl(iface->epfd, EPOLL_CTL_ADD, fd,
+                  &(struct epoll_event){.events = EPOLLIN}) < 0) {
+        ucs_error("mc_udp: epoll_ctl() failed: %m");
+        close(fd);
+        return UCS_ERR_IO_ERROR;
+    }
+
     s->mc_fd = fd;
     return UCS_OK;
 }
@@ -1448,6 +1460,61 @@ static ucs_status_t uct_mc_udp_iface_flush(uct_iface_h tl_iface,
     return UCS_OK;
 }
 
+static ucs_status_t uct_mc_udp_iface_event_fd_get(uct_iface_h tl_iface,
+                                                  int *fd_p)
+{
+    *fd_p = ucs_derived_of(tl_iface, uct_mc_udp_iface_t)->epfd;
+    return UCS_OK;
+}
+
+/*
+ * Arm: BUSY while a socket has a datagram, a stream's timer is due or a
+ * pending request can go; else the timer fd is set to the earliest
+ * deadline of the streams (their NACK, SYNC and liveness timers must run
+ * while the caller sleeps), and the event fd fires on a datagram or then.
+ */
+static ucs_status_t uct_mc_udp_iface_event_arm(uct_iface_h tl_iface,
+                                               unsigned events)
+{
+    uct_mc_udp_iface_t *iface = ucs_derived_of(tl_iface, uct_mc_udp_iface_t);
+    uint64_t deadline         = UCT_MC_REL_TIME_INF;
+    struct itimerspec its     = {};
+    struct epoll_event ev;
+    uct_mc_udp_stream_t *s;
+    uint64_t expirations, now;
+
+    /* Clear an expired timer: the fd is level-triggered */
+    (void)!read(iface->timer_fd, &expirations, sizeof(expirations));
+
+    ucs_list_for_each(s, &iface->streams, list) {
+        deadline = ucs_min(deadline, uct_mc_rel_next_deadline(s->rel));
+        if ((s->ep != NULL) && !ucs_queue_is_empty(&s->ep->pending) &&
+            ((uct_mc_rel_status(s->rel) < 0) ||
+             (uct_mc_rel_tx_space(s->rel) >= iface->seg_frags))) {
+            return UCS_ERR_BUSY;
+        }
+    }
+
+    now = uct_mc_udp_now();
+    if (deadline <= now) {
+        return UCS_ERR_BUSY;
+    }
+
+    if (deadline != UCT_MC_REL_TIME_INF) {
+        its.it_value.tv_sec  = deadline / 1000000000ull;
+        its.it_value.tv_nsec = deadline % 1000000000ull;
+    }
+    if (timerfd_settime(iface->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) < 0) {
+        return UCS_ERR_IO_ERROR;
+    }
+
+    /* A datagram that came before the arm */
+    if (epoll_wait(iface->epfd, &ev, 1, 0) > 0) {
+        return UCS_ERR_BUSY;
+    }
+    return UCS_OK;
+}
+
 static ucs_status_t uct_mc_udp_iface_query(uct_iface_h tl_iface,
                                            uct_iface_attr_t *attr)
 {
@@ -1465,7 +1532,9 @@ static ucs_status_t uct_mc_udp_iface_query(uct_iface_h tl_iface,
                             UCT_IFACE_FLAG_PENDING |
                             UCT_IFACE_FLAG_CB_SYNC |
                             UCT_IFACE_FLAG_EP_CHECK;
-    attr->cap.event_flags = 0;
+    attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP |
+                            UCT_IFACE_FLAG_EVENT_RECV |
+                            UCT_IFACE_FLAG_EVENT_FD;
 
     /* A short message is one packet: id byte + 8-byte header + data */
     attr->cap.am.max_short       = iface->rel.mtu - 1;
@@ -1724,6 +1793,26 @@ static ucs_status_t uct_mc_udp_iface_socket(uct_mc_udp_iface_t *iface,
     }
 
     uct_mc_udp_set_rcvbuf(iface->fd, rcvbuf);
+
+    iface->timer_fd = timerfd_create(CLOCK_MONOTONIC,
+                                     TFD_NONBLOCK | TFD_CLOEXEC);
+    if (iface->timer_fd < 0) {
+        ucs_error("mc_udp: timerfd_create() failed: %m");
+        goto err_close;
+    }
+    iface->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if ((iface->epfd < 0) ||
+        (epoll_ctl(iface->epfd, EPOLL_CTL_ADD, iface->fd,
+                   &(struct epoll_event){.events = EPOLLIN}) < 0) ||
+        (epoll_ctl(iface->epfd, EPOLL_CTL_ADD, iface->timer_fd,
+                   &(struct epoll_event){.events = EPOLLIN}) < 0)) {
+        ucs_error("mc_udp: epoll failed: %m");
+        if (iface->epfd >= 0) {
+            close(iface->epfd);
+        }
+        close(iface->timer_fd);
+        goto err_close;
+    }
     return UCS_OK;
 
 err_close:
@@ -1838,6 +1927,8 @@ static UCS_CLASS_CLEANUP_FUNC(uct_mc_udp_iface_t)
         }
     }
 
+    close(self->epfd);
+    close(self->timer_fd);
     close(self->fd);
     ucs_free(self->rx_buf);
 }
@@ -1864,6 +1955,8 @@ static uct_iface_ops_t uct_mc_udp_iface_ops = {
     .iface_progress_enable    = uct_base_iface_progress_enable,
     .iface_progress_disable   = uct_base_iface_progress_disable,
     .iface_progress           = uct_mc_udp_iface_progress,
+    .iface_event_fd_get       = uct_mc_udp_iface_event_fd_get,
+    .iface_event_arm          = uct_mc_udp_iface_event_arm,
     .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(uct_mc_udp_iface_t),
     .iface_query              = uct_mc_udp_iface_query,
     .iface_get_device_address = uct_mc_udp_iface_get_device_address,
