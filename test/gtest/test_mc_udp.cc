@@ -351,6 +351,54 @@ TEST_F(mc_udp, p2p_event_fd)
     }, 120);
 }
 
+/* The receiving process killed: the sender's endpoint fails, with one call
+ * of the interface's error handler (UCP's path to the failure) */
+TEST_F(mc_udp, p2p_peer_killed)
+{
+    proc_group pg(2);
+
+    std::vector<int> st = pg.run([&](unsigned rank) {
+        uct_env env(UCT_MC_UDP_TL_NAME, config());
+        const size_t max = env.attr().cap.am.max_bcopy;
+        peer_addrs addrs;
+        rx_log log;
+
+        env.set_am_handler(AM_ID, rx_log::cb, &log);
+        addrs.exchange(pg, rank, env);
+        if (rank == 1) {
+            CHILD_CHECK(env.progress_until([&] {
+                            return log.msgs.size() >= 1; }), "no message");
+            pg.barrier(rank);
+            kill(getpid(), SIGKILL);
+        }
+
+        uct_ep_h ep = connect_to(env, addrs, 1);
+        CHILD_CHECK_OK(send_msg(env, ep, m_salt, 0, max));
+        CHILD_CHECK_OK(flush_ep(env, ep));
+        pg.barrier(rank);
+
+        ucs_status_t status = UCS_OK;
+        CHILD_CHECK(env.progress_until([&] {
+                        status = send_msg(env, ep, m_salt, 1, max);
+                        if (status == UCS_OK) {
+                            status = flush_ep(env, ep);
+                        }
+                        return status != UCS_OK;
+                    }), "the endpoint did not fail");
+        uct_mc_udp_counters_t c;
+        CHILD_CHECK_OK(uct_mc_udp_iface_counters(env.iface(), &c));
+        CHILD_CHECK(status == UCS_ERR_CONNECTION_RESET, "failed with %s "
+                    "(%lu peers gone, tx %lu)", ucs_status_string(status),
+                    c.peers_gone, c.tx_packets);
+        CHILD_CHECK(env.errors.size() == 1, "%zu error handler calls",
+                    env.errors.size());
+        uct_ep_destroy(ep);
+    }, 120);
+
+    EXPECT_EQ(0, st[0]);
+    EXPECT_EQ(128 + SIGKILL, st[1]);
+}
+
 /* Message limits: above SEG_SIZE is refused, not cut */
 TEST_F(mc_udp, p2p_limits)
 {

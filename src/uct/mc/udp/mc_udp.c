@@ -151,6 +151,7 @@ typedef struct uct_mc_udp_stream {
     struct sockaddr_in  mc_addr;      /* group: multicast address */
     int                 mc_fd;        /* group: multicast socket, or -1 */
     ucs_status_t        status;
+    int                 err_reported; /* p2p: the error handler was called */
 } uct_mc_udp_stream_t;
 
 struct uct_mc_udp_ep {
@@ -328,6 +329,8 @@ static void uct_mc_udp_pace_refill(uct_mc_udp_iface_t *iface, uint64_t now)
     iface->pace_last = now;
 }
 
+static void uct_mc_udp_read_errqueue(uct_mc_udp_iface_t *iface);
+
 static ucs_status_t uct_mc_udp_sendv(uct_mc_udp_iface_t *iface,
                                      const struct sockaddr_in *dest,
                                      const void *hdr, size_t hdr_len,
@@ -354,9 +357,11 @@ static ucs_status_t uct_mc_udp_sendv(uct_mc_udp_iface_t *iface,
         return UCS_ERR_NO_RESOURCE;
     }
 
-    /* An ICMP error of an earlier packet (ECONNREFUSED...) or a route
-     * problem: the packet is lost, the engine recovers or the liveness
-     * check decides */
+    /* An ICMP error of an earlier packet (ECONNREFUSED...: the send
+     * reports the socket's pending error and clears it, so its queue entry
+     * is read here) or a route problem: the packet is lost, the engine
+     * recovers or the liveness check decides */
+    uct_mc_udp_read_errqueue(iface);
     return UCS_OK;
 }
 
@@ -523,6 +528,7 @@ uct_mc_udp_stream_init(uct_mc_udp_stream_t *s, uct_mc_udp_iface_t *iface,
     s->root        = root;
     s->mc_fd       = -1;
     s->status      = UCS_OK;
+    s->err_reported = 0;
     s->rel         = NULL;
     s->peers       = ucs_calloc(num_members, sizeof(*s->peers),
                                 "mc_udp peers");
@@ -1394,7 +1400,6 @@ static unsigned uct_mc_udp_iface_progress(uct_iface_h tl_iface)
     uct_mc_udp_iface_t *iface = ucs_derived_of(tl_iface, uct_mc_udp_iface_t);
     uint64_t now              = uct_mc_udp_now();
     uct_mc_udp_stream_t *s, *tmp;
-    ucs_status_t prev;
     unsigned count;
 
     count = uct_mc_udp_rx_fd(iface, iface->fd, now);
@@ -1406,7 +1411,6 @@ static unsigned uct_mc_udp_iface_progress(uct_iface_h tl_iface)
 
     now = uct_mc_udp_now();
     ucs_list_for_each_safe(s, tmp, &iface->streams, list) {
-        prev = s->status;
         if (uct_mc_rel_next_deadline(s->rel) <= now) {
             (void)uct_mc_rel_progress(s->rel, now);
         }
@@ -1414,9 +1418,10 @@ static unsigned uct_mc_udp_iface_progress(uct_iface_h tl_iface)
         if (s->ep != NULL) {
             count += uct_mc_udp_ep_dispatch_pending(s->ep);
             uct_mc_udp_ep_complete_flushes(s->ep);
-            if ((prev == UCS_OK) && (s->status != UCS_OK) &&
-                !s->ep->is_group) {
+            if ((s->status != UCS_OK) && !s->ep->is_group &&
+                !s->err_reported) {
                 /* A p2p endpoint whose peer is gone: UCP's error path */
+                s->err_reported = 1;
                 (void)uct_iface_handle_ep_err(&iface->super.super,
                                               &s->ep->super.super,
                                               s->status);
