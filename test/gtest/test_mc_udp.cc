@@ -399,6 +399,88 @@ TEST_F(mc_udp, p2p_peer_killed)
     EXPECT_EQ(128 + SIGKILL, st[1]);
 }
 
+/* The receiving process killed while the sender's endpoint is idle:
+ * uct_ep_check (UCP's keepalive) finds it, the error handler is called */
+TEST_F(mc_udp, p2p_idle_peer_killed)
+{
+    proc_group pg(2);
+
+    std::vector<int> st = pg.run([&](unsigned rank) {
+        uct_env env(UCT_MC_UDP_TL_NAME, config());
+        peer_addrs addrs;
+
+        CHILD_CHECK(env.attr().cap.flags &
+                    UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE, "no peer failure");
+        addrs.exchange(pg, rank, env);
+        if (rank == 1) {
+            pg.barrier(rank);
+            kill(getpid(), SIGKILL);
+        }
+
+        uct_ep_h ep = connect_to(env, addrs, 1);
+        CHILD_CHECK_OK(uct_ep_check(ep, 0, NULL));
+        pg.barrier(rank);
+        CHILD_CHECK(env.progress_until([&] {
+                        (void)uct_ep_check(ep, 0, NULL);
+                        return !env.errors.empty(); }),
+                    "the error handler was not called");
+        CHILD_CHECK(env.errors.size() == 1 &&
+                    env.errors[0] == UCS_ERR_CONNECTION_RESET,
+                    "%zu error handler calls, %s", env.errors.size(),
+                    ucs_status_string(env.errors[0]));
+        CHILD_CHECK(uct_ep_check(ep, 0, NULL) == UCS_ERR_CONNECTION_RESET,
+                    "ep_check after the failure");
+        uct_ep_destroy(ep);
+    }, 120);
+
+    EXPECT_EQ(0, st[0]);
+    EXPECT_EQ(128 + SIGKILL, st[1]);
+}
+
+/* An endpoint to its own interface (UCP's endpoint to its own worker when
+ * UCX_TLS has no self): its packets come from its own address */
+TEST_F(mc_udp, p2p_to_self)
+{
+    proc_group pg(1);
+    const unsigned count = 300;
+
+    pg.run_ok([&](unsigned rank) {
+        uct_env env(UCT_MC_UDP_TL_NAME, config({{"WINDOW", "16"}}));
+        const size_t max = env.attr().cap.am.max_bcopy;
+        peer_addrs addrs;
+        rx_log log;
+
+        env.set_am_handler(AM_ID, rx_log::cb, &log);
+        addrs.exchange(pg, rank, env);
+        uct_ep_h ep = connect_to(env, addrs, 0);
+        for (unsigned k = 0; k < count; ++k) {
+            CHILD_CHECK_OK(send_msg(env, ep, m_salt, k, max));
+        }
+        CHILD_CHECK_OK(flush_ep(env, ep));
+        check_msgs(log, m_salt, count, max, "to self");
+        uct_ep_destroy(ep);
+    }, 60);
+}
+
+/* UCP's lanes (ucx_info -e: an endpoint to its own worker): mc_udp when
+ * UCX_TLS names it alone, tcp when both are allowed (loading the plugin
+ * must not move point-to-point traffic onto mc_udp) */
+TEST_F(mc_udp, ucp_lane_choice)
+{
+    const std::string env = "LD_PRELOAD=" + plugin_preload() +
+                            " UCX_NET_DEVICES=lo UCX_TLS=";
+    int status;
+
+    std::string out = run_command(env + "mc_udp ucx_info -e -u t", &status);
+    EXPECT_EQ(0, status) << out;
+    EXPECT_NE(std::string::npos, out.find("mc_udp/lo")) << out;
+
+    out = run_command(env + "tcp,mc_udp ucx_info -e -u t", &status);
+    EXPECT_EQ(0, status) << out;
+    EXPECT_NE(std::string::npos, out.find("tcp/lo")) << out;
+    EXPECT_EQ(std::string::npos, out.find("mc_udp")) << out;
+}
+
 /* Message limits: above SEG_SIZE is refused, not cut */
 TEST_F(mc_udp, p2p_limits)
 {
