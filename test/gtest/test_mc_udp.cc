@@ -21,7 +21,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <fstream>
 #include <random>
+#include <sstream>
 
 using namespace o2m_test;
 
@@ -576,6 +578,55 @@ TEST_F(mc_udp, group_bcast_exact)
             uct_ep_destroy(ep);
         }, 120);
     }
+}
+
+/* Whether the loopback device is a member of the multicast group @a addr
+ * (/proc/net/igmp: groups in hex, in memory order, under their device) */
+bool lo_joined(const struct in_addr &addr)
+{
+    std::ifstream in("/proc/net/igmp");
+    std::string line, dev;
+    char hex[16];
+
+    snprintf(hex, sizeof(hex), "%08X", addr.s_addr);
+    while (std::getline(in, line)) {
+        if (!line.empty() && (line[0] != '\t') && (line[0] != 'I')) {
+            std::istringstream f(line);
+            std::string idx;
+            f >> idx >> dev;
+        } else if ((dev == "lo") && (line.find(hex) != std::string::npos)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A group endpoint joins its multicast group on the device, and leaves it
+ * when destroyed */
+TEST_F(mc_udp, group_membership_left)
+{
+    proc_group pg(1);
+    std::random_device rd;
+    char base[32];
+
+    snprintf(base, sizeof(base), "239.255.%u.%u", 128 + (rd() % 100),
+             1 + (rd() % 250));
+    pg.run_ok([&](unsigned rank) {
+        uct_env env(UCT_MC_UDP_TL_NAME,
+                    config({{"MCAST_BASE", base}, {"MCAST_COUNT", "1"}}));
+        struct in_addr addr;
+        peer_addrs addrs;
+        uct_ep_h ep;
+
+        inet_pton(AF_INET, base, &addr);
+        addrs.exchange(pg, rank, env);
+        CHILD_CHECK(!lo_joined(addr), "%s joined before", base);
+        uct_o2m_group_params_t p = group(2, 0, 0, addrs);
+        CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
+        CHILD_CHECK(lo_joined(addr), "%s not joined on lo", base);
+        uct_ep_destroy(ep);
+        CHILD_CHECK(!lo_joined(addr), "%s still joined", base);
+    }, 60);
 }
 
 /* A member killed while the root waits for it: every other member fails */
