@@ -11,6 +11,7 @@
 
 #include "ucg_config.h"
 #include "ucg_plan.h"
+#include "ucg_def.h"
 #include "ucg_dt.h"
 
 #include <ucs/sys/string.h>
@@ -304,11 +305,6 @@ static int ucg_info_parse_args(int argc, char **argv, ucg_info_opts_t *opts)
     return 0;
 }
 
-static int ucg_info_is_reduction(ucg_coll_type_t type)
-{
-    return (type == UCG_COLL_REDUCE) || (type == UCG_COLL_ALLREDUCE);
-}
-
 static int ucg_info_print_plan(const ucg_info_opts_t *opts,
                                const ucg_config_t *config,
                                const ucg_topo_t *topo, ucg_coll_type_t type)
@@ -319,13 +315,11 @@ static int ucg_info_print_plan(const ucg_info_opts_t *opts,
 
     memset(&key, 0, sizeof(key));
     key.type        = type;
-    key.root        = ((type == UCG_COLL_BCAST) || (type == UCG_COLL_REDUCE) ||
-                       (type == UCG_COLL_GATHER) ||
-                       (type == UCG_COLL_SCATTER)) ? opts->root : 0;
+    key.root        = ucg_coll_type_is_rooted(type) ? opts->root : 0;
     key.msg_size    = (type == UCG_COLL_BARRIER) ? 0 : opts->msg_size;
     key.commutative = 1;
 
-    if (ucg_info_is_reduction(type)) {
+    if (ucg_coll_type_is_reduction(type)) {
         elem_size = (opts->dtype == UCG_DT_BYTES) ?
                     opts->dt_size : ucg_dtype_size(opts->dtype);
         if (!ucg_op_valid(opts->op, opts->dtype)) {

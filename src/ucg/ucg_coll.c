@@ -36,17 +36,6 @@
 #define UCG_COLL_CHECK_SKIP 64
 
 
-static int ucg_coll_is_rooted(ucg_coll_type_t type)
-{
-    return (type == UCG_COLL_BCAST) || (type == UCG_COLL_REDUCE) ||
-           (type == UCG_COLL_GATHER) || (type == UCG_COLL_SCATTER);
-}
-
-static int ucg_coll_is_reduction(ucg_coll_type_t type)
-{
-    return (type == UCG_COLL_REDUCE) || (type == UCG_COLL_ALLREDUCE);
-}
-
 static const ucg_phase_ops_t *ucg_coll_phase_ops(ucg_phase_method_t method)
 {
     if (ucg_sm_phase_ops[method].start != NULL) {
@@ -658,7 +647,7 @@ static ucs_status_t ucg_coll_check_params(ucg_group_h group,
                                           const ucg_coll_params_t *params,
                                           ucg_coll_t *coll)
 {
-    int is_root = ucg_coll_is_rooted(params->type) &&
+    int is_root = ucg_coll_type_is_rooted(params->type) &&
                   (params->root == group->rank);
     ucs_status_t status;
     size_t len;
@@ -668,7 +657,7 @@ static ucs_status_t ucg_coll_check_params(ucg_group_h group,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    if (ucg_coll_is_rooted(params->type) && (params->root >= group->size)) {
+    if (ucg_coll_type_is_rooted(params->type) && (params->root >= group->size)) {
         ucs_error("ucg %s: root %u is not a rank of a group of %u",
                   ucg_coll_name(params->type), params->root, group->size);
         return UCS_ERR_INVALID_PARAM;
@@ -680,7 +669,7 @@ static ucs_status_t ucg_coll_check_params(ucg_group_h group,
         return UCS_OK;
     }
 
-    if (ucg_coll_is_reduction(params->type)) {
+    if (ucg_coll_type_is_reduction(params->type)) {
         status = ucg_op_desc_init(&coll->op, params->op, params->dtype,
                                   params->dt_size, &params->user_op);
         if (status != UCS_OK) {
@@ -725,7 +714,7 @@ static ucs_status_t ucg_coll_check_params(ucg_group_h group,
             (params->type == UCG_COLL_GATHER)) && is_root))) {
         ucs_error("ucg %s: UCG_IN_PLACE as send buffer is not valid here%s",
                   ucg_coll_name(params->type),
-                  ucg_coll_is_rooted(params->type) ? " (root only)" : "");
+                  ucg_coll_type_is_rooted(params->type) ? " (root only)" : "");
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -835,9 +824,9 @@ static void ucg_coll_plan_key(const ucg_coll_t *coll, ucg_plan_key_t *key)
 
     memset(key, 0, sizeof(*key));
     key->type     = params->type;
-    key->root     = ucg_coll_is_rooted(params->type) ? params->root : 0;
+    key->root     = ucg_coll_type_is_rooted(params->type) ? params->root : 0;
     key->msg_size = coll->len;
-    if (ucg_coll_is_reduction(params->type)) {
+    if (ucg_coll_type_is_reduction(params->type)) {
         key->op          = coll->op.op;
         key->dtype       = coll->op.dtype;
         key->dt_size     = coll->dt_size;

@@ -1,44 +1,16 @@
 /**
  * UCG executor: collective requests, phase machine, point-to-point
- * primitives and the host-local (sm) message format.
+ * primitives.  The wire formats (tag layout, sm header) are in ucg_def.h.
  */
 #ifndef UCG_COLL_H_
 #define UCG_COLL_H_
 
 #include "ucg_context.h"
+#include "ucg_def.h"
 #include "ucg_dt.h"
 #include "ucg_plan.h"
 
 typedef struct ucg_coll ucg_coll_t;
-
-/* -------------------------------------------------------------------------
- * Point-to-point messages go over UCP tag matching.  Tag layout:
- *   [63:48] group id   [47:32] collective sequence
- *   [31:20] phase index (4 bits) and algorithm step (8 bits)
- *   [19:0]  source rank
- * Messages with the same tag between two members are matched in order, so
- * fragments of one step may share a tag.  Phase, step and source all ones
- * (no plan has 16 phases): the abort message of that collective
- * (ucg_coll.c).
- * ---------------------------------------------------------------------- */
-#define UCG_TAG_SRC_BITS   20
-#define UCG_TAG_STEP_BITS  8
-#define UCG_TAG_MAX_RANKS  (1u << UCG_TAG_SRC_BITS)
-
-/** Bits of a group's epoch (ucg_group_t::epoch) in the sm header */
-#define UCG_GROUP_EPOCH_BITS 24
-
-/** Header of every message on UCG's sm_bcast / sm_incast interfaces */
-typedef struct ucg_sm_hdr {
-    uint16_t group_id;
-    uint16_t seq;       /* collective sequence */
-    uint32_t phase : 8; /* phase index in the plan */
-    uint32_t epoch : UCG_GROUP_EPOCH_BITS; /* of the group: a message of an
-                                              earlier group with the same
-                                              id is not taken */
-    uint32_t frag;      /* fragment index in the phase */
-    uint32_t src;       /* SM_ALLREDUCE: sender's index in its set */
-} ucg_sm_hdr_t;         /* 16 bytes: data after it stays 16-byte aligned */
 
 /** An sm message that arrived before its collective was ready for it */
 typedef struct ucg_sm_unexp {

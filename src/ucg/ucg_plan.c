@@ -6,7 +6,7 @@
 #endif
 
 #include "ucg_plan.h"
-#include "ucg_coll.h"
+#include "ucg_def.h"
 #include "ucg_dt.h"
 
 #include <ucs/debug/log.h>
@@ -1095,17 +1095,6 @@ static void ucg_plan_clear_phases(ucg_plan_t *plan)
     plan->num_phases = 0;
 }
 
-static int ucg_plan_is_rooted(ucg_coll_type_t type)
-{
-    return (type == UCG_COLL_BCAST) || (type == UCG_COLL_REDUCE) ||
-           (type == UCG_COLL_GATHER) || (type == UCG_COLL_SCATTER);
-}
-
-static int ucg_plan_is_reduction(ucg_coll_type_t type)
-{
-    return (type == UCG_COLL_REDUCE) || (type == UCG_COLL_ALLREDUCE);
-}
-
 ucs_status_t ucg_plan_create(const ucg_config_t *config,
                              const ucg_topo_t *topo,
                              const ucg_plan_key_t *key, ucg_plan_t **plan_p)
@@ -1127,7 +1116,7 @@ ucs_status_t ucg_plan_create(const ucg_config_t *config,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    root = ucg_plan_is_rooted(key->type) ? key->root : 0;
+    root = ucg_coll_type_is_rooted(key->type) ? key->root : 0;
     if (root >= topo->size) {
         ucs_error("%s: root %u is not a rank of a group of %u",
                   ucg_plan_coll_names[key->type], root, topo->size);
@@ -1173,7 +1162,7 @@ ucs_status_t ucg_plan_create(const ucg_config_t *config,
 
     plan->key      = *key;
     plan->key.root = root;
-    if (!ucg_plan_is_reduction(key->type)) {
+    if (!ucg_coll_type_is_reduction(key->type)) {
         plan->key.op = UCG_OP_LAST;
     }
     plan->hier     = hier;
@@ -1205,10 +1194,8 @@ ucs_status_t ucg_plan_create(const ucg_config_t *config,
             ucg_phase_t *phase = &plan->phases[i];
             if ((phase->method == UCG_PHASE_SM_REDUCE) ||
                 (phase->method == UCG_PHASE_SM_ALLREDUCE)) {
-                phase->frag_size -= phase->frag_size % b.elem_size;
-                if (phase->frag_size == 0) {
-                    phase->frag_size = b.elem_size;
-                }
+                phase->frag_size = ucg_frag_whole_elems(phase->frag_size,
+                                                        b.elem_size);
             }
         }
     }
@@ -1351,12 +1338,12 @@ void ucg_plan_print(const ucg_plan_t *plan, const ucg_topo_t *topo,
     fprintf(stream, "%s %zu bytes",
             ((unsigned)key->type < UCG_COLL_LAST) ?
             ucg_plan_coll_names[key->type] : "?", key->msg_size);
-    if (ucg_plan_is_reduction(key->type)) {
+    if (ucg_coll_type_is_reduction(key->type)) {
         fprintf(stream, " %s on %s%s", ucg_op_name(key->op),
                 ucg_dtype_name(key->dtype),
                 key->commutative ? "" : " (non-commutative)");
     }
-    if (ucg_plan_is_rooted(key->type)) {
+    if (ucg_coll_type_is_rooted(key->type)) {
         fprintf(stream, " root %u", key->root);
     }
 

@@ -234,7 +234,7 @@ static size_t ucg_sm_frag_size(const ucg_coll_t *coll)
     if ((coll->phase->method == UCG_PHASE_SM_REDUCE) ||
         (coll->phase->method == UCG_PHASE_SM_ALLREDUCE)) {
         /* Whole elements per fragment */
-        frag = ucs_max(frag - (frag % coll->dt_size), coll->dt_size);
+        frag = ucg_frag_whole_elems(frag, coll->dt_size);
     }
     return frag;
 }
@@ -916,8 +916,7 @@ static size_t ucg_sm_cma_scratch_size(const ucg_coll_t *coll, size_t *chunk_p)
     }
 
     /* Whole elements per chunk */
-    chunk    = ucs_max(UCG_SM_CMA_CHUNK - (UCG_SM_CMA_CHUNK % coll->dt_size),
-                       coll->dt_size);
+    chunk    = ucg_frag_whole_elems(UCG_SM_CMA_CHUNK, coll->dt_size);
     *chunk_p = chunk;
     return (coll->set->count - 1) * sizeof(ucg_sm_cma_desc_t) + chunk;
 }
