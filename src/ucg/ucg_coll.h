@@ -101,6 +101,10 @@ ucs_status_t ucg_p2p_recv(ucg_coll_t *coll, unsigned peer, unsigned step,
  *  or the error of a failed one (a receive truncated included). */
 ucs_status_t ucg_p2p_test(ucg_coll_t *coll);
 
+/** After an error: cancel the outstanding requests of @a coll, and leave
+ *  none that UCP may still use (force-closed or parked, see there) */
+void ucg_p2p_cancel_all(ucg_coll_t *coll);
+
 /** A buffer of at least @a size bytes kept until ucg_coll_finalize();
  *  indices 0 and 1 are the executor's (acc, gbuf), 2 and 3 the phases'.
  *  NULL (and a log line) when out of memory.  @a idx < UCG_COLL_MAX_SCRATCH. */
