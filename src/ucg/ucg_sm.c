@@ -603,6 +603,80 @@ int ucg_sm_expects(const ucg_coll_t *coll)
     }
 }
 
+/* ------------------------------------------------------------------------ */
+/* Receive path: the AM handler of the sm interfaces                        */
+/* ------------------------------------------------------------------------ */
+
+/* A message that no collective is ready for: keep a copy.  Without memory
+ * for it the message is lost, and the collective that needs it would wait
+ * for it forever: the group fails instead (nothing lost silently). */
+static ucs_status_t ucg_sm_keep(ucg_group_h group, const void *data,
+                                size_t length)
+{
+    ucg_sm_unexp_t *msg;
+
+    msg = ucs_malloc(sizeof(*msg) + length, "ucg sm unexp");
+    if (msg == NULL) {
+        ucs_error("UCG group %u rank %u: out of memory for an early message "
+                  "of %zu bytes; the group fails", group->id, group->rank,
+                  length);
+        if (group->failed == UCS_OK) {
+            group->failed = UCS_ERR_NO_MEMORY;
+        }
+        return UCS_OK;
+    }
+
+    memcpy(&msg->hdr, data, sizeof(msg->hdr));
+    memcpy(msg->data, data, length);
+    msg->length = length;
+    ucs_queue_push(&group->sm_unexp, &msg->queue);
+    return UCS_OK;
+}
+
+ucs_status_t ucg_sm_am_cb(void *arg, void *data, size_t length,
+                          unsigned flags)
+{
+    ucg_context_h context   = arg;
+    const ucg_sm_hdr_t *hdr = data;
+    ucg_group_h group;
+    ucg_coll_t *coll;
+
+    if (length < sizeof(*hdr)) {
+        ucs_error("ucg: sm message of %zu bytes is shorter than its header",
+                  length);
+        return UCS_OK;
+    }
+
+    /* A member receives only on the endpoints of its own groups, which a
+     * group creates after it is in the context and destroys before it
+     * leaves it: a message of no live group (or of an earlier group that
+     * had the id of a live one) is late or forged, and no group of this
+     * context may ever take it */
+    group = ucg_context_find_group(context, hdr->group_id);
+    if ((group == NULL) || (hdr->epoch != group->epoch)) {
+        ++context->sm_dropped;
+        ucs_debug("ucg: dropping an sm message of %zu bytes for group %u "
+                  "epoch %u (%s)", length, hdr->group_id,
+                  (unsigned)hdr->epoch, (group == NULL) ? "no such group" :
+                  "the group has another epoch");
+        return UCS_OK;
+    }
+
+    ucs_list_for_each(coll, &group->colls, list) {
+        if (coll->seq != hdr->seq) {
+            continue;
+        }
+        if ((coll->phase_idx == hdr->phase) && (coll->set != NULL) &&
+            ucg_sm_expects(coll)) {
+            ucg_sm_deliver(coll, data, length);
+            return UCS_OK;
+        }
+        break;
+    }
+
+    return ucg_sm_keep(group, data, length);
+}
+
 /* The host-local endpoint @a tl rooted at @a root, as the endpoint cache
  * of ucg_group_sm_ep() keys it */
 static void ucg_sm_slot_add(ucg_sm_slot_t *slots, unsigned *count_p,
