@@ -5,7 +5,7 @@
 #ifndef UCG_COLL_H_
 #define UCG_COLL_H_
 
-#include "ucg_context.h"
+#include "ucg_group.h"
 #include "ucg_def.h"
 #include "ucg_dt.h"
 #include "ucg_plan.h"

@@ -7,7 +7,7 @@
 #  include "config.h"
 #endif
 
-#include "ucg_context.h"
+#include "ucg_group.h"
 #include "ucg_coll.h"
 
 #include <ucs/debug/log.h>

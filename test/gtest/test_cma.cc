@@ -25,7 +25,7 @@
 #include "test_ucg_common.h"
 
 extern "C" {
-#include "ucg_context.h"
+#include "ucg_group.h"
 #include "o2m_seg.h"
 }
 

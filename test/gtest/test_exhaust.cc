@@ -36,7 +36,7 @@
 
 extern "C" {
 #include "o2m_group.h"
-#include "ucg_context.h"
+#include "ucg_group.h"
 }
 
 #include <sys/resource.h>

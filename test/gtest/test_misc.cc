@@ -5,7 +5,7 @@
 #include "test_traffic.h"
 
 extern "C" {
-#include "ucg_context.h"
+#include "ucg_group.h"
 #include <ucs/debug/log.h>
 }
 

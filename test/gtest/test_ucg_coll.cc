@@ -11,7 +11,7 @@
 #include "test_ucg_common.h"
 
 extern "C" {
-#include "ucg_context.h"
+#include "ucg_group.h"
 #include "o2m_group.h"
 #include <ucs/config/global_opts.h>
 }

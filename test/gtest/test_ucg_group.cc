@@ -7,7 +7,7 @@
 
 extern "C" {
 #include "api/ucg.h"
-#include "ucg_context.h"
+#include "ucg_group.h"
 #include "ucg_coll.h"
 #include <ucs/time/time.h>
 }

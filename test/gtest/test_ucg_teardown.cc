@@ -13,7 +13,7 @@
 #include "test_ucg_common.h"
 
 extern "C" {
-#include "ucg_context.h"
+#include "ucg_group.h"
 }
 
 #include <random>
