@@ -93,6 +93,17 @@ typedef struct ucg_p2p_conn {
     char                addr[0];      /* peer worker address */
 } ucg_p2p_conn_t;
 
+/** The cached UCP endpoint to the worker at @a addr, created on first use
+ *  (@a peer_err: to another host, with PEER error handling; @a proc: the
+ *  peer on this real host, watched for the close, or NULL) */
+ucs_status_t ucg_p2p_conn_get(ucg_context_t *context, const void *addr,
+                              size_t addr_len, int peer_err,
+                              const uct_o2m_proc_t *proc, ucp_ep_h *ep_p);
+
+/** Take @a conn (PEER error handling) out of the cache, fail the members
+ *  that used it and close its endpoint with FORCE */
+void ucg_p2p_conn_drop(ucg_p2p_conn_t *conn);
+
 /** Close the UCP endpoints of the context (ucg_context_destroy) */
 void ucg_context_close_p2p_conns(ucg_context_h context);
 
