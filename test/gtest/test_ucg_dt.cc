@@ -494,6 +494,49 @@ template <typename T> void check_reduce(ucg_op_t op, ucg_dtype_t dt)
         EXPECT_EQ(0u, errors);
         EXPECT_TRUE(buf.guards_intact());
     }
+
+    /*
+     * Partly overlapping: inout ahead of in (a plain loop reads elements of
+     * in that it has already written as inout) or behind it, by distances
+     * below and above the chunks the reduction works in.  Elements whose
+     * expected value is a NaN (chained products) are not compared.
+     */
+    const size_t count = 1000;
+    for (size_t dist : {1, 3, 200}) {
+        for (bool ahead : {true, false}) {
+            SCOPED_TRACE("overlap " + std::to_string(dist) +
+                         (ahead ? " ahead" : " behind"));
+            std::vector<T> vals(count + dist);
+            test_buffer buf((count + dist) * sizeof(T), 0);
+            size_t in_pos = ahead ? 0 : dist;
+            size_t io_pos = ahead ? dist : 0;
+
+            for (size_t k = 0; k < count + dist; ++k) {
+                vals[k] = gen<T>(rng);
+            }
+            store_values(rng, buf.ptr(), vals);
+            ucg_op_reduce(&desc, buf.ptr() + in_pos * sizeof(T),
+                          buf.ptr() + io_pos * sizeof(T), count);
+
+            /* The plain loop, on the values */
+            for (size_t k = 0; k < count; ++k) {
+                vals[io_pos + k] = ref(op, vals[in_pos + k], vals[io_pos + k]);
+            }
+
+            size_t errors = 0;
+            for (size_t k = 0; k < count + dist; ++k) {
+                if (same(vals[k], vals[k], K()) &&
+                    !same(load_value<T>(buf.ptr(), k), vals[k], K()) &&
+                    (++errors <= 5)) {
+                    ADD_FAILURE() << "element " << k << ": "
+                                  << str(load_value<T>(buf.ptr(), k), K())
+                                  << ", expected " << str(vals[k], K());
+                }
+            }
+            EXPECT_EQ(0u, errors);
+            EXPECT_TRUE(buf.guards_intact());
+        }
+    }
 }
 
 void check_reduce_dispatch(ucg_op_t op, ucg_dtype_t dt)
