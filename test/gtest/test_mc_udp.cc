@@ -483,6 +483,16 @@ TEST_F(mc_udp, ucp_lane_choice)
     EXPECT_EQ(std::string::npos, out.find("mc_udp")) << out;
 }
 
+/* A pack callback that writes *(size_t*)arg bytes, the most it may, and
+ * claims one more: the transport must refuse the message */
+static size_t pack_oversized(void *dest, void *arg)
+{
+    size_t max = *static_cast<size_t*>(arg);
+
+    memset(dest, 0xa5, max);
+    return max + 1;
+}
+
 /* Message limits: above SEG_SIZE is refused, not cut */
 TEST_F(mc_udp, p2p_limits)
 {
@@ -499,8 +509,11 @@ TEST_F(mc_udp, p2p_limits)
         CHILD_CHECK(env.attr().cap.am.max_bcopy == 2000, "max_bcopy");
         if (rank == 0) {
             uct_ep_h ep = connect_to(env, addrs, 1);
-            pack_arg a  = {m_salt, 0, 2001};
-            ssize_t ret = uct_ep_am_bcopy(ep, AM_ID, pack_msg, &a, 0);
+            /* The pack callback fills max_bcopy bytes (no more: the
+             * buffer is that long) and reports one byte more */
+            size_t max  = env.attr().cap.am.max_bcopy;
+            ssize_t ret = uct_ep_am_bcopy(ep, AM_ID, pack_oversized, &max,
+                                          0);
             CHILD_CHECK(ret == UCS_ERR_EXCEEDS_LIMIT, "oversized bcopy: %zd",
                         ret);
             std::vector<uint8_t> big(env.attr().cap.am.max_short + 1);
@@ -674,6 +687,55 @@ TEST_F(mc_udp, group_member_killed)
                     }), "member %u: the group did not fail", rank);
         CHILD_CHECK(uct_o2m_ep_state(ep, NULL) == UCT_O2M_EP_STATE_FAILED,
                     "member %u not failed", rank);
+        uct_ep_destroy(ep);
+    }, 120);
+
+    for (unsigned r = 0; r < n; ++r) {
+        EXPECT_EQ((r == victim) ? 128 + SIGKILL : 0, st[r]) << "rank " << r;
+    }
+}
+
+/* A member that exits right after joining the group, before it received
+ * anything (as a process killed by a sanitizer does): the root heard its
+ * HELLO, so the group fails on the root and on the other member instead of
+ * the root's window waiting for it */
+TEST_F(mc_udp, group_member_exits_at_join)
+{
+    const unsigned n = 3, victim = 0, root = 2;
+    proc_group pg(n);
+
+    std::vector<int> st = pg.run([&](unsigned rank) {
+        uct_env env(UCT_MC_UDP_TL_NAME, config({{"WINDOW", "32"}}));
+        peer_addrs addrs;
+        uct_ep_h ep = NULL;
+
+        addrs.exchange(pg, rank, env);
+        uct_o2m_group_params_t p = group(n, rank, root, addrs);
+        if (rank == root) {
+            /* the root listens before the members say HELLO */
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
+        }
+        pg.barrier(rank);
+        if (rank != root) {
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
+        }
+        if (rank == victim) {
+            kill(getpid(), SIGKILL);
+        }
+
+        ucs_status_t status = UCS_OK;
+        unsigned k          = 0;
+        CHILD_CHECK(env.progress_until([&] {
+                        if (rank == root) {
+                            /* header-only messages (payload NULL) */
+                            status = uct_ep_am_short(ep, AM_ID, k, NULL, 0);
+                            k     += (status == UCS_OK);
+                        } else {
+                            (void)uct_o2m_ep_state(ep, &status);
+                        }
+                        return (status != UCS_OK) &&
+                               (status != UCS_ERR_NO_RESOURCE);
+                    }), "member %u: the group did not fail", rank);
         uct_ep_destroy(ep);
     }, 120);
 

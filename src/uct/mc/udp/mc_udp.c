@@ -991,7 +991,10 @@ static ucs_status_t uct_mc_udp_ep_am_short(uct_ep_h tl_ep, uint8_t id,
 
     buf[0] = id;
     memcpy(buf + 1, &header, sizeof(header));
-    memcpy(buf + 1 + sizeof(header), payload, length);
+    /* A zero-length payload may come as NULL: memcpy must not see it */
+    if (length > 0) {
+        memcpy(buf + 1 + sizeof(header), payload, length);
+    }
     return uct_mc_udp_ep_send(ep, 1 + sizeof(header) + length);
 }
 
