@@ -240,25 +240,6 @@ protected:
     uint64_t    m_salt;
 };
 
-uct_ep_h connect_to(uct_env &env, const peer_addrs &addrs, unsigned peer)
-{
-    uct_ep_params_t params;
-    uct_ep_h ep;
-
-    memset(&params, 0, sizeof(params));
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                        UCT_EP_PARAM_FIELD_DEV_ADDR |
-                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    params.iface      = env.iface();
-    params.dev_addr   = (const uct_device_addr_t*)addrs.dev[peer].data();
-    params.iface_addr = (const uct_iface_addr_t*)addrs.iface[peer].data();
-    CHILD_CHECK(uct_iface_is_reachable(env.iface(), params.dev_addr,
-                                       params.iface_addr),
-                "peer %u not reachable", peer);
-    CHILD_CHECK_OK(uct_ep_create(&params, &ep));
-    return ep;
-}
-
 } // namespace
 
 
@@ -279,7 +260,7 @@ TEST_F(mc_udp, p2p_exact_both_ways)
         CHILD_CHECK(max == 5100, "max_bcopy %zu", max);
         env.set_am_handler(AM_ID, rx_log::cb, &log);
         addrs.exchange(pg, rank, env);
-        uct_ep_h ep = connect_to(env, addrs, 1 - rank);
+        uct_ep_h ep = create_p2p_ep(env, addrs, 1 - rank);
 
         for (unsigned k = 0; k < count; ++k) {
             CHILD_CHECK_OK(send_msg(env, ep, m_salt + rank, k, max));
@@ -318,7 +299,7 @@ TEST_F(mc_udp, p2p_event_fd)
         env.set_am_handler(AM_ID, rx_log::cb, &log);
         addrs.exchange(pg, rank, env);
         if (rank == 0) {
-            uct_ep_h ep = connect_to(env, addrs, 1);
+            uct_ep_h ep = create_p2p_ep(env, addrs, 1);
             for (unsigned k = 0; k < count; ++k) {
                 CHILD_CHECK_OK(send_msg(env, ep, m_salt, k, max));
             }
@@ -374,7 +355,7 @@ TEST_F(mc_udp, p2p_peer_killed)
             kill(getpid(), SIGKILL);
         }
 
-        uct_ep_h ep = connect_to(env, addrs, 1);
+        uct_ep_h ep = create_p2p_ep(env, addrs, 1);
         CHILD_CHECK_OK(send_msg(env, ep, m_salt, 0, max));
         CHILD_CHECK_OK(flush_ep(env, ep));
         pg.barrier(rank);
@@ -419,7 +400,7 @@ TEST_F(mc_udp, p2p_idle_peer_killed)
             kill(getpid(), SIGKILL);
         }
 
-        uct_ep_h ep = connect_to(env, addrs, 1);
+        uct_ep_h ep = create_p2p_ep(env, addrs, 1);
         CHILD_CHECK_OK(uct_ep_check(ep, 0, NULL));
         pg.barrier(rank);
         CHILD_CHECK(env.progress_until([&] {
@@ -454,7 +435,7 @@ TEST_F(mc_udp, p2p_to_self)
 
         env.set_am_handler(AM_ID, rx_log::cb, &log);
         addrs.exchange(pg, rank, env);
-        uct_ep_h ep = connect_to(env, addrs, 0);
+        uct_ep_h ep = create_p2p_ep(env, addrs, 0);
         for (unsigned k = 0; k < count; ++k) {
             CHILD_CHECK_OK(send_msg(env, ep, m_salt, k, max));
         }
@@ -513,7 +494,7 @@ TEST_F(mc_udp, p2p_limits)
         addrs.exchange(pg, rank, env);
         CHILD_CHECK(env.attr().cap.am.max_bcopy == 2000, "max_bcopy");
         if (rank == 0) {
-            uct_ep_h ep = connect_to(env, addrs, 1);
+            uct_ep_h ep = create_p2p_ep(env, addrs, 1);
             /* The pack callback fills max_bcopy bytes (no more: the
              * buffer is that long) and reports one byte more */
             size_t max  = env.attr().cap.am.max_bcopy;

@@ -36,35 +36,6 @@ std::map<std::string, std::string> p2p_config()
             {"CHECK_INTERVAL", "10ms"}};
 }
 
-uct_ep_h create_p2p_ep(uct_env &env, const peer_addrs &addrs, unsigned peer,
-                       ucs_status_t *status_p = NULL)
-{
-    uct_ep_params_t params;
-    ucs_status_t status;
-    uct_ep_h ep = NULL;
-
-    memset(&params, 0, sizeof(params));
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                        UCT_EP_PARAM_FIELD_DEV_ADDR |
-                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    params.iface      = env.iface();
-    params.dev_addr   = (const uct_device_addr_t*)addrs.dev[peer].data();
-    params.iface_addr = (const uct_iface_addr_t*)addrs.iface[peer].data();
-
-    CHILD_CHECK(uct_iface_is_reachable(env.iface(), params.dev_addr,
-                                       params.iface_addr),
-                "peer %u is not reachable", peer);
-
-    status = uct_ep_create(&params, &ep);
-    if (status_p != NULL) {
-        *status_p = status;
-        return ep;
-    }
-    CHILD_CHECK(status == UCS_OK, "uct_ep_create to %u: %s", peer,
-                ucs_status_string(status));
-    return ep;
-}
-
 /* Per rank (or sender): messages its receiver consumed, in the proc_group's
  * shared memory after the first 256 bytes */
 volatile size_t *consumed_slots(proc_group &pg)
