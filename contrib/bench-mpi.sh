@@ -111,7 +111,9 @@ if [ ${#configs[@]} -eq 0 ]; then
     fi
 fi
 
-make -s -C "$top/test/mpi" coll_bench
+make -s -C "$build_dir/test/mpi" coll_bench >/dev/null ||
+    { echo "bench-mpi: coll_bench is not built in $build_dir/test/mpi" \
+           "(configure found no mpicc? run contrib/bootstrap.sh)" >&2; exit 1; }
 mkdir -p "$outdir"
 raw=$outdir/bench-mpi-raw.csv
 summary=$outdir/bench-mpi.csv
@@ -138,7 +140,7 @@ for rep in $(seq 1 "$reps"); do
             args=("${args[@]:1}")
         done
         if ! timeout -k 10 "$limit" env "${envs[@]}" mpirun "${common[@]}" -np "$np" "${args[@]}" \
-                "$top/test/mpi/coll_bench" -c "$colls" -s "$sizes" \
+                "$build_dir/test/mpi/coll_bench" -c "$colls" -s "$sizes" \
                 -i "$iters" -I "$large_iters" >"$log" 2>&1; then
             echo "bench-mpi: $name (repetition $rep) failed:"
             tail -15 "$log"

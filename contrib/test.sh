@@ -127,11 +127,11 @@ run_gtest() {
 run_gtest_beside_mpi() {
     local dir=$1 tmp pid rc=0 i
     [ "${O2M_TEST_BUSY_MPI:-1}" = 1 ] || { run_gtest "$dir"; return; }
-    make -s -C test/mpi mpi_busy || return 1
+    make -s -C "$dir/test/mpi" mpi_busy || return 1
     tmp=$(mktemp -d /tmp/ucx-o2m-busy.XXXXXX)
     timeout -k 10 $((GTEST_TIMEOUT + 120)) mpirun --allow-run-as-root \
         --oversubscribe -np 2 --mca pml ob1 --mca btl self,vader \
-        test/mpi/mpi_busy $((GTEST_TIMEOUT + 60)) "$tmp/stop" \
+        "$dir/test/mpi/mpi_busy" $((GTEST_TIMEOUT + 60)) "$tmp/stop" \
         >"$tmp/log" 2>&1 &
     pid=$!
     for i in $(seq 60); do   # its segments exist once it runs
@@ -186,11 +186,10 @@ run_mpi() {
     make -C "$dir" -j"$JOBS" >/dev/null || return 1
     so="$dir/src/ompi/coll/ucg/.libs/mca_coll_ucg.so"
     [ -f "$so" ] || { echo "test.sh: $so was not built (Open MPI devel headers?)" >&2; return 1; }
-    make -C test/mpi >/dev/null || return 1
     # Open MPI does not load a component from a libtool .libs directory
     comp=$(mktemp -d /tmp/ucx-o2m-comp.XXXXXX)
     ln -s "$(readlink -f "$so")" "$comp/"
-    MPI_TEST_EXPECT_UCG=1 bash "$@" --ucg-path "$comp" -- \
+    MPI_TEST_EXPECT_UCG=1 bash "$@" --ucg-path "$comp" --build-dir "$dir" -- \
         --mca coll ucg,basic,libnbc,tuned,self
     rc=$?
     rm -rf "$comp"

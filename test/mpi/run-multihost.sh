@@ -6,7 +6,8 @@
 # during a collective (coll_kill).  Every mpirun is bounded by `timeout`.
 #
 # Usage: test/mpi/run-multihost.sh [-L "2x1 2x2 3x1 3x2"] [-q] [-x] [-k]
-#            [-t SECONDS] [--ucg-path DIR] [-- MPIRUN_ARGS...]
+#            [-t SECONDS] [--ucg-path DIR] [--build-dir DIR]
+#            [-- MPIRUN_ARGS...]
 #   -L LIST   layouts HOSTSxRANKS (default "2x1 2x2 3x1 3x2"): run.sh with
 #             np = HOSTS*RANKS and --host h1:RANKS,...,hHOSTS:RANKS
 #   -q        quick coll_test matrix (run.sh -q)
@@ -14,7 +15,7 @@
 #             otherwise run once, on the first layout of 3 ranks or more)
 #   -k        no coll_kill
 #   -t SEC    time limit per mpirun (default 180)
-#   --ucg-path, after --: as for run.sh (MPI_TEST_EXPECT_UCG=1 also applies)
+#   --ucg-path, --build-dir, after --: as for run.sh (MPI_TEST_EXPECT_UCG=1 also applies)
 #
 # Outside a bed it brings one up for the largest layout (as root; exits 77
 # with a message when namespaces cannot be made here) and tears it down
@@ -38,6 +39,7 @@ kill_tests=1
 limit=180
 ucg_path=()
 ucg_dir=""
+build_dir=""
 extra=()
 args=("$@")
 while [ $# -gt 0 ]; do
@@ -48,6 +50,7 @@ while [ $# -gt 0 ]; do
     -k) kill_tests=0; shift ;;
     -t) limit="$2"; shift 2 ;;
     --ucg-path) ucg_path=(--ucg-path "$2"); ucg_dir=$2; shift 2 ;;
+    --build-dir) build_dir=$(readlink -m "$2"); shift 2 ;;
     --) shift; extra=("$@"); break ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
@@ -82,7 +85,8 @@ host_list() {
     echo "${out%,}"
 }
 
-make -s -C "$here" coll_test coll_kill || exit 1
+. "$here/mpi_bin.sh"
+mpi_bin_make "$build_dir" coll_test coll_kill || exit 1
 if [ -n "$ucg_dir" ]; then   # as run.sh does
     export OMPI_MCA_mca_base_component_path="$ucg_dir:/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3"
 fi
@@ -101,7 +105,8 @@ for l in $layouts; do
     fi
     echo "--- $hosts hosts x $ppn ranks: --host $(host_list "$hosts" "$ppn")"
     bash "$here/run.sh" -n "$np" -t "$limit" "${quick[@]}" "${x[@]}" \
-        "${ucg_path[@]}" -- --host "$(host_list "$hosts" "$ppn")" \
+        "${ucg_path[@]}" --build-dir "$mpi_build" \
+        -- --host "$(host_list "$hosts" "$ppn")" \
         "${extra[@]}" || fail=1
 done
 
@@ -118,7 +123,7 @@ run_kill() {
         -np "$np" --host "$(host_list "$hosts" "$ppn")" \
         --mca orte_abort_on_non_zero_status 0 \
         -x UCX_ZCOPY_THRESH=inf -x UCX_RNDV_THRESH=inf \
-        "${extra[@]}" "$here/coll_kill" "$victim" "$kfile" \
+        "${extra[@]}" "$mpi_bin/coll_kill" "$victim" "$kfile" \
         "${KILL_BOUND:-60}" >"$log" 2>&1 &
     pid=$!
     # mpirun may not end after the survivors' exits (see coll_kill.c): it

@@ -4,13 +4,16 @@
 # counts.  Every mpirun is bounded by `timeout`.
 #
 # Usage: test/mpi/run.sh [-n "2 3 4"] [-t SECONDS] [-q] [-v] [-x] [--ucg-path DIR]
-#                        [-- MPIRUN_ARGS...]
+#                        [--build-dir DIR] [-- MPIRUN_ARGS...]
 #   -n LIST   process counts (default: "2 3 4 5 6 7 8")
 #   -t SEC    time limit per mpirun (default 180)
 #   -q        quick matrix (no 8 KiB..4 MiB sizes)
 #   -v        print every mismatch, not only the first per collective
 #   -x        skip the extra tests: late_rank and comm_churn (about 40 s),
 #             and, with coll/ucg, coll_fault
+#   --build-dir DIR  the configured build tree whose test/mpi programs run
+#             (built there with make); default build/, or the source tree
+#             when it was configured in place
 #   after --   extra mpirun arguments, e.g.
 #              -- --mca coll ucg,basic,libnbc,tuned,self
 #   MPIRUN_ARGS (environment) is also appended to mpirun's arguments.
@@ -33,6 +36,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 nps="2 3 4 5 6 7 8"
 limit=180
 extra_tests=1
+build_dir=""
 targs=()
 extra=()
 while [ $# -gt 0 ]; do
@@ -45,8 +49,9 @@ while [ $# -gt 0 ]; do
     --ucg-path)
         export OMPI_MCA_mca_base_component_path="$2:/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3"
         shift 2 ;;
+    --build-dir) build_dir="$2"; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
 done
@@ -56,14 +61,15 @@ if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ]; then
     extra+=(--mca coll_ucg_verbose 1)
 fi
 
-make -s -C "$here" coll_test || exit 1
+. "$here/mpi_bin.sh"
+mpi_bin_make "$build_dir" coll_test || exit 1
 
 fail=0
 start=$(date +%s)
 for np in $nps; do
     log=$(mktemp)
     timeout -k 10 "$limit" mpirun --allow-run-as-root --oversubscribe \
-        -np "$np" "${extra[@]}" "$here/coll_test" "${targs[@]}" >"$log" 2>&1
+        -np "$np" "${extra[@]}" "$mpi_bin/coll_test" "${targs[@]}" >"$log" 2>&1
     rc=$?
     grep -v 'coll:ucg:' "$log" | grep -E '^(np=|MISMATCH)' | head -40
     if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
@@ -119,13 +125,13 @@ run_extra() {
 # its creation of a UCG group, or a start fails; all ranks fall back
 # together or fail together, results stay right, nothing hangs
 if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ] && [ "$extra_tests" = 1 ]; then
-    make -s -C "$here" coll_fault || exit 1
+    mpi_bin_make "$build_dir" coll_fault || exit 1
     for rc in "0 1" "1 5" "2 13" "1 40"; do
         set -- $rc
         run_extra "coll_fault np=3 fail rank $1 call $2" 3 \
             'could not prepare it, all ranks delegate' \
             --mca coll_ucg_test_fail_rank "$1" \
-            --mca coll_ucg_test_fail_call "$2" -- "$here/coll_fault" 6 ||
+            --mca coll_ucg_test_fail_call "$2" -- "$mpi_bin/coll_fault" 6 ||
             fail=1
     done
     # UCG's group creation fails on one rank (MPI_COMM_WORLD's in MPI_Init,
@@ -137,20 +143,20 @@ if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ] && [ "$extra_tests" = 1 ]; then
             3 'coll_fault: OK' \
             --mca coll_ucg_test_fail_point 1 \
             --mca coll_ucg_test_fail_rank "$1" \
-            --mca coll_ucg_test_fail_call "$2" -- "$here/coll_fault" 3 ||
+            --mca coll_ucg_test_fail_call "$2" -- "$mpi_bin/coll_fault" 3 ||
             fail=1
     done
     # A start fails on one rank after all decided to run the call on UCG:
     # the others' call fails too (UCG's abort message), then every call on
     # that communicator fails everywhere; the other one works
-    make -s -C "$here" coll_abort || exit 1
+    mpi_bin_make "$build_dir" coll_abort || exit 1
     for rc in "0 1" "1 3" "2 9" "1 22"; do
         set -- $rc
         run_extra "coll_abort np=3 start fails on rank $1 (call $2)" 3 \
             'coll_abort: OK' \
             --mca coll_ucg_test_fail_point 2 \
             --mca coll_ucg_test_fail_rank "$1" \
-            --mca coll_ucg_test_fail_call "$2" -- "$here/coll_abort" "$1" ||
+            --mca coll_ucg_test_fail_call "$2" -- "$mpi_bin/coll_abort" "$1" ||
             fail=1
     done
 fi
@@ -161,15 +167,15 @@ fi
 # and comm_churn (communicators made, used and freed at once by members of
 # different speeds) with a CPU hog beside it
 if [ "$extra_tests" = 1 ]; then
-    make -s -C "$here" late_rank comm_churn || exit 1
+    mpi_bin_make "$build_dir" late_rank comm_churn || exit 1
     late_log=$(mktemp)
-    run_extra "late_rank np=3" 3 'late_rank: OK' -- "$here/late_rank" 12 \
+    run_extra "late_rank np=3" 3 'late_rank: OK' -- "$mpi_bin/late_rank" 12 \
         >"$late_log" 2>&1 &
     late_pid=$!
     timeout -k 5 "$limit" sh -c 'while :; do :; done' &
     hog_pid=$!
     run_extra "comm_churn np=3 (CPU hog beside)" 3 'comm_churn: OK' -- \
-        "$here/comm_churn" 200 || fail=1
+        "$mpi_bin/comm_churn" 200 || fail=1
     kill "$hog_pid" 2>/dev/null
     wait "$hog_pid" 2>/dev/null
     wait "$late_pid" || fail=1   # bounded: its mpirun runs under timeout
