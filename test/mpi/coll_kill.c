@@ -1,5 +1,5 @@
 /*
- * A member dies during a collective (issue 10, item 9, on real "hosts" of
+ * A member dies during a collective (on real "hosts" of
  * contrib/multihost.sh): the other ranks' collective must return an error
  * in bounded time, never hang.
  *
