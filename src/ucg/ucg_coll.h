@@ -20,18 +20,91 @@ typedef struct ucg_sm_unexp {
     char                data[0];
 } ucg_sm_unexp_t;
 
-/** Per-phase state, reset at the start of every phase; its meaning is the
- *  phase algorithm's */
-typedef struct ucg_phase_state {
-    unsigned   step;
-    unsigned   sub;
-    unsigned   peer;
-    size_t     offset;
-    size_t     frag;
-    int        posted;
-    void       *tmp;
-    unsigned   vals[8];
-    size_t     sizes[4];
+/*
+ * Per-phase state: one member per phase family, zeroed at the start of every
+ * phase; only the family of the current phase (coll->phase->method) reads
+ * its member.
+ */
+
+/* P2P_BCAST, P2P_REDUCE: a k-nomial tree (ucg_p2p.c) */
+typedef struct ucg_p2p_tree_state {
+    unsigned   parent;      /* set index of the parent, or UCG_P2P_NO_PARENT */
+    unsigned   children;    /* number of children */
+    unsigned   vrank;       /* (my_idx - root) mod set size */
+    unsigned   radix;
+    size_t     top;         /* distance of the largest child subtree; 0:
+                               leaf */
+    size_t     nfrags;
+    size_t     frag_len;    /* bcast: bytes, reduce: elements per fragment */
+    size_t     frag;        /* fragments received and forwarded (bcast) or
+                               reduced (reduce); a leaf: posted */
+    void       *slots;      /* reduce: two fragments per child */
+} ucg_p2p_tree_state_t;
+
+/* P2P_ALLREDUCE_RD: recursive doubling (ucg_p2p.c) */
+typedef struct ucg_p2p_rd_state {
+    unsigned   stage;       /* the posted one; == stages: done */
+    unsigned   stages;
+    unsigned   role;        /* UCG_P2P_RD_ROLE_* */
+    unsigned   newidx;      /* index among the members of the rounds */
+    unsigned   rounds;
+    unsigned   extra;       /* members beyond the largest power of two */
+    int        cur_in_tmp;  /* the current value is in tmp, not in acc */
+    void       *tmp;        /* one vector */
+} ucg_p2p_rd_state_t;
+
+/* P2P_ALLREDUCE_RING, P2P_ALLGATHER_RING (ucg_p2p.c) */
+typedef struct ucg_p2p_ring_state {
+    unsigned   stage;       /* the posted one */
+    void       *tmp;        /* allreduce: a received segment */
+} ucg_p2p_ring_state_t;
+
+/* P2P_BARRIER: dissemination (ucg_p2p.c) */
+typedef struct ucg_p2p_barrier_state {
+    unsigned   round;       /* the posted one; == rounds: done */
+    unsigned   rounds;
+} ucg_p2p_barrier_state_t;
+
+struct ucg_sm_cma_desc;
+
+/* SM_* phases (ucg_sm.c): a stream of fragments on one endpoint */
+typedef struct ucg_sm_state {
+    int          open;      /* the endpoints are resolved and the phase's own
+                               start() was called */
+    uct_ep_h     ep;        /* the endpoint this member sends on */
+    unsigned     role;      /* UCG_SM_ROLE_* */
+    int          turn;      /* may contribute to its fan-in endpoint */
+    size_t       total;     /* bytes of the stream */
+    size_t       frag_len;  /* bytes per fragment */
+    unsigned     nfrags;
+    size_t       next;      /* fragments sent or received */
+    ucs_status_t status;    /* of the deliveries */
+    union {
+        /* SM_ALLREDUCE: fragments received and expected, the set members'
+         * vectors by set index, whether they are reduced */
+        struct {
+            unsigned     recvd;
+            unsigned     expect;
+            void         *vecs;
+            int          done;
+        } allreduce;
+        /* SM_*_CMA: stage (0: descriptors, 1: acknowledgements or
+         * release), the status of this member's reads, the received
+         * descriptors (the root's, or the members' in member order) */
+        struct {
+            unsigned     stage;
+            ucs_status_t read;
+            struct ucg_sm_cma_desc *descs;
+        } cma;
+    };
+} ucg_sm_state_t;
+
+typedef union ucg_phase_state {
+    ucg_p2p_tree_state_t    tree;
+    ucg_p2p_rd_state_t      rd;
+    ucg_p2p_ring_state_t    ring;
+    ucg_p2p_barrier_state_t barrier;
+    ucg_sm_state_t          sm;
 } ucg_phase_state_t;
 
 #define UCG_COLL_MAX_SCRATCH 4

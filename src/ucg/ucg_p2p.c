@@ -67,28 +67,12 @@ static void ucg_p2p_segment(size_t total, unsigned nseg, unsigned seg,
  * k^j < n for the root), visited from the largest subtree down.
  * ---------------------------------------------------------------------- */
 
-/* ps.vals[] of the tree phases */
-enum {
-    UCG_P2P_TREE_PARENT,    /* set index of the parent, or NO_PARENT */
-    UCG_P2P_TREE_CHILDREN,  /* number of children */
-    UCG_P2P_TREE_VRANK,
-    UCG_P2P_TREE_RADIX
-};
-
-/* ps.sizes[] of the tree phases */
-enum {
-    UCG_P2P_TREE_TOP,       /* distance of the largest child subtree, 0: leaf */
-    UCG_P2P_TREE_NFRAGS,
-    UCG_P2P_TREE_FRAG       /* bcast: bytes, reduce: elements per fragment */
-};
-
+/* Children of the tree state @a _ps (ucg_p2p_tree_state_t) */
 #define UCG_P2P_FOR_EACH_CHILD(_ps, _n, _dist, _i, _child) \
-    for (_dist = (_ps)->sizes[UCG_P2P_TREE_TOP]; _dist > 0; \
-         _dist /= (_ps)->vals[UCG_P2P_TREE_RADIX]) \
+    for (_dist = (_ps)->top; _dist > 0; _dist /= (_ps)->radix) \
         for (_i = 1; \
-             (_i < (_ps)->vals[UCG_P2P_TREE_RADIX]) && \
-             ((_child = (_ps)->vals[UCG_P2P_TREE_VRANK] + (_i * _dist)) < \
-              (_n)); \
+             (_i < (_ps)->radix) && \
+             ((_child = (_ps)->vrank + (_i * _dist)) < (_n)); \
              ++_i)
 
 static inline unsigned ucg_p2p_tree_idx(const ucg_coll_t *coll,
@@ -99,9 +83,9 @@ static inline unsigned ucg_p2p_tree_idx(const ucg_coll_t *coll,
 
 static ucs_status_t ucg_p2p_tree_init(ucg_coll_t *coll)
 {
-    ucg_phase_state_t *ps = &coll->ps;
-    unsigned n            = coll->set->count;
-    unsigned radix        = coll->phase->radix;
+    ucg_p2p_tree_state_t *ps = &coll->ps.tree;
+    unsigned n               = coll->set->count;
+    unsigned radix           = coll->phase->radix;
     unsigned long v, dist, top, child, i;
     unsigned nchildren;
 
@@ -113,35 +97,35 @@ static ucs_status_t ucg_p2p_tree_init(ucg_coll_t *coll)
 
     v = (coll->my_idx + n - coll->set->root) % n;
     if (v == 0) {
-        ps->vals[UCG_P2P_TREE_PARENT] = UCG_P2P_NO_PARENT;
+        ps->parent = UCG_P2P_NO_PARENT;
         for (top = (n > 1) ? 1 : 0; (top > 0) && (top * radix < n);
              top *= radix) {
         }
     } else {
         for (dist = 1; ((v / dist) % radix) == 0; dist *= radix) {
         }
-        ps->vals[UCG_P2P_TREE_PARENT] =
+        ps->parent =
                 ucg_p2p_tree_idx(coll, v - (((v / dist) % radix) * dist));
         top = dist / radix;
     }
 
-    ps->vals[UCG_P2P_TREE_VRANK] = (unsigned)v;
-    ps->vals[UCG_P2P_TREE_RADIX] = radix;
-    ps->sizes[UCG_P2P_TREE_TOP]  = top;
+    ps->vrank = (unsigned)v;
+    ps->radix = radix;
+    ps->top   = top;
 
     nchildren = 0;
     UCG_P2P_FOR_EACH_CHILD(ps, n, dist, i, child) {
         ++nchildren;
     }
-    ps->vals[UCG_P2P_TREE_CHILDREN] = nchildren;
+    ps->children = nchildren;
     return UCS_OK;
 }
 
 
 /* P2P_BCAST: coll->data from the set root down the tree, in fragments of
  * frag_size bytes; a member forwards fragment f while fragment f + 1 is
- * arriving.  ps.frag: fragments received and forwarded so far (the next one
- * to forward once the posted requests completed). */
+ * arriving.  ps.tree.frag: fragments received and forwarded so far (the
+ * next one to forward once the posted requests completed). */
 
 #define UCG_P2P_BCAST_STEP 0
 
@@ -151,7 +135,7 @@ static ucs_status_t ucg_p2p_tree_init(ucg_coll_t *coll)
 static void ucg_p2p_bcast_frag(const ucg_coll_t *coll, size_t frag,
                                void **buf_p, size_t *len_p)
 {
-    size_t frag_len = coll->ps.sizes[UCG_P2P_TREE_FRAG];
+    size_t frag_len = coll->ps.tree.frag_len;
     size_t offset   = frag * frag_len;
 
     *buf_p = UCS_PTR_BYTE_OFFSET(coll->data, offset);
@@ -166,13 +150,13 @@ static ucs_status_t ucg_p2p_bcast_recv(ucg_coll_t *coll, size_t frag)
     ucg_p2p_bcast_frag(coll, frag, &buf, &len);
     return ucg_p2p_recv(coll,
                         ucg_p2p_rank(coll,
-                                     coll->ps.vals[UCG_P2P_TREE_PARENT]),
+                                     coll->ps.tree.parent),
                         UCG_P2P_BCAST_STEP, buf, len);
 }
 
 static ucs_status_t ucg_p2p_bcast_forward(ucg_coll_t *coll, size_t frag)
 {
-    ucg_phase_state_t *ps = &coll->ps;
+    ucg_p2p_tree_state_t *ps = &coll->ps.tree;
     unsigned long dist, i, child;
     ucs_status_t status;
     void *buf;
@@ -193,8 +177,8 @@ static ucs_status_t ucg_p2p_bcast_forward(ucg_coll_t *coll, size_t frag)
 
 static ucs_status_t ucg_p2p_bcast_progress(ucg_coll_t *coll)
 {
-    ucg_phase_state_t *ps = &coll->ps;
-    size_t nfrags         = ps->sizes[UCG_P2P_TREE_NFRAGS];
+    ucg_p2p_tree_state_t *ps = &coll->ps.tree;
+    size_t nfrags            = ps->nfrags;
     ucs_status_t status;
     size_t frag, end;
 
@@ -204,8 +188,9 @@ static ucs_status_t ucg_p2p_bcast_progress(ucg_coll_t *coll)
             return status;
         }
 
-        if (ps->vals[UCG_P2P_TREE_CHILDREN] == 0) {
-            /* A leaf forwards nothing: ps.frag counts the posted receives */
+        if (ps->children == 0) {
+            /* A leaf forwards nothing: ps->frag counts the posted
+             * receives */
             end = ucs_min(ps->frag + UCG_P2P_LEAF_BATCH, nfrags);
             for (; ps->frag < end; ++ps->frag) {
                 status = ucg_p2p_bcast_recv(coll, ps->frag);
@@ -218,7 +203,7 @@ static ucs_status_t ucg_p2p_bcast_progress(ucg_coll_t *coll)
 
         /* Fragment ps->frag is here (or we are the root) */
         frag = ps->frag++;
-        if ((ps->vals[UCG_P2P_TREE_PARENT] != UCG_P2P_NO_PARENT) &&
+        if ((ps->parent != UCG_P2P_NO_PARENT) &&
             (frag + 1 < nfrags)) {
             status = ucg_p2p_bcast_recv(coll, frag + 1);
             if (status != UCS_OK) {
@@ -235,8 +220,8 @@ static ucs_status_t ucg_p2p_bcast_progress(ucg_coll_t *coll)
 
 static ucs_status_t ucg_p2p_bcast_start(ucg_coll_t *coll)
 {
-    ucg_phase_state_t *ps = &coll->ps;
-    size_t frag_size      = coll->phase->frag_size;
+    ucg_p2p_tree_state_t *ps = &coll->ps.tree;
+    size_t frag_size         = coll->phase->frag_size;
     size_t nfrags, frag_len;
     ucs_status_t status;
 
@@ -251,14 +236,14 @@ static ucs_status_t ucg_p2p_bcast_start(ucg_coll_t *coll)
                frag_size : coll->data_len;
     nfrags   = (frag_len > 0) ? ucs_div_round_up(coll->data_len, frag_len) :
                                 1;
-    ps->sizes[UCG_P2P_TREE_FRAG]   = frag_len;
-    ps->sizes[UCG_P2P_TREE_NFRAGS] = nfrags;
+    ps->frag_len = frag_len;
+    ps->nfrags   = nfrags;
 
-    if (ps->vals[UCG_P2P_TREE_PARENT] == UCG_P2P_NO_PARENT) {
-        if (ps->vals[UCG_P2P_TREE_CHILDREN] == 0) {
+    if (ps->parent == UCG_P2P_NO_PARENT) {
+        if (ps->children == 0) {
             ps->frag = nfrags; /* alone in the set */
         }
-    } else if (ps->vals[UCG_P2P_TREE_CHILDREN] > 0) {
+    } else if (ps->children > 0) {
         status = ucg_p2p_bcast_recv(coll, 0);
         if (status != UCS_OK) {
             return status;
@@ -274,7 +259,7 @@ static ucs_status_t ucg_p2p_bcast_start(ucg_coll_t *coll)
  * sends the result to its parent.  Fragment by fragment (frag_size bytes,
  * at most UCG_P2P_REDUCE_MAX_FRAG): fragment f + 1 arrives while fragment
  * f is reduced and goes up (two scratch slots of one fragment per child).
- * ps.frag: fragments reduced (a leaf: sent) so far. */
+ * ps.tree.frag: fragments reduced (a leaf: sent) so far. */
 
 #define UCG_P2P_REDUCE_STEP 0
 
@@ -285,7 +270,7 @@ static ucs_status_t ucg_p2p_bcast_start(ucg_coll_t *coll)
 static void ucg_p2p_reduce_frag(const ucg_coll_t *coll, size_t frag,
                                 size_t *first_p, size_t *count_p)
 {
-    size_t frag_count = coll->ps.sizes[UCG_P2P_TREE_FRAG];
+    size_t frag_count = coll->ps.tree.frag_len;
 
     *first_p = frag * frag_count;
     *count_p = ucs_min(frag_count, coll->params.count - *first_p);
@@ -294,17 +279,17 @@ static void ucg_p2p_reduce_frag(const ucg_coll_t *coll, size_t frag,
 static void *ucg_p2p_reduce_slot(const ucg_coll_t *coll, size_t frag,
                                  unsigned child)
 {
-    const ucg_phase_state_t *ps = &coll->ps;
-    size_t slot_len = ps->sizes[UCG_P2P_TREE_FRAG] * coll->dt_size;
+    const ucg_p2p_tree_state_t *ps = &coll->ps.tree;
+    size_t slot_len                = ps->frag_len * coll->dt_size;
 
-    return UCS_PTR_BYTE_OFFSET(ps->tmp,
-                               (((frag % 2) * ps->vals[UCG_P2P_TREE_CHILDREN]) +
+    return UCS_PTR_BYTE_OFFSET(ps->slots,
+                               (((frag % 2) * ps->children) +
                                 child) * slot_len);
 }
 
 static ucs_status_t ucg_p2p_reduce_recv(ucg_coll_t *coll, size_t frag)
 {
-    ucg_phase_state_t *ps = &coll->ps;
+    ucg_p2p_tree_state_t *ps = &coll->ps.tree;
     unsigned long dist, i, child;
     size_t first, count;
     ucs_status_t status;
@@ -333,7 +318,7 @@ static ucs_status_t ucg_p2p_reduce_send(ucg_coll_t *coll, size_t frag)
     ucg_p2p_reduce_frag(coll, frag, &first, &count);
     return ucg_p2p_send(coll,
                         ucg_p2p_rank(coll,
-                                     coll->ps.vals[UCG_P2P_TREE_PARENT]),
+                                     coll->ps.tree.parent),
                         UCG_P2P_REDUCE_STEP,
                         UCS_PTR_BYTE_OFFSET(coll->acc, first * coll->dt_size),
                         count * coll->dt_size);
@@ -341,8 +326,8 @@ static ucs_status_t ucg_p2p_reduce_send(ucg_coll_t *coll, size_t frag)
 
 static ucs_status_t ucg_p2p_reduce_progress(ucg_coll_t *coll)
 {
-    ucg_phase_state_t *ps = &coll->ps;
-    size_t nfrags         = ps->sizes[UCG_P2P_TREE_NFRAGS];
+    ucg_p2p_tree_state_t *ps = &coll->ps.tree;
+    size_t nfrags            = ps->nfrags;
     size_t frag, first, count, end;
     ucs_status_t status;
     unsigned ci;
@@ -353,8 +338,8 @@ static ucs_status_t ucg_p2p_reduce_progress(ucg_coll_t *coll)
             return status;
         }
 
-        if (ps->vals[UCG_P2P_TREE_CHILDREN] == 0) {
-            /* A leaf's vector does not change: ps.frag counts the posted
+        if (ps->children == 0) {
+            /* A leaf's vector does not change: ps->frag counts the posted
              * sends */
             end = ucs_min(ps->frag + UCG_P2P_LEAF_BATCH, nfrags);
             for (; ps->frag < end; ++ps->frag) {
@@ -378,14 +363,14 @@ static ucs_status_t ucg_p2p_reduce_progress(ucg_coll_t *coll)
 
         /* Fixed child order: the result does not depend on arrival order */
         ucg_p2p_reduce_frag(coll, frag, &first, &count);
-        for (ci = 0; ci < ps->vals[UCG_P2P_TREE_CHILDREN]; ++ci) {
+        for (ci = 0; ci < ps->children; ++ci) {
             ucg_op_reduce(&coll->op, ucg_p2p_reduce_slot(coll, frag, ci),
                           UCS_PTR_BYTE_OFFSET(coll->acc,
                                               first * coll->dt_size),
                           count);
         }
 
-        if (ps->vals[UCG_P2P_TREE_PARENT] != UCG_P2P_NO_PARENT) {
+        if (ps->parent != UCG_P2P_NO_PARENT) {
             status = ucg_p2p_reduce_send(coll, frag);
             if (status != UCS_OK) {
                 return status;
@@ -396,9 +381,9 @@ static ucs_status_t ucg_p2p_reduce_progress(ucg_coll_t *coll)
 
 static ucs_status_t ucg_p2p_reduce_start(ucg_coll_t *coll)
 {
-    ucg_phase_state_t *ps = &coll->ps;
-    size_t count          = coll->params.count;
-    size_t frag_size      = coll->phase->frag_size;
+    ucg_p2p_tree_state_t *ps = &coll->ps.tree;
+    size_t count             = coll->params.count;
+    size_t frag_size         = coll->phase->frag_size;
     size_t frag_count, nfrags;
     unsigned nchildren;
     ucs_status_t status;
@@ -416,12 +401,12 @@ static ucs_status_t ucg_p2p_reduce_start(ucg_coll_t *coll)
         frag_count = ucs_max(frag_size / coll->dt_size, 1);
     }
     nfrags = (frag_count > 0) ? ucs_div_round_up(count, frag_count) : 1;
-    ps->sizes[UCG_P2P_TREE_FRAG]   = frag_count;
-    ps->sizes[UCG_P2P_TREE_NFRAGS] = nfrags;
+    ps->frag_len = frag_count;
+    ps->nfrags   = nfrags;
 
-    nchildren = ps->vals[UCG_P2P_TREE_CHILDREN];
+    nchildren = ps->children;
     if (nchildren == 0) {
-        if (ps->vals[UCG_P2P_TREE_PARENT] == UCG_P2P_NO_PARENT) {
+        if (ps->parent == UCG_P2P_NO_PARENT) {
             ps->frag = nfrags; /* alone in the set */
         }
         return ucg_p2p_reduce_progress(coll);
@@ -429,7 +414,7 @@ static ucs_status_t ucg_p2p_reduce_start(ucg_coll_t *coll)
 
     status = ucg_p2p_scratch(coll,
                              ((nfrags > 1) ? 2 : 1) * nchildren * frag_count *
-                             coll->dt_size, &ps->tmp);
+                             coll->dt_size, &ps->slots);
     if (status != UCS_OK) {
         return status;
     }
@@ -449,20 +434,12 @@ static ucs_status_t ucg_p2p_reduce_start(ucg_coll_t *coll)
  * the odd one before the rounds and gets the result after them.  In every
  * combination the vector of the lower members is the "in" operand, so all
  * members compute bit-identical results.  The current value lives in acc
- * or in scratch (ps.sub), whichever received last, to avoid copies.
- * Stages (ps.step: the posted one; ps.step == number of stages: done):
+ * or in scratch (ps.rd.cur_in_tmp), whichever received last, to avoid copies.
+ * Stages (ps.rd.stage: the posted one; == ps.rd.stages: done):
  *  - extra member: 0 send the vector, 1 receive the result;
  *  - others: 0 receive the extra partner's vector (if any), 1..L the
  *    rounds, L + 1 send the result to the extra partner (if any).
  * ---------------------------------------------------------------------- */
-
-enum {
-    UCG_P2P_RD_ROLE,        /* below */
-    UCG_P2P_RD_NEWIDX,      /* index among the p members of the rounds */
-    UCG_P2P_RD_ROUNDS,      /* L */
-    UCG_P2P_RD_EXTRA,       /* n - p */
-    UCG_P2P_RD_STAGES
-};
 
 enum {
     UCG_P2P_RD_ROLE_PLAIN,
@@ -476,18 +453,18 @@ enum {
 
 static inline void *ucg_p2p_rd_cur(const ucg_coll_t *coll)
 {
-    return coll->ps.sub ? coll->ps.tmp : coll->acc;
+    return coll->ps.rd.cur_in_tmp ? coll->ps.rd.tmp : coll->acc;
 }
 
 static inline void *ucg_p2p_rd_other(const ucg_coll_t *coll)
 {
-    return coll->ps.sub ? coll->acc : coll->ps.tmp;
+    return coll->ps.rd.cur_in_tmp ? coll->acc : coll->ps.rd.tmp;
 }
 
 static unsigned ucg_p2p_rd_peer(const ucg_coll_t *coll, unsigned round)
 {
-    unsigned newidx = coll->ps.vals[UCG_P2P_RD_NEWIDX] ^ UCS_BIT(round);
-    unsigned extra  = coll->ps.vals[UCG_P2P_RD_EXTRA];
+    unsigned newidx = coll->ps.rd.newidx ^ UCS_BIT(round);
+    unsigned extra  = coll->ps.rd.extra;
 
     return ucg_p2p_rank(coll, (newidx < extra) ? ((2 * newidx) + 1) :
                                                  (newidx + extra));
@@ -495,14 +472,14 @@ static unsigned ucg_p2p_rd_peer(const ucg_coll_t *coll, unsigned round)
 
 static ucs_status_t ucg_p2p_allreduce_rd_post(ucg_coll_t *coll)
 {
-    ucg_phase_state_t *ps = &coll->ps;
-    unsigned rounds       = ps->vals[UCG_P2P_RD_ROUNDS];
-    unsigned me           = coll->my_idx;
-    unsigned stage        = ps->step;
+    ucg_p2p_rd_state_t *ps = &coll->ps.rd;
+    unsigned rounds        = ps->rounds;
+    unsigned me            = coll->my_idx;
+    unsigned stage         = ps->stage;
     ucs_status_t status;
     unsigned peer;
 
-    switch (ps->vals[UCG_P2P_RD_ROLE]) {
+    switch (ps->role) {
     case UCG_P2P_RD_ROLE_EXTRA:
         if (stage == 0) {
             return ucg_p2p_send(coll, ucg_p2p_rank(coll, me + 1),
@@ -538,12 +515,12 @@ static ucs_status_t ucg_p2p_allreduce_rd_post(ucg_coll_t *coll)
     }
 
     /* Last stage: the result to acc, and to the extra partner */
-    if (ps->sub) {
+    if (ps->cur_in_tmp) {
         memcpy(coll->acc, ps->tmp, coll->len);
-        ps->sub = 0;
+        ps->cur_in_tmp = 0;
     }
 
-    if (ps->vals[UCG_P2P_RD_ROLE] == UCG_P2P_RD_ROLE_PAIRED) {
+    if (ps->role == UCG_P2P_RD_ROLE_PAIRED) {
         return ucg_p2p_send(coll, ucg_p2p_rank(coll, me - 1),
                             UCG_P2P_RD_STEP_POST(rounds), coll->acc,
                             coll->len);
@@ -555,43 +532,43 @@ static ucs_status_t ucg_p2p_allreduce_rd_post(ucg_coll_t *coll)
 /* What arrived in a completed stage goes into the current value */
 static void ucg_p2p_allreduce_rd_finish(ucg_coll_t *coll)
 {
-    ucg_phase_state_t *ps = &coll->ps;
-    unsigned stage        = ps->step;
+    ucg_p2p_rd_state_t *ps = &coll->ps.rd;
+    unsigned stage         = ps->stage;
     void *cur, *other;
 
-    if ((ps->vals[UCG_P2P_RD_ROLE] == UCG_P2P_RD_ROLE_EXTRA) ||
-        (stage > ps->vals[UCG_P2P_RD_ROUNDS]) ||
+    if ((ps->role == UCG_P2P_RD_ROLE_EXTRA) ||
+        (stage > ps->rounds) ||
         ((stage == 0) &&
-         (ps->vals[UCG_P2P_RD_ROLE] != UCG_P2P_RD_ROLE_PAIRED))) {
+         (ps->role != UCG_P2P_RD_ROLE_PAIRED))) {
         return;
     }
 
     cur   = ucg_p2p_rd_cur(coll);
     other = ucg_p2p_rd_other(coll);
-    if ((stage == 0) || (ps->vals[UCG_P2P_RD_NEWIDX] & UCS_BIT(stage - 1))) {
+    if ((stage == 0) || (ps->newidx & UCS_BIT(stage - 1))) {
         /* The extra partner, or a lower round peer: result in place */
         ucg_op_reduce(&coll->op, other, cur, coll->params.count);
     } else {
         /* A higher round peer: the result lands in its buffer, which
          * becomes the current one */
         ucg_op_reduce(&coll->op, cur, other, coll->params.count);
-        ps->sub = !ps->sub;
+        ps->cur_in_tmp = !ps->cur_in_tmp;
     }
 }
 
 static ucs_status_t ucg_p2p_allreduce_rd_progress(ucg_coll_t *coll)
 {
-    ucg_phase_state_t *ps = &coll->ps;
+    ucg_p2p_rd_state_t *ps = &coll->ps.rd;
     ucs_status_t status;
 
     for (;;) {
         status = ucg_p2p_test(coll);
-        if ((status != UCS_OK) || (ps->step == ps->vals[UCG_P2P_RD_STAGES])) {
+        if ((status != UCS_OK) || (ps->stage == ps->stages)) {
             return status;
         }
 
         ucg_p2p_allreduce_rd_finish(coll);
-        if (++ps->step < ps->vals[UCG_P2P_RD_STAGES]) {
+        if (++ps->stage < ps->stages) {
             status = ucg_p2p_allreduce_rd_post(coll);
             if (status != UCS_OK) {
                 return status;
@@ -602,15 +579,15 @@ static ucs_status_t ucg_p2p_allreduce_rd_progress(ucg_coll_t *coll)
 
 static ucs_status_t ucg_p2p_allreduce_rd_start(ucg_coll_t *coll)
 {
-    ucg_phase_state_t *ps = &coll->ps;
-    unsigned n            = coll->set->count;
-    unsigned me           = coll->my_idx;
+    ucg_p2p_rd_state_t *ps = &coll->ps.rd;
+    unsigned n             = coll->set->count;
+    unsigned me            = coll->my_idx;
     unsigned p, rounds, extra;
     ucs_status_t status;
 
     if (n == 1) {
-        ps->vals[UCG_P2P_RD_STAGES] = 0;
-        ps->step                    = 0;
+        ps->stages = 0;
+        ps->stage  = 0;
         return UCS_OK;
     }
 
@@ -618,24 +595,24 @@ static ucs_status_t ucg_p2p_allreduce_rd_start(ucg_coll_t *coll)
     }
     extra = n - p;
 
-    ps->vals[UCG_P2P_RD_ROUNDS] = rounds;
-    ps->vals[UCG_P2P_RD_EXTRA]  = extra;
-    ps->step                    = 0;
-    ps->sub                     = 0;
+    ps->rounds     = rounds;
+    ps->extra      = extra;
+    ps->stage      = 0;
+    ps->cur_in_tmp = 0;
 
     if (me < 2 * extra) {
-        ps->vals[UCG_P2P_RD_ROLE]   = (me % 2) ? UCG_P2P_RD_ROLE_PAIRED :
+        ps->role   = (me % 2) ? UCG_P2P_RD_ROLE_PAIRED :
                                                  UCG_P2P_RD_ROLE_EXTRA;
-        ps->vals[UCG_P2P_RD_NEWIDX] = me / 2;
+        ps->newidx = me / 2;
     } else {
-        ps->vals[UCG_P2P_RD_ROLE]   = UCG_P2P_RD_ROLE_PLAIN;
-        ps->vals[UCG_P2P_RD_NEWIDX] = me - extra;
+        ps->role   = UCG_P2P_RD_ROLE_PLAIN;
+        ps->newidx = me - extra;
     }
 
-    if (ps->vals[UCG_P2P_RD_ROLE] == UCG_P2P_RD_ROLE_EXTRA) {
-        ps->vals[UCG_P2P_RD_STAGES] = 2;
+    if (ps->role == UCG_P2P_RD_ROLE_EXTRA) {
+        ps->stages = 2;
     } else {
-        ps->vals[UCG_P2P_RD_STAGES] = rounds + 2;
+        ps->stages = rounds + 2;
         status = ucg_p2p_scratch(coll, coll->len, &ps->tmp);
         if (status != UCS_OK) {
             return status;
@@ -660,7 +637,7 @@ static ucs_status_t ucg_p2p_allreduce_rd_start(ucg_coll_t *coll)
  * Stages n-1..2n-3 (allgather, t = s - n + 1): send segment me + 1 - t,
  * receive segment me - t straight into acc.  Every segment is computed by
  * one member only, so all get bit-identical results.
- * ps.step: the posted stage (2n - 2: done).
+ * ps.ring.stage: the posted stage (2n - 2: done).
  * ---------------------------------------------------------------------- */
 
 static void ucg_p2p_ring_segs(const ucg_coll_t *coll, unsigned stage,
@@ -683,7 +660,7 @@ static void ucg_p2p_ring_segs(const ucg_coll_t *coll, unsigned stage,
 static ucs_status_t ucg_p2p_allreduce_ring_post(ucg_coll_t *coll)
 {
     unsigned n     = coll->set->count;
-    unsigned stage = coll->ps.step;
+    unsigned stage = coll->ps.ring.stage;
     unsigned step  = stage & UCG_P2P_STEP_MASK;
     unsigned send_seg, recv_seg;
     size_t first, count;
@@ -703,7 +680,7 @@ static ucs_status_t ucg_p2p_allreduce_ring_post(ucg_coll_t *coll)
     }
 
     ucg_p2p_segment(coll->params.count, n, recv_seg, &first, &count);
-    rbuf = (stage < n - 1) ? coll->ps.tmp :
+    rbuf = (stage < n - 1) ? coll->ps.ring.tmp :
            UCS_PTR_BYTE_OFFSET(coll->acc, first * coll->dt_size);
     return ucg_p2p_recv(coll, ucg_p2p_rank(coll, (coll->my_idx + n - 1) % n),
                         step, rbuf, count * coll->dt_size);
@@ -711,20 +688,20 @@ static ucs_status_t ucg_p2p_allreduce_ring_post(ucg_coll_t *coll)
 
 static ucs_status_t ucg_p2p_allreduce_ring_progress(ucg_coll_t *coll)
 {
-    ucg_phase_state_t *ps = &coll->ps;
-    unsigned n            = coll->set->count;
+    ucg_p2p_ring_state_t *ps = &coll->ps.ring;
+    unsigned n               = coll->set->count;
     unsigned send_seg, recv_seg;
     size_t first, count;
     ucs_status_t status;
 
     for (;;) {
         status = ucg_p2p_test(coll);
-        if ((status != UCS_OK) || (ps->step == 2 * (n - 1))) {
+        if ((status != UCS_OK) || (ps->stage == 2 * (n - 1))) {
             return status;
         }
 
-        if (ps->step < n - 1) {
-            ucg_p2p_ring_segs(coll, ps->step, &send_seg, &recv_seg);
+        if (ps->stage < n - 1) {
+            ucg_p2p_ring_segs(coll, ps->stage, &send_seg, &recv_seg);
             ucg_p2p_segment(coll->params.count, n, recv_seg, &first, &count);
             ucg_op_reduce(&coll->op, ps->tmp,
                           UCS_PTR_BYTE_OFFSET(coll->acc,
@@ -732,7 +709,7 @@ static ucs_status_t ucg_p2p_allreduce_ring_progress(ucg_coll_t *coll)
                           count);
         }
 
-        if (++ps->step < 2 * (n - 1)) {
+        if (++ps->stage < 2 * (n - 1)) {
             status = ucg_p2p_allreduce_ring_post(coll);
             if (status != UCS_OK) {
                 return status;
@@ -746,7 +723,7 @@ static ucs_status_t ucg_p2p_allreduce_ring_start(ucg_coll_t *coll)
     unsigned n = coll->set->count;
     ucs_status_t status;
 
-    coll->ps.step = 0;
+    coll->ps.ring.stage = 0;
     if (n == 1) {
         return UCS_OK;
     }
@@ -754,7 +731,7 @@ static ucs_status_t ucg_p2p_allreduce_ring_start(ucg_coll_t *coll)
     /* Segment 0 is a largest one */
     status = ucg_p2p_scratch(coll,
                              ucs_div_round_up(coll->params.count, n) *
-                             coll->dt_size, &coll->ps.tmp);
+                             coll->dt_size, &coll->ps.ring.tmp);
     if (status != UCS_OK) {
         return status;
     }
@@ -970,12 +947,12 @@ static ucs_status_t ucg_p2p_allgather_linear_start(ucg_coll_t *coll)
 
 /* P2P_ALLGATHER_RING: at stage s, forward the blocks of member me - s to
  * the right neighbour and receive those of member me - s - 1 from the left
- * one.  ps.step: the posted stage (n - 1: done). */
+ * one.  ps.ring.stage: the posted stage (n - 1: done). */
 static ucs_status_t ucg_p2p_allgather_ring_post(ucg_coll_t *coll)
 {
     unsigned n     = coll->set->count;
     unsigned me    = coll->my_idx;
-    unsigned stage = coll->ps.step;
+    unsigned stage = coll->ps.ring.stage;
     unsigned step  = stage & UCG_P2P_STEP_MASK;
     ucs_status_t status;
 
@@ -996,11 +973,11 @@ static ucs_status_t ucg_p2p_allgather_ring_progress(ucg_coll_t *coll)
 
     for (;;) {
         status = ucg_p2p_test(coll);
-        if ((status != UCS_OK) || (coll->ps.step == stages)) {
+        if ((status != UCS_OK) || (coll->ps.ring.stage == stages)) {
             return status;
         }
 
-        if (++coll->ps.step < stages) {
+        if (++coll->ps.ring.stage < stages) {
             status = ucg_p2p_allgather_ring_post(coll);
             if (status != UCS_OK) {
                 return status;
@@ -1013,7 +990,7 @@ static ucs_status_t ucg_p2p_allgather_ring_start(ucg_coll_t *coll)
 {
     ucs_status_t status;
 
-    coll->ps.step = 0;
+    coll->ps.ring.stage = 0;
     if (coll->set->count == 1) {
         return UCS_OK;
     }
@@ -1030,40 +1007,39 @@ static ucs_status_t ucg_p2p_allgather_ring_start(ucg_coll_t *coll)
 /* -------------------------------------------------------------------------
  * P2P_BARRIER: dissemination.  Round k: 0 bytes to me + 2^k, from me - 2^k;
  * after ceil(log2 n) rounds every member has heard, directly or not, from
- * all others.  ps.step: the posted round; ps.vals[0]: the number of rounds
- * (ps.step == ps.vals[0]: done).
+ * all others.  ps.barrier.round: the posted round (== rounds: done).
  * ---------------------------------------------------------------------- */
 
 static ucs_status_t ucg_p2p_barrier_post(ucg_coll_t *coll)
 {
     unsigned n    = coll->set->count;
-    unsigned dist = UCS_BIT(coll->ps.step);
+    unsigned dist = UCS_BIT(coll->ps.barrier.round);
     ucs_status_t status;
 
     status = ucg_p2p_send(coll,
                           ucg_p2p_rank(coll, (coll->my_idx + dist) % n),
-                          coll->ps.step, &ucg_p2p_dummy, 0);
+                          coll->ps.barrier.round, &ucg_p2p_dummy, 0);
     if (status != UCS_OK) {
         return status;
     }
 
     return ucg_p2p_recv(coll,
                         ucg_p2p_rank(coll, (coll->my_idx + n - dist) % n),
-                        coll->ps.step, &ucg_p2p_dummy, 0);
+                        coll->ps.barrier.round, &ucg_p2p_dummy, 0);
 }
 
 static ucs_status_t ucg_p2p_barrier_progress(ucg_coll_t *coll)
 {
-    ucg_phase_state_t *ps = &coll->ps;
+    ucg_p2p_barrier_state_t *ps = &coll->ps.barrier;
     ucs_status_t status;
 
     for (;;) {
         status = ucg_p2p_test(coll);
-        if ((status != UCS_OK) || (ps->step == ps->vals[0])) {
+        if ((status != UCS_OK) || (ps->round == ps->rounds)) {
             return status;
         }
 
-        if (++ps->step < ps->vals[0]) {
+        if (++ps->round < ps->rounds) {
             status = ucg_p2p_barrier_post(coll);
             if (status != UCS_OK) {
                 return status;
@@ -1074,15 +1050,15 @@ static ucs_status_t ucg_p2p_barrier_progress(ucg_coll_t *coll)
 
 static ucs_status_t ucg_p2p_barrier_start(ucg_coll_t *coll)
 {
-    ucg_phase_state_t *ps = &coll->ps;
+    ucg_p2p_barrier_state_t *ps = &coll->ps.barrier;
     ucs_status_t status;
 
-    for (ps->vals[0] = 0; UCS_BIT(ps->vals[0]) < coll->set->count;
-         ++ps->vals[0]) {
+    for (ps->rounds = 0; UCS_BIT(ps->rounds) < coll->set->count;
+         ++ps->rounds) {
     }
 
-    ps->step = 0;
-    if (ps->vals[0] == 0) {
+    ps->round = 0;
+    if (ps->rounds == 0) {
         return UCS_OK; /* alone */
     }
 

@@ -50,36 +50,14 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-/* Phase state (coll->ps) of SM phases */
-#define UCG_SM_PS_EP(_coll)       ((_coll)->ps.tmp)
-#define UCG_SM_PS_NEXT(_coll)     ((_coll)->ps.frag)      /* fragments done */
-#define UCG_SM_PS_NFRAGS(_coll)   ((_coll)->ps.vals[0])
-#define UCG_SM_PS_ROLE(_coll)     ((_coll)->ps.vals[1])
-#define UCG_SM_PS_TURN(_coll)     ((_coll)->ps.vals[2])   /* may contribute */
-#define UCG_SM_PS_STATUS(_coll)   ((_coll)->ps.posted)    /* delivery error */
-#define UCG_SM_PS_TOTAL(_coll)    ((_coll)->ps.sizes[0])
-#define UCG_SM_PS_FRAG(_coll)     ((_coll)->ps.sizes[1])
-/* SM_ALLREDUCE: fragments received and expected, vectors by set index */
-#define UCG_SM_PS_RECVD(_coll)    ((_coll)->ps.step)
-#define UCG_SM_PS_EXPECT(_coll)   ((_coll)->ps.vals[3])
-#define UCG_SM_PS_VECS(_coll)     ((_coll)->ps.sizes[2])
-#define UCG_SM_PS_DONE(_coll)     ((_coll)->ps.vals[4])
-/* SM_*_CMA: stage (0: descriptors, 1: acknowledgements or release), the
- * status of this member's reads, and the received descriptors (in the
- * phase's scratch: the root's, or the members' in member order) */
-#define UCG_SM_PS_STAGE(_coll)    ((_coll)->ps.vals[5])
-#define UCG_SM_PS_READ(_coll)     ((_coll)->ps.vals[7])
-#define UCG_SM_PS_DESCS(_coll)    ((_coll)->ps.sizes[2])
-/* The phase's endpoints are resolved and its own start() was called */
-#define UCG_SM_PS_OPEN(_coll)     ((_coll)->ps.sub)
-
 /* SM_*_CMA stage 0 message: where the sender's data is */
-typedef struct ucg_sm_cma_desc {
+struct ucg_sm_cma_desc {
     uint64_t addr;
     uint64_t length;
     int32_t  pid;
     uint32_t reserved;
-} ucg_sm_cma_desc_t;
+};
+typedef struct ucg_sm_cma_desc ucg_sm_cma_desc_t;
 
 /* SM_*_CMA stage 1 message: the status of the reads (ucs_status_t) */
 typedef int64_t ucg_sm_cma_ack_t;
@@ -162,21 +140,21 @@ static int ucg_sm_contrib_key(const ucg_coll_t *coll, unsigned phase_idx,
 static int ucg_sm_contributed(const ucg_coll_t *coll)
 {
     /* Still waiting for its endpoints: it has not even begun */
-    if (!UCG_SM_PS_OPEN(coll)) {
+    if (!coll->ps.sm.open) {
         return 0;
     }
 
     /* The fan-in stage of the CMA phases: 1 of bcast, 0 of reduce */
     if (coll->phase->method == UCG_PHASE_SM_BCAST_CMA) {
-        if (UCG_SM_PS_STAGE(coll) == 0) {
+        if (coll->ps.sm.cma.stage == 0) {
             return 0;
         }
     } else if (coll->phase->method == UCG_PHASE_SM_REDUCE_CMA) {
-        if (UCG_SM_PS_STAGE(coll) == 1) {
+        if (coll->ps.sm.cma.stage == 1) {
             return 1;
         }
     }
-    return UCG_SM_PS_NEXT(coll) >= UCG_SM_PS_NFRAGS(coll);
+    return coll->ps.sm.next >= coll->ps.sm.nfrags;
 }
 
 /* Whether every collective started before @a coll is done contributing to
@@ -272,7 +250,7 @@ static void ucg_sm_cma_pack(const ucg_coll_t *coll, void *payload)
 {
     ucg_sm_cma_desc_t *desc;
 
-    if (UCG_SM_PS_STAGE(coll) == 0) {
+    if (coll->ps.sm.cma.stage == 0) {
         desc           = payload;
         desc->addr     = ucg_sm_cma_is_bcast(coll) ? (uintptr_t)coll->data :
                                                      (uintptr_t)coll->acc;
@@ -280,7 +258,7 @@ static void ucg_sm_cma_pack(const ucg_coll_t *coll, void *payload)
         desc->pid      = getpid();
         desc->reserved = 0;
     } else {
-        *(ucg_sm_cma_ack_t*)payload = (int)UCG_SM_PS_READ(coll);
+        *(ucg_sm_cma_ack_t*)payload = (int)coll->ps.sm.cma.read;
     }
 }
 
@@ -298,7 +276,7 @@ static size_t ucg_sm_pack(void *dest, void *arg)
     hdr->seq      = coll->seq;
     hdr->phase    = coll->phase_idx;
     hdr->epoch    = coll->group->epoch;
-    hdr->frag     = UCG_SM_PS_NEXT(coll);
+    hdr->frag     = coll->ps.sm.next;
     hdr->src      = coll->my_idx;
 
     switch (coll->phase->method) {
@@ -336,24 +314,24 @@ static size_t ucg_sm_pack(void *dest, void *arg)
 
 static ucs_status_t ucg_sm_send(ucg_coll_t *coll)
 {
-    uct_ep_h ep = UCG_SM_PS_EP(coll);
+    uct_ep_h ep = coll->ps.sm.ep;
     ucg_sm_pack_arg_t pack;
     ucg_sm_key_t key;
     ssize_t ret;
 
-    if (!UCG_SM_PS_TURN(coll)) {
+    if (!coll->ps.sm.turn) {
         if (ucg_sm_contrib_key(coll, coll->phase_idx, &key) &&
             !ucg_sm_my_turn(coll, &key)) {
             return UCS_INPROGRESS;
         }
-        UCG_SM_PS_TURN(coll) = 1;
+        coll->ps.sm.turn = 1;
     }
 
     pack.coll = coll;
-    while (UCG_SM_PS_NEXT(coll) < UCG_SM_PS_NFRAGS(coll)) {
-        pack.offset = UCG_SM_PS_NEXT(coll) * UCG_SM_PS_FRAG(coll);
-        pack.length = ucs_min(UCG_SM_PS_FRAG(coll),
-                              UCG_SM_PS_TOTAL(coll) - pack.offset);
+    while (coll->ps.sm.next < coll->ps.sm.nfrags) {
+        pack.offset = coll->ps.sm.next * coll->ps.sm.frag_len;
+        pack.length = ucs_min(coll->ps.sm.frag_len,
+                              coll->ps.sm.total - pack.offset);
         ret         = uct_ep_am_bcopy(ep, UCG_SM_AM_ID, ucg_sm_pack, &pack, 0);
         if (ret == UCS_ERR_NO_RESOURCE) {
             return UCS_INPROGRESS; /* ring full: retried from progress */
@@ -364,7 +342,7 @@ static ucs_status_t ucg_sm_send(ucg_coll_t *coll)
                       ucs_status_string((ucs_status_t)ret));
             return (ucs_status_t)ret;
         }
-        ++UCG_SM_PS_NEXT(coll);
+        ++coll->ps.sm.next;
     }
 
     return UCS_OK;
@@ -375,7 +353,7 @@ static ucs_status_t ucg_sm_recv_error(ucg_coll_t *coll, const char *what,
 {
     ucs_error("ucg group %u %s seq %u phase %u fragment %zu: %s (%zu)",
               coll->group->id, ucg_coll_name(coll->params.type), coll->seq,
-              coll->phase_idx, UCG_SM_PS_NEXT(coll), what, value);
+              coll->phase_idx, coll->ps.sm.next, what, value);
     return UCS_ERR_IO_ERROR;
 }
 
@@ -449,26 +427,26 @@ static ucs_status_t ucg_sm_recv_fanin(ucg_coll_t *coll, const void *data,
 static void ucg_sm_allreduce_deliver(ucg_coll_t *coll, const ucg_sm_hdr_t *hdr,
                                      size_t length)
 {
-    size_t offset   = (size_t)hdr->frag * UCG_SM_PS_FRAG(coll);
+    size_t offset = (size_t)hdr->frag * coll->ps.sm.frag_len;
     size_t frag_len;
 
-    ++UCG_SM_PS_RECVD(coll);
+    ++coll->ps.sm.allreduce.recvd;
     if ((hdr->src >= coll->set->count) || (hdr->src == coll->my_idx) ||
-        (hdr->frag >= UCG_SM_PS_NFRAGS(coll))) {
-        UCG_SM_PS_STATUS(coll) = ucg_sm_recv_error(coll, "bad source or "
-                                                   "fragment", hdr->src);
+        (hdr->frag >= coll->ps.sm.nfrags)) {
+        coll->ps.sm.status = ucg_sm_recv_error(coll, "bad source or "
+                                               "fragment", hdr->src);
         return;
     }
 
-    frag_len = ucs_min(UCG_SM_PS_FRAG(coll), UCG_SM_PS_TOTAL(coll) - offset);
+    frag_len = ucs_min(coll->ps.sm.frag_len, coll->ps.sm.total - offset);
     if (length != sizeof(*hdr) + frag_len) {
-        UCG_SM_PS_STATUS(coll) = ucg_sm_recv_error(coll, "unexpected length",
-                                                   length);
+        coll->ps.sm.status = ucg_sm_recv_error(coll, "unexpected length",
+                                               length);
         return;
     }
 
     if (frag_len > 0) {
-        memcpy(UCS_PTR_BYTE_OFFSET((void*)UCG_SM_PS_VECS(coll),
+        memcpy(UCS_PTR_BYTE_OFFSET(coll->ps.sm.allreduce.vecs,
                                    hdr->src * coll->len + offset),
                hdr + 1, frag_len);
     }
@@ -496,8 +474,8 @@ static ucs_status_t ucg_sm_cma_deliver(ucg_coll_t *coll,
                                        const ucg_sm_hdr_t *hdr, size_t length)
 {
     int fanin            = ucg_sm_cma_is_bcast(coll) ==
-                           (UCG_SM_PS_STAGE(coll) == 1);
-    size_t payload_len   = (UCG_SM_PS_STAGE(coll) == 0) ?
+                           (coll->ps.sm.cma.stage == 1);
+    size_t payload_len   = (coll->ps.sm.cma.stage == 0) ?
                            sizeof(ucg_sm_cma_desc_t) : sizeof(ucg_sm_cma_ack_t);
     size_t stride        = sizeof(*hdr) + payload_len;
     unsigned num_msgs    = fanin ? (coll->set->count - 1) : 1;
@@ -514,10 +492,10 @@ static ucs_status_t ucg_sm_cma_deliver(ucg_coll_t *coll,
         return ucg_sm_recv_error(coll, "unexpected length", length);
     }
 
-    descs = (ucg_sm_cma_desc_t*)UCG_SM_PS_DESCS(coll);
+    descs = coll->ps.sm.cma.descs;
     for (pos = 0; pos < num_msgs; ++pos) {
         payload = UCS_PTR_BYTE_OFFSET(hdr, pos * stride + sizeof(*hdr));
-        if (UCG_SM_PS_STAGE(coll) == 0) {
+        if (coll->ps.sm.cma.stage == 0) {
             /* The payload may be in the sender's shared ring: check the
              * private copy, which is what the read uses */
             memcpy(&descs[pos], payload, sizeof(*descs));
@@ -548,7 +526,7 @@ void ucg_sm_deliver(ucg_coll_t *coll, const void *data, size_t length)
     size_t offset, frag_len;
     ucs_status_t status;
 
-    if (UCG_SM_PS_STATUS(coll) != UCS_OK) {
+    if (coll->ps.sm.status != UCS_OK) {
         return;
     }
 
@@ -557,19 +535,19 @@ void ucg_sm_deliver(ucg_coll_t *coll, const void *data, size_t length)
         return;
     } else if ((coll->phase->method == UCG_PHASE_SM_BCAST_CMA) ||
                (coll->phase->method == UCG_PHASE_SM_REDUCE_CMA)) {
-        UCG_SM_PS_STATUS(coll) = ucg_sm_cma_deliver(coll, hdr, length);
-        ++UCG_SM_PS_NEXT(coll);
+        coll->ps.sm.status = ucg_sm_cma_deliver(coll, hdr, length);
+        ++coll->ps.sm.next;
         return;
     }
 
-    if (hdr->frag != UCG_SM_PS_NEXT(coll)) {
+    if (hdr->frag != coll->ps.sm.next) {
         status = ucg_sm_recv_error(coll, "out of order, got fragment",
                                    hdr->frag);
         goto out;
     }
 
-    offset   = UCG_SM_PS_NEXT(coll) * UCG_SM_PS_FRAG(coll);
-    frag_len = ucs_min(UCG_SM_PS_FRAG(coll), UCG_SM_PS_TOTAL(coll) - offset);
+    offset   = coll->ps.sm.next * coll->ps.sm.frag_len;
+    frag_len = ucs_min(coll->ps.sm.frag_len, coll->ps.sm.total - offset);
 
     if (coll->phase->method == UCG_PHASE_SM_BCAST) {
         if (length != sizeof(*hdr) + frag_len) {
@@ -582,8 +560,8 @@ void ucg_sm_deliver(ucg_coll_t *coll, const void *data, size_t length)
     }
 
 out:
-    UCG_SM_PS_STATUS(coll) = status;
-    ++UCG_SM_PS_NEXT(coll);
+    coll->ps.sm.status = status;
+    ++coll->ps.sm.next;
 }
 
 int ucg_sm_expects(const ucg_coll_t *coll)
@@ -594,10 +572,10 @@ int ucg_sm_expects(const ucg_coll_t *coll)
     case UCG_PHASE_SM_BCAST:
     case UCG_PHASE_SM_REDUCE:
     case UCG_PHASE_SM_GATHER:
-        return (UCG_SM_PS_ROLE(coll) == UCG_SM_ROLE_RECV) &&
-               (UCG_SM_PS_NEXT(coll) < UCG_SM_PS_NFRAGS(coll));
+        return (coll->ps.sm.role == UCG_SM_ROLE_RECV) &&
+               (coll->ps.sm.next < coll->ps.sm.nfrags);
     case UCG_PHASE_SM_ALLREDUCE:
-        return UCG_SM_PS_RECVD(coll) < UCG_SM_PS_EXPECT(coll);
+        return coll->ps.sm.allreduce.recvd < coll->ps.sm.allreduce.expect;
     default:
         return 0;
     }
@@ -827,16 +805,16 @@ static ucs_status_t ucg_sm_stream_begin(ucg_coll_t *coll, ucg_sm_tl_t tl,
         return status;
     }
 
-    UCG_SM_PS_EP(coll)     = ep;
-    UCG_SM_PS_TOTAL(coll)  = total;
-    UCG_SM_PS_FRAG(coll)   = frag;
-    UCG_SM_PS_NFRAGS(coll) = ucs_max(1, ucs_div_round_up(total, frag));
-    UCG_SM_PS_NEXT(coll)   = 0;
-    UCG_SM_PS_TURN(coll)   = 0;
-    UCG_SM_PS_ROLE(coll)   = ((tl == UCG_SM_BCAST) == is_root) ?
-                             UCG_SM_ROLE_SEND : UCG_SM_ROLE_RECV;
+    coll->ps.sm.ep       = ep;
+    coll->ps.sm.total    = total;
+    coll->ps.sm.frag_len = frag;
+    coll->ps.sm.nfrags   = ucs_max(1, ucs_div_round_up(total, frag));
+    coll->ps.sm.next     = 0;
+    coll->ps.sm.turn     = 0;
+    coll->ps.sm.role     = ((tl == UCG_SM_BCAST) == is_root) ?
+                           UCG_SM_ROLE_SEND : UCG_SM_ROLE_RECV;
 
-    if (UCG_SM_PS_ROLE(coll) == UCG_SM_ROLE_RECV) {
+    if (coll->ps.sm.role == UCG_SM_ROLE_RECV) {
         ucg_sm_take_early(coll);
     }
     return UCS_OK;
@@ -848,7 +826,7 @@ static ucs_status_t ucg_sm_start(ucg_coll_t *coll)
     uct_o2m_dtype_t dtype;
 
     ucg_sm_phase_op(coll, coll->phase, &op, &dtype);
-    UCG_SM_PS_STATUS(coll) = UCS_OK;
+    coll->ps.sm.status = UCS_OK;
     return ucg_sm_stream_begin(coll,
                                (coll->phase->method == UCG_PHASE_SM_BCAST) ?
                                UCG_SM_BCAST : UCG_SM_INCAST,
@@ -876,57 +854,58 @@ static ucs_status_t ucg_sm_allreduce_start(ucg_coll_t *coll)
             return status;
         }
         if (set.root == coll->my_idx) {
-            UCG_SM_PS_EP(coll) = ep;
+            coll->ps.sm.ep = ep;
         }
     }
 
     if (coll->len > 0) {
-        UCG_SM_PS_VECS(coll) = (size_t)ucg_coll_scratch(coll,
-                                                        UCG_SM_SCRATCH_IDX,
-                                                        set.count * coll->len);
-        if (UCG_SM_PS_VECS(coll) == 0) {
+        coll->ps.sm.allreduce.vecs = ucg_coll_scratch(coll,
+                                                      UCG_SM_SCRATCH_IDX,
+                                                      set.count * coll->len);
+        if (coll->ps.sm.allreduce.vecs == NULL) {
             return UCS_ERR_NO_MEMORY;
         }
     }
 
-    UCG_SM_PS_TOTAL(coll)  = coll->len;
-    UCG_SM_PS_FRAG(coll)   = ucg_sm_frag_size(coll);
-    UCG_SM_PS_NFRAGS(coll) = ucs_max(1, ucs_div_round_up(coll->len,
-                                                         UCG_SM_PS_FRAG(coll)));
-    UCG_SM_PS_EXPECT(coll) = (set.count - 1) * UCG_SM_PS_NFRAGS(coll);
-    UCG_SM_PS_STATUS(coll) = UCS_OK;
-    UCG_SM_PS_ROLE(coll)   = UCG_SM_ROLE_BOTH;
-    UCG_SM_PS_TURN(coll)   = 1;
+    coll->ps.sm.total            = coll->len;
+    coll->ps.sm.frag_len         = ucg_sm_frag_size(coll);
+    coll->ps.sm.nfrags           = ucs_max(1, ucs_div_round_up(
+                                                   coll->len,
+                                                   coll->ps.sm.frag_len));
+    coll->ps.sm.allreduce.expect = (set.count - 1) * coll->ps.sm.nfrags;
+    coll->ps.sm.status           = UCS_OK;
+    coll->ps.sm.role             = UCG_SM_ROLE_BOTH;
+    coll->ps.sm.turn             = 1;
     ucg_sm_take_early(coll);
     return UCS_OK;
 }
 
 static ucs_status_t ucg_sm_allreduce_progress(ucg_coll_t *coll)
 {
-    void *vecs = (void*)UCG_SM_PS_VECS(coll);
+    void *vecs = coll->ps.sm.allreduce.vecs;
     ucs_status_t status;
     unsigned i;
 
-    if (UCG_SM_PS_DONE(coll)) {
+    if (coll->ps.sm.allreduce.done) {
         return UCS_OK;
     }
 
-    if (UCG_SM_PS_NEXT(coll) < UCG_SM_PS_NFRAGS(coll)) {
+    if (coll->ps.sm.next < coll->ps.sm.nfrags) {
         status = ucg_sm_send(coll);
         if (status != UCS_OK) {
             return status;
         }
     }
 
-    if (UCG_SM_PS_STATUS(coll) != UCS_OK) {
-        return UCG_SM_PS_STATUS(coll);
+    if (coll->ps.sm.status != UCS_OK) {
+        return coll->ps.sm.status;
     }
 
-    if (UCG_SM_PS_RECVD(coll) < UCG_SM_PS_EXPECT(coll)) {
+    if (coll->ps.sm.allreduce.recvd < coll->ps.sm.allreduce.expect) {
         return UCS_INPROGRESS;
     }
 
-    UCG_SM_PS_DONE(coll) = 1;
+    coll->ps.sm.allreduce.done = 1;
     if (coll->len == 0) {
         return UCS_OK; /* a barrier */
     }
@@ -945,15 +924,15 @@ static ucs_status_t ucg_sm_allreduce_progress(ucg_coll_t *coll)
 
 static ucs_status_t ucg_sm_progress(ucg_coll_t *coll)
 {
-    if (UCG_SM_PS_ROLE(coll) == UCG_SM_ROLE_SEND) {
+    if (coll->ps.sm.role == UCG_SM_ROLE_SEND) {
         return ucg_sm_send(coll);
     }
 
-    if (UCG_SM_PS_STATUS(coll) != UCS_OK) {
-        return UCG_SM_PS_STATUS(coll);
+    if (coll->ps.sm.status != UCS_OK) {
+        return coll->ps.sm.status;
     }
 
-    return (UCG_SM_PS_NEXT(coll) < UCG_SM_PS_NFRAGS(coll)) ? UCS_INPROGRESS :
+    return (coll->ps.sm.next < coll->ps.sm.nfrags) ? UCS_INPROGRESS :
            UCS_OK;
 }
 
@@ -966,7 +945,7 @@ static ucs_status_t ucg_sm_cma_stage(ucg_coll_t *coll, unsigned stage)
 {
     int fanout = ucg_sm_cma_is_bcast(coll) == (stage == 0);
 
-    UCG_SM_PS_STAGE(coll) = stage;
+    coll->ps.sm.cma.stage = stage;
     return ucg_sm_stream_begin(coll, fanout ? UCG_SM_BCAST : UCG_SM_INCAST,
                                (stage == 0) ? coll->phase->sm_mode :
                                               coll->phase->sm_ack_mode,
@@ -1010,9 +989,9 @@ static ucs_status_t ucg_sm_cma_start(ucg_coll_t *coll)
         }
     }
 
-    UCG_SM_PS_DESCS(coll)  = (uintptr_t)scratch;
-    UCG_SM_PS_STATUS(coll) = UCS_OK;
-    UCG_SM_PS_READ(coll)   = UCS_OK;
+    coll->ps.sm.cma.descs = scratch;
+    coll->ps.sm.status    = UCS_OK;
+    coll->ps.sm.cma.read  = UCS_OK;
     return ucg_sm_cma_stage(coll, 0);
 }
 
@@ -1054,7 +1033,7 @@ static ucs_status_t ucg_sm_cma_readv(ucg_coll_t *coll,
  */
 static ucs_status_t ucg_sm_cma_reduce(ucg_coll_t *coll)
 {
-    const ucg_sm_cma_desc_t *descs = (const void*)UCG_SM_PS_DESCS(coll);
+    const ucg_sm_cma_desc_t *descs = coll->ps.sm.cma.descs;
     unsigned num_members           = coll->set->count - 1;
     ucs_status_t status;
     size_t chunk, offset, length;
@@ -1095,7 +1074,7 @@ static void ucg_sm_cma_fold(ucg_coll_t *coll)
         return;
     }
 
-    if (UCG_SM_PS_READ(coll) == UCS_OK) {
+    if (coll->ps.sm.cma.read == UCS_OK) {
         ucg_op_reduce(&coll->op, coll->own, coll->acc, coll->params.count);
     }
     coll->own = NULL;
@@ -1106,13 +1085,13 @@ static ucs_status_t ucg_sm_cma_progress(ucg_coll_t *coll)
     int is_root = (coll->my_idx == coll->set->root);
     ucs_status_t status;
 
-    if ((UCG_SM_PS_STAGE(coll) == 0) &&
-        (UCG_SM_PS_ROLE(coll) == UCG_SM_ROLE_RECV) &&
-        (UCG_SM_PS_STATUS(coll) != UCS_OK)) {
+    if ((coll->ps.sm.cma.stage == 0) &&
+        (coll->ps.sm.role == UCG_SM_ROLE_RECV) &&
+        (coll->ps.sm.status != UCS_OK)) {
         /* A bad descriptor: stage 1 tells the other side, instead of
          * leaving it waiting forever */
-        UCG_SM_PS_READ(coll)   = UCG_SM_PS_STATUS(coll);
-        UCG_SM_PS_STATUS(coll) = UCS_OK;
+        coll->ps.sm.cma.read = coll->ps.sm.status;
+        coll->ps.sm.status   = UCS_OK;
     }
 
     status = ucg_sm_progress(coll);
@@ -1120,21 +1099,21 @@ static ucs_status_t ucg_sm_cma_progress(ucg_coll_t *coll)
         return status;
     }
 
-    if (UCG_SM_PS_STAGE(coll) == 1) {
+    if (coll->ps.sm.cma.stage == 1) {
         /* An error received in stage 1 is returned above: what is left is
          * this member's own status */
         ucg_sm_cma_fold(coll);
-        return (ucs_status_t)(int)UCG_SM_PS_READ(coll);
+        return coll->ps.sm.cma.read;
     }
 
     /* Stage 0 is over: the readers read */
-    if (UCG_SM_PS_READ(coll) == UCS_OK) {
+    if (coll->ps.sm.cma.read == UCS_OK) {
         if (ucg_sm_cma_is_bcast(coll) && !is_root) {
-            UCG_SM_PS_READ(coll) = ucg_sm_cma_readv(
-                    coll, (const void*)UCG_SM_PS_DESCS(coll), 0, coll->data,
+            coll->ps.sm.cma.read = ucg_sm_cma_readv(
+                    coll, coll->ps.sm.cma.descs, 0, coll->data,
                     coll->data_len);
         } else if (!ucg_sm_cma_is_bcast(coll) && is_root) {
-            UCG_SM_PS_READ(coll) = ucg_sm_cma_reduce(coll);
+            coll->ps.sm.cma.read = ucg_sm_cma_reduce(coll);
         }
     }
 
@@ -1365,7 +1344,7 @@ static ucs_status_t ucg_sm_gate(ucg_coll_t *coll)
         *known = UCG_SM_EPS_READY;
     }
 
-    UCG_SM_PS_OPEN(coll) = 1;
+    coll->ps.sm.open = 1;
     return ucg_sm_open_ops[coll->phase->method].start(coll);
 }
 
@@ -1378,7 +1357,7 @@ static ucs_status_t ucg_sm_gate_progress(ucg_coll_t *coll)
 {
     ucs_status_t status;
 
-    if (!UCG_SM_PS_OPEN(coll)) {
+    if (!coll->ps.sm.open) {
         status = ucg_sm_gate(coll);
         if ((status != UCS_OK) && (status != UCS_INPROGRESS)) {
             return status;
@@ -1386,7 +1365,7 @@ static ucs_status_t ucg_sm_gate_progress(ucg_coll_t *coll)
 
         if (coll->phase == &coll->sm_subst) {
             return ucg_p2p_phase_ops[coll->phase->method].progress(coll);
-        } else if (!UCG_SM_PS_OPEN(coll)) {
+        } else if (!coll->ps.sm.open) {
             return UCS_INPROGRESS;
         }
     }
