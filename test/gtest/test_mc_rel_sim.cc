@@ -36,6 +36,7 @@
  */
 extern "C" {
 #include "mc_rel.h"
+#include "uct_o2m.h"
 }
 
 #include <gtest/gtest.h>
@@ -148,6 +149,7 @@ public:
 
         m_link_loss.resize(sc.size * sc.size);
         m_deadline.resize(sc.size, INF);
+        m_lost_orig.resize(sc.size, 0);
         for (double &l : m_link_loss) {
             l = std::min(0.9, sc.faults.loss * scale(m_rng));
         }
@@ -230,6 +232,10 @@ public:
     }
 
     const sim_member &member(unsigned r) const { return m_members[r]; }
+
+    /* First transmissions (DATA from the root without REPAIR) the links
+     * dropped on their way to member @a r */
+    uint64_t lost_originals(unsigned r) const { return m_lost_orig[r]; }
 
 private:
     void create(sim_member &m)
@@ -395,6 +401,11 @@ private:
 
         if (partitioned(src, dst) ||
             (u(m_rng) < m_link_loss[src * m_sc.size + dst])) {
+            if (((*pkt)[3] == UCT_MC_REL_PKT_DATA) &&
+                !((*pkt)[4] & UCT_MC_REL_FLAG_REPAIR) &&
+                (src == m_sc.root)) {
+                ++m_lost_orig[dst];
+            }
             return;
         }
         copies = (u(m_rng) < f.dup) ? 2 : 1;
@@ -574,6 +585,7 @@ private:
     std::vector<sim_member>     m_members;
     std::vector<double>         m_link_loss;
     std::vector<uint64_t>       m_deadline; /* per member, INF: none */
+    std::vector<uint64_t>       m_lost_orig;
     uct_mc_rel_ops_t            m_ops;
     std::priority_queue<sim_event, std::vector<sim_event>,
                         sim_event_later> m_queue;
@@ -909,5 +921,134 @@ TEST(mc_rel_sim, member_killed)
     }
     if (getenv("MC_REL_SIM_SEED") == NULL) {
         EXPECT_GT(cut, 40u) << "too few kills during a transfer";
+    }
+}
+
+/* The repair counters are exact: without reordering, duplication or
+ * refused sends, the packets a member received first as a repair are
+ * exactly the root's first transmissions the links dropped on the way to
+ * it; the latency histogram holds each of them once, consistent with the
+ * sum and the maximum; the repairs sent cover those received */
+TEST(mc_rel_sim, repair_counters)
+{
+    const double losses[] = {0.01, 0.1, 0.3};
+    uint64_t repaired = 0, ucast = 0, mcast = 0;
+    unsigned failures = 0;
+
+    for (uint64_t seed : seeds(80000, 400)) {
+        sim_scenario sc = random_scenario(seed, 24);
+        sc.faults.loss   = losses[seed % 3];
+        sc.faults.dup    = 0;
+        sc.faults.jitter = 0;
+        sc.faults.refuse = 0;
+        sc.late_member   = 0;
+        mc_sim sim(sc);
+        mc_sim::result res = sim.run();
+        uint64_t rx_repaired = 0, sent_copies;
+
+        for (unsigned r = 0; r < sc.size; ++r) {
+            uct_mc_rel_stats_t st;
+            uint64_t count = 0;
+            int lo = -1, hi = -1;
+
+            uct_mc_rel_stats(sim.member(r).stream, &st);
+            std::string who = "member " + std::to_string(r) + ": ";
+            if (st.rx_repaired != sim.lost_originals(r)) {
+                res.violations.push_back(who + std::to_string(
+                                         st.rx_repaired) + " repairs "
+                                         "received, " + std::to_string(
+                                         sim.lost_originals(r)) +
+                                         " originals lost");
+            }
+            for (int i = 0; i < UCT_MC_REL_LAT_BUCKETS; ++i) {
+                count += st.repair_lat[i];
+                if (st.repair_lat[i] != 0) {
+                    lo = (lo < 0) ? i : lo;
+                    hi = i;
+                }
+            }
+            if (count != st.rx_repaired) {
+                res.violations.push_back(who + "histogram holds " +
+                                         std::to_string(count));
+            } else if ((count > 0) &&
+                       (((int)uct_mc_rel_lat_bucket(st.repair_lat_max) !=
+                         hi) ||
+                        (st.repair_lat_sum > count * st.repair_lat_max) ||
+                        (st.repair_lat_sum <
+                         count * uct_mc_rel_lat_bucket_low(lo)) ||
+                        (st.repair_lat_max > res.end_time))) {
+                res.violations.push_back(who + "latency sum " +
+                                         std::to_string(st.repair_lat_sum) +
+                                         ", max " + std::to_string(
+                                         st.repair_lat_max) +
+                                         " do not fit the histogram");
+            } else if ((count == 0) &&
+                       ((st.repair_lat_sum != 0) ||
+                        (st.repair_lat_max != 0))) {
+                res.violations.push_back(who + "latency without repairs");
+            }
+            rx_repaired += st.rx_repaired;
+            ucast       += st.tx_repair_ucast;
+            mcast       += st.tx_repair_mcast;
+        }
+        sent_copies = res.total.tx_repair_ucast +
+                      res.total.tx_repair_mcast * (sc.size - 1);
+        if (sent_copies < rx_repaired) {
+            res.violations.push_back(std::to_string(rx_repaired) +
+                                     " repairs received, " +
+                                     std::to_string(sent_copies) +
+                                     " copies sent");
+        }
+        repaired += rx_repaired;
+
+        if (!res.hang && res.violations.empty() && none_failed(sim, sc)) {
+            continue;
+        }
+        ADD_FAILURE() << describe(sc, res);
+        if (++failures >= 5) {
+            break;
+        }
+    }
+    if (getenv("MC_REL_SIM_SEED") == NULL) {
+        EXPECT_GT(repaired, 1000u);
+        EXPECT_GT(ucast, 100u);
+        EXPECT_GT(mcast, 10u);
+    }
+}
+
+/* The histogram's buckets: contiguous, each at most 19 % wide above
+ * 1024 ns, every value in the bucket whose bounds hold it */
+TEST(mc_rel_sim, repair_latency_buckets)
+{
+    std::mt19937_64 rng(7);
+
+    EXPECT_EQ(0u, uct_mc_rel_lat_bucket(0));
+    EXPECT_EQ(0u, uct_mc_rel_lat_bucket(1023));
+    EXPECT_EQ(1u, uct_mc_rel_lat_bucket(1024));
+    EXPECT_EQ(1024u, uct_mc_rel_lat_bucket_low(1));
+    EXPECT_EQ((unsigned)UCT_MC_REL_LAT_BUCKETS - 1,
+              uct_mc_rel_lat_bucket(UINT64_MAX));
+    for (unsigned i = 1; i + 1 < UCT_MC_REL_LAT_BUCKETS; ++i) {
+        uint64_t lo = uct_mc_rel_lat_bucket_low(i);
+        uint64_t hi = uct_mc_rel_lat_bucket_low(i + 1);
+        ASSERT_LT(lo, hi) << i;
+        EXPECT_LE((hi - lo) * 100, lo * 25) << i;
+        EXPECT_EQ(i, uct_mc_rel_lat_bucket(lo)) << i;
+        EXPECT_EQ(i, uct_mc_rel_lat_bucket(hi - 1)) << i;
+        EXPECT_EQ(i + 1, uct_mc_rel_lat_bucket(hi)) << i;
+    }
+    /* mc_udp's public copy of the layout */
+    EXPECT_EQ(UCT_MC_REL_LAT_BUCKETS, UCT_MC_UDP_LAT_BUCKETS);
+    for (unsigned i = 0; i < UCT_MC_REL_LAT_BUCKETS; ++i) {
+        EXPECT_EQ(uct_mc_rel_lat_bucket_low(i), uct_mc_udp_lat_bucket_low(i))
+            << i;
+    }
+    for (int k = 0; k < 100000; ++k) {
+        uint64_t v = rng() >> (rng() % 64);
+        unsigned i = uct_mc_rel_lat_bucket(v);
+        EXPECT_LE(uct_mc_rel_lat_bucket_low(i), v);
+        if (i + 1 < UCT_MC_REL_LAT_BUCKETS) {
+            EXPECT_LT(v, uct_mc_rel_lat_bucket_low(i + 1));
+        }
     }
 }

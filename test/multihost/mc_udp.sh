@@ -5,7 +5,8 @@
 # packet loss (nftables) on the members' multicast and on the unicast
 # control traffic.  Every message is checked byte for byte in order by
 # every member (test/multihost/mc_udp_bcast.c); where loss was asked, the
-# members must have sent NACKs (the loss was real and repaired).
+# members must have sent NACKs and received repairs (the loss was real and
+# repaired), and each member's repair histogram must hold its repairs.
 #
 #   test/multihost/mc_udp.sh [BUILD_DIR]      (default: build)
 #
@@ -57,8 +58,10 @@ run_case() {
         return
     fi
     if [ "$nacks" = y ] &&
-       ! grep 'received' <<<"$out" | grep -qv ' nack 0 '; then
-        echo "mc_udp multi-host $name: FAILED (loss asked, no NACK sent)"
+       { ! grep 'received' <<<"$out" | grep -qv ' nack 0 ' ||
+         ! grep 'received' <<<"$out" | grep -qv ' repaired 0 '; }; then
+        echo "mc_udp multi-host $name: FAILED (loss asked, no NACK sent" \
+             "or no repair received)"
         echo "$out" | tail -20 | sed 's/^/    /'
         fails=$((fails + 1))
         return

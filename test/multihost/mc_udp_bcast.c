@@ -100,6 +100,8 @@ int main(int argc, char **argv)
     uct_iface_params_t params;
     uct_o2m_group_params_t gp;
     uct_mc_udp_counters_t c;
+    uct_mc_udp_repair_stats_t rep;
+    uint64_t hist;
     ucs_async_context_t *async;
     uct_worker_h worker;
     uct_iface_attr_t attr;
@@ -226,12 +228,25 @@ int main(int argc, char **argv)
     } while (!flag);
 
     CHECK(uct_mc_udp_iface_counters(iface, &c) == UCS_OK, "counters");
+    CHECK(uct_mc_udp_iface_repair_stats(iface, &rep) == UCS_OK, "repairs");
+    for (i = 0, hist = 0; i < UCT_MC_UDP_LAT_BUCKETS; ++i) {
+        hist += rep.lat_hist[i];
+    }
+    /* the histogram holds every repair; a member that lost nothing (the
+     * root) has none */
+    CHECK((hist == rep.repaired) &&
+          (rep.lat_sum_ns <= rep.repaired * rep.lat_max_ns) &&
+          ((rep.repaired > 0) || (rep.lat_max_ns == 0)),
+          "repair stats: %lu repaired, histogram %lu, sum %lu max %lu ns",
+          rep.repaired, hist, rep.lat_sum_ns, rep.lat_max_ns);
     printf("rank %u: %s %u messages exact; rx %lu tx %lu paced %lu bad %lu "
            "engine-drops %lu nack %lu repair-ucast %lu repair-mcast %lu "
-           "dup %lu\n", g_rank, (rank == 0) ? "sent" : "received",
+           "dup %lu repaired %lu repair-max %lu us\n", g_rank,
+           (rank == 0) ? "sent" : "received",
            (rank == 0) ? count : g_received, c.rx_packets, c.tx_packets,
            c.tx_paced, c.rx_bad, c.rx_engine_drop, c.tx_nack,
-           c.tx_repair_ucast, c.tx_repair_mcast, c.rx_dup);
+           c.tx_repair_ucast, c.tx_repair_mcast, c.rx_dup, rep.repaired,
+           rep.lat_max_ns / 1000);
     fflush(stdout);
 
     uct_ep_destroy(ep);

@@ -129,6 +129,35 @@ typedef struct uct_mc_rel_params {
 } uct_mc_rel_params_t;
 
 
+/*
+ * Repair latency histogram (docs/multicast.md "Counters"): 4 buckets per
+ * doubling from 1024 ns, so a bucket is at most 19 % wide.  Bucket 0 holds
+ * latencies below 1024 ns; bucket i >= 1 holds [lo(i), lo(i + 1)) with
+ * lo(i) = 2^(10 + (i - 1) / 4) * (4 + (i - 1) % 4) / 4; the last one also
+ * everything above (from about 12.9 s).
+ */
+#define UCT_MC_REL_LAT_BUCKETS 96
+
+static inline unsigned uct_mc_rel_lat_bucket(uint64_t ns)
+{
+    unsigned e, i;
+
+    if (ns < 1024) {
+        return 0;
+    }
+    e = 63 - __builtin_clzll(ns);
+    i = 1 + (e - 10) * 4 + (unsigned)((ns >> (e - 2)) & 3);
+    return (i < UCT_MC_REL_LAT_BUCKETS) ? i : UCT_MC_REL_LAT_BUCKETS - 1;
+}
+
+/* Lower bound of bucket @a i in ns (0 for bucket 0) */
+static inline uint64_t uct_mc_rel_lat_bucket_low(unsigned i)
+{
+    return (i == 0) ? 0 :
+           ((4ull + (i - 1) % 4) << (10 + (i - 1) / 4)) / 4;
+}
+
+
 /* Counters; drop[] by reason of uct_mc_rel_drop_t */
 typedef struct uct_mc_rel_stats {
     uint64_t tx_data;         /* root: first transmissions of a packet */
@@ -143,6 +172,16 @@ typedef struct uct_mc_rel_stats {
     uint64_t rx_nack;         /* NACK packets received */
     uint64_t rx_msgs;         /* messages delivered */
     uint64_t drop[UCT_MC_REL_DROP_LAST];
+    /* Repairs received: packets whose first copy at this member was a
+     * repair (the original was lost, or late past the repair).  Repair
+     * latency of such a packet: from the @a now at which this member
+     * learned the PSN exists without having it (a later packet's next-PSN
+     * field, a SYNC, or a child's NACK) to the @a now of the repair's
+     * arrival; 0 when the repair itself brought the news. */
+    uint64_t rx_repaired;
+    uint64_t repair_lat_sum;  /* ns, over rx_repaired packets */
+    uint64_t repair_lat_max;  /* ns */
+    uint64_t repair_lat[UCT_MC_REL_LAT_BUCKETS]; /* histogram */
 } uct_mc_rel_stats_t;
 
 

@@ -47,6 +47,7 @@ typedef struct uct_mc_rel_slot {
     uint64_t t_first;      /* root: first transmission; receiver: first
                               NACK */
     uint64_t t_nack;       /* receiver: when it is NACKed next */
+    uint64_t t_gap;        /* receiver: when its PSN became known */
     uint64_t t_weight;     /* root: start of the weight's RTO window */
     uint64_t t_mcast;      /* root: last re-multicast */
     uint8_t  *data;

@@ -82,6 +82,7 @@ static void uct_mc_rel_rx_extend(uct_mc_rel_stream_t *s, uint32_t new_high,
         slot->valid      = 0;
         slot->nack_tries = 0;
         slot->t_nack     = due;
+        slot->t_gap      = now;
     }
     s->t_nack = ucs_min(s->t_nack, due);
 }
@@ -224,6 +225,16 @@ void uct_mc_rel_rx_nack_timer(uct_mc_rel_stream_t *s, uint64_t now)
     s->t_nack = next_due;
 }
 
+/* A packet this member lost arrived as a repair, @a lat ns after it
+ * learned of it */
+static void uct_mc_rel_repair_lat(uct_mc_rel_stream_t *s, uint64_t lat)
+{
+    ++s->stats.rx_repaired;
+    ++s->stats.repair_lat[uct_mc_rel_lat_bucket(lat)];
+    s->stats.repair_lat_sum += lat;
+    s->stats.repair_lat_max  = ucs_max(s->stats.repair_lat_max, lat);
+}
+
 /* A data packet, first copy: store, serve children waiting for it */
 static void uct_mc_rel_rx_store(uct_mc_rel_stream_t *s,
                                 uct_mc_rel_slot_t *slot,
@@ -241,6 +252,9 @@ static void uct_mc_rel_rx_store(uct_mc_rel_stream_t *s,
     memcpy(slot->data, payload, hdr->payload_len);
     if (slot->nack_tries == 1) {
         uct_mc_rel_rtt_sample(s, now - slot->t_first);
+    }
+    if (hdr->flags & UCT_MC_REL_FLAG_REPAIR) {
+        uct_mc_rel_repair_lat(s, now - slot->t_gap);
     }
     if (hdr->flags & UCT_MC_REL_FLAG_ACK_REQ) {
         if (uct_mc_rel_psn_lt(s->ackreq, hdr->psn + 1)) {

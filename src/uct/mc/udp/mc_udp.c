@@ -193,6 +193,7 @@ struct uct_mc_udp_iface {
     void                  *rx_buf;
     size_t                rx_len;
     uct_mc_udp_counters_t cnt;
+    uct_mc_udp_repair_stats_t repair; /* of its closed streams */
 };
 
 
@@ -559,6 +560,20 @@ uct_mc_udp_stream_init(uct_mc_udp_stream_t *s, uct_mc_udp_iface_t *iface,
     return UCS_OK;
 }
 
+static void uct_mc_udp_add_repair_stats(uct_mc_udp_repair_stats_t *rep,
+                                        const uct_mc_rel_stats_t *stats)
+{
+    unsigned i;
+
+    UCS_STATIC_ASSERT(UCT_MC_UDP_LAT_BUCKETS == UCT_MC_REL_LAT_BUCKETS);
+    rep->repaired   += stats->rx_repaired;
+    rep->lat_sum_ns += stats->repair_lat_sum;
+    rep->lat_max_ns  = ucs_max(rep->lat_max_ns, stats->repair_lat_max);
+    for (i = 0; i < UCT_MC_UDP_LAT_BUCKETS; ++i) {
+        rep->lat_hist[i] += stats->repair_lat[i];
+    }
+}
+
 static void uct_mc_udp_add_stats(uct_mc_udp_counters_t *cnt,
                                  const uct_mc_rel_stats_t *stats)
 {
@@ -580,6 +595,7 @@ static void uct_mc_udp_stream_cleanup(uct_mc_udp_stream_t *s)
     ucs_list_del(&s->list);
     uct_mc_rel_stats(s->rel, &stats);
     uct_mc_udp_add_stats(&s->iface->cnt, &stats);
+    uct_mc_udp_add_repair_stats(&s->iface->repair, &stats);
     uct_mc_rel_stream_destroy(s->rel);
     if (s->mc_fd >= 0) {
         /* Closing the socket leaves the multicast group */
@@ -1925,6 +1941,7 @@ static UCS_CLASS_INIT_FUNC(uct_mc_udp_iface_t, uct_md_h md,
     iface->rx_len         = iface->rel.mtu + UCT_MC_UDP_HDR_LEN +
                             UCT_MC_REL_HDR_LEN;
     memset(&iface->cnt, 0, sizeof(iface->cnt));
+    memset(&iface->repair, 0, sizeof(iface->repair));
     ucs_list_head_init(&iface->streams);
 
     iface->rx_buf = ucs_malloc(iface->rx_len, "mc_udp rx");
@@ -2025,6 +2042,27 @@ ucs_status_t uct_mc_udp_iface_counters(uct_iface_h tl_iface,
     ucs_list_for_each(s, &iface->streams, list) {
         uct_mc_rel_stats(s->rel, &stats);
         uct_mc_udp_add_stats(counters, &stats);
+    }
+    return UCS_OK;
+}
+
+
+ucs_status_t uct_mc_udp_iface_repair_stats(uct_iface_h tl_iface,
+                                           uct_mc_udp_repair_stats_t *stats)
+{
+    uct_mc_udp_iface_t *iface;
+    uct_mc_rel_stats_t rel;
+    uct_mc_udp_stream_t *s;
+
+    if (!uct_mc_udp_is_iface(tl_iface) || (stats == NULL)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    iface  = ucs_derived_of(tl_iface, uct_mc_udp_iface_t);
+    *stats = iface->repair;
+    ucs_list_for_each(s, &iface->streams, list) {
+        uct_mc_rel_stats(s->rel, &rel);
+        uct_mc_udp_add_repair_stats(stats, &rel);
     }
     return UCS_OK;
 }

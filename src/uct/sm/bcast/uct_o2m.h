@@ -90,7 +90,7 @@ static inline const char *uct_o2m_tl_name(int is_incast)
 
 /** Version of this extension API. */
 #define UCT_O2M_API_MAJOR 1
-#define UCT_O2M_API_MINOR 2
+#define UCT_O2M_API_MINOR 3
 
 
 /**
@@ -377,6 +377,43 @@ typedef struct uct_mc_udp_counters {
 /** Counters of an mc_udp interface (UCS_ERR_INVALID_PARAM for another). */
 UCT_O2M_API ucs_status_t uct_mc_udp_iface_counters(uct_iface_h iface,
                                           uct_mc_udp_counters_t *counters);
+
+
+/**
+ * Repair statistics of an mc_udp interface (API 1.3), summed over its
+ * streams (closed ones included).  A repaired packet is one whose first
+ * copy at a member was a repair (its original was lost); its repair
+ * latency runs from the moment the member's engine learned that the packet
+ * exists without having it (a later packet, the root's SYNC after a lost
+ * tail, or a child's NACK) to the arrival of the repair, on the
+ * transport's monotonic clock (docs/multicast.md "Counters").  The repairs
+ * sent are uct_mc_udp_counters_t::tx_repair_ucast and tx_repair_mcast.
+ */
+#define UCT_MC_UDP_LAT_BUCKETS 96
+
+typedef struct uct_mc_udp_repair_stats {
+    uint64_t repaired;    /**< Packets received first as a repair */
+    uint64_t lat_sum_ns;  /**< Sum of their repair latencies */
+    uint64_t lat_max_ns;  /**< The largest */
+    uint64_t lat_hist[UCT_MC_UDP_LAT_BUCKETS]; /**< Repairs by latency:
+                                  bucket i holds [uct_mc_udp_lat_bucket_low(i),
+                                  uct_mc_udp_lat_bucket_low(i + 1)) ns, the
+                                  last one everything above (4 buckets per
+                                  doubling from 1024 ns, at most 19 %
+                                  wide) */
+} uct_mc_udp_repair_stats_t;
+
+/** Lower bound in ns of bucket @a i of uct_mc_udp_repair_stats_t. */
+static inline uint64_t uct_mc_udp_lat_bucket_low(unsigned i)
+{
+    return (i == 0) ? 0 :
+           ((4ull + (i - 1) % 4) << (10 + (i - 1) / 4)) / 4;
+}
+
+/** Repair statistics (UCS_ERR_INVALID_PARAM for another transport). */
+UCT_O2M_API ucs_status_t
+uct_mc_udp_iface_repair_stats(uct_iface_h iface,
+                              uct_mc_udp_repair_stats_t *stats);
 
 END_C_DECLS
 
