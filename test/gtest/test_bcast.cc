@@ -12,7 +12,7 @@
  *    (bcast_failure)
  * Every multi-process test also checks that /dev/shm gained no file.
  */
-#include "test_traffic.h"
+#include "common/test_traffic.h"
 
 #include <signal.h>
 #include <tuple>

@@ -20,9 +20,9 @@
  *    (uct_o2m_cma_read_nolog): more entries than one call takes, a read
  *    that stops at an unmapped page, a process that has exited.
  */
-#include "test_traffic.h"
-#include "test_sandbox.h"
-#include "test_ucg_common.h"
+#include "common/test_traffic.h"
+#include "common/test_sandbox.h"
+#include "common/test_ucg_common.h"
 
 extern "C" {
 #include "ucg_group.h"

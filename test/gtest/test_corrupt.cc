@@ -12,7 +12,7 @@
  * Roles: rank 0 owns the segment (interface owner or group root), rank 1
  * is the victim when the victim is a member or a sender, rank 2 corrupts.
  */
-#include "test_traffic.h"
+#include "common/test_traffic.h"
 
 extern "C" {
 #include "o2m_group.h"

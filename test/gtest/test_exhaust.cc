@@ -30,9 +30,9 @@
  *  - ucg_sm_gate.fanin_order_while_joining: a collective waiting for its
  *    fan-in endpoint keeps its place in the fan-in order.
  */
-#include "test_traffic.h"
-#include "test_sandbox.h"
-#include "test_ucg_common.h"
+#include "common/test_traffic.h"
+#include "common/test_sandbox.h"
+#include "common/test_ucg_common.h"
 
 extern "C" {
 #include "o2m_group.h"

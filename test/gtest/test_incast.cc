@@ -33,7 +33,7 @@
  * late, or with the header of the wrong member does not match.  Floating
  * point values are small integers (or halves), so every order is exact.
  */
-#include "test_common.h"
+#include "common/test_common.h"
 
 extern "C" {
 #include <ucs/debug/log_def.h>

@@ -18,8 +18,8 @@
  *    messages.  Stopped: nothing is skipped; once it continues, its message
  *    arrives, then the other sender's, in claim order.
  */
-#include "test_traffic.h"
-#include "test_sandbox.h"
+#include "common/test_traffic.h"
+#include "common/test_sandbox.h"
 
 #include <sys/prctl.h>
 #include <sys/resource.h>

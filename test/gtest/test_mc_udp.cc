@@ -14,7 +14,7 @@
  *
  * Skipped when multicast on the loopback device does not work here.
  */
-#include "test_traffic.h"
+#include "common/test_traffic.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

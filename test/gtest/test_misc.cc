@@ -2,7 +2,7 @@
  * ucx-o2m tests: the plugin as UCX tools see it, the version guard,
  * configuration, segments and resource leaks.
  */
-#include "test_traffic.h"
+#include "common/test_traffic.h"
 
 extern "C" {
 #include "ucg_group.h"

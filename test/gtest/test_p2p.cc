@@ -11,7 +11,7 @@
  *  - p2p_perftest: ucx_perftest tag latency/bandwidth between 2 processes
  *    with the plugin preloaded, and the same run failing without it
  */
-#include "test_traffic.h"
+#include "common/test_traffic.h"
 
 extern "C" {
 #include <ucp/api/ucp.h>

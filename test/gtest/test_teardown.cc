@@ -13,7 +13,7 @@
  *  - hundreds of rounds of create / use / destroy at different speeds, with
  *    every result checked (o2m_teardown.create_use_destroy_rounds)
  */
-#include "test_traffic.h"
+#include "common/test_traffic.h"
 
 #include <random>
 

@@ -8,7 +8,7 @@
  *    configuration), the tool exits with 1, names exactly one process as
  *    the cause (the others stop because a peer failed) and says FAILED.
  */
-#include "test_common.h"
+#include "common/test_common.h"
 
 #include <regex>
 

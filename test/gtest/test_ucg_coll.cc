@@ -8,7 +8,7 @@
  * collectives, and several outstanding collectives on two groups.  Each
  * configuration logs its time.
  */
-#include "test_ucg_common.h"
+#include "common/test_ucg_common.h"
 
 extern "C" {
 #include "ucg_group.h"

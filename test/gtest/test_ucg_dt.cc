@@ -15,7 +15,7 @@
  *    that it gives bit-identical results;
  *  - names, sizes, and parsing names back.
  */
-#include "test_common.h"
+#include "common/test_common.h"
 
 extern "C" {
 #include "ucg_dt.h"

@@ -3,7 +3,7 @@
  * configuration of the o2m transports, group creation and ids, host
  * layouts, endpoint caches, liveness of members, and what is left behind.
  */
-#include "test_common.h"
+#include "common/test_common.h"
 
 extern "C" {
 #include "api/ucg.h"

@@ -5,7 +5,7 @@
  * with hand-written expectations: phase methods, sets and their roots, sm
  * modes, native reductions, radix, fragment sizes and block owners.
  */
-#include "test_common.h"
+#include "common/test_common.h"
 
 extern "C" {
 #include "ucg_config.h"

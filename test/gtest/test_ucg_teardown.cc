@@ -10,7 +10,7 @@
  *    once; every result checked against the reference
  *    (ucg_teardown.create_use_destroy_rounds)
  */
-#include "test_ucg_common.h"
+#include "common/test_ucg_common.h"
 
 extern "C" {
 #include "ucg_group.h"
