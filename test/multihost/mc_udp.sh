@@ -11,7 +11,8 @@
 #   test/multihost/mc_udp.sh [BUILD_DIR]      (default: build)
 #
 # Cases: 2 hosts no loss; 3 hosts, 10 % of h2's multicast and 10 % of h3's
-# UDP; 4 hosts, 30 % of h2's UDP and 10 % of h1's (the root's) UDP.
+# UDP; 4 hosts, 30 % of h2's UDP and 10 % of h1's (the root's) UDP; then
+# the mc_udp benchmark's quick mode as a data check (mc_perf.sh).
 # Prints one line per case; exits 0 when all pass, 1 otherwise, 77 when the
 # bed cannot be made here.  Every run is bounded (-t and the program's own
 # deadline).
@@ -75,5 +76,12 @@ run_case "3 hosts, 10 % loss" 3 3000 y \
     -l h2,10,mcast -l h3,10,udp
 run_case "4 hosts, 30 % loss" 4 3000 y \
     -l h2,30,udp -l h1,10,udp
+
+# the benchmark's quick mode moves data too: it must arrive exact
+bash "$here/mc_perf.sh" "$build"
+case $? in
+    0|77) ;;
+    *) fails=$((fails + 1)) ;;
+esac
 
 [ $fails -eq 0 ]
