@@ -129,13 +129,21 @@ protected:
     }
 
     /* Hand over everything sent so far (multicast to all others) until
-     * nothing moves */
+     * nothing moves; as a transport does, progress the streams whose
+     * deadline has come (an ACK is decided at the progress after the
+     * packets) */
     void pump()
     {
         bool moved = true;
 
         while (moved) {
             moved = false;
+            for (unsigned r = 0; r < 3; ++r) {
+                if ((m_ep[r].stream != NULL) &&
+                    (uct_mc_rel_next_deadline(m_ep[r].stream) <= m_now)) {
+                    uct_mc_rel_progress(m_ep[r].stream, m_now);
+                }
+            }
             for (unsigned r = 0; r < 3; ++r) {
                 std::vector<sent_pkt> out;
                 out.swap(m_ep[r].sent);

@@ -342,8 +342,10 @@ static void uct_mc_rel_rx_ack_pkt(uct_mc_rel_stream_t *s,
 
     if (s->is_root) {
         uct_mc_rel_root_update(s, now);
+    } else if (!s->joined_sent) {
+        uct_mc_rel_rx_ack(s, 0, 0, now); /* the join goes on at once */
     } else {
-        uct_mc_rel_rx_ack(s, 0, 0, now);
+        s->ack_due = 1;
     }
     if (s->t_watch == UCT_MC_REL_TIME_INF) {
         uct_mc_rel_watch_arm(s, now);
@@ -606,6 +608,13 @@ ucs_status_t uct_mc_rel_progress(uct_mc_rel_stream_t *s, uint64_t now)
         s->tx_blocked = 0;
         uct_mc_rel_root_transmit(s, now);
     }
+    if (s->ack_due) {
+        /* one ACK for all the packets (and children's ACKs) since the last
+         * progress: with a message per packet, an ACK per message cost
+         * every receiver a send and the root N receives per message */
+        s->ack_due = 0;
+        uct_mc_rel_rx_ack(s, 0, 0, now);
+    }
     if (now >= s->t_nack) {
         uct_mc_rel_rx_nack_timer(s, now);
     }
@@ -620,7 +629,7 @@ uint64_t uct_mc_rel_next_deadline(const uct_mc_rel_stream_t *s)
     if (s->state == UCT_MC_REL_ST_FAILED) {
         return (s->abort_npending > 0) ? s->t_abort : UCT_MC_REL_TIME_INF;
     }
-    if (s->tx_blocked) {
+    if (s->tx_blocked || s->ack_due) {
         return 0;
     }
     return ucs_min(s->t_nack, s->t_watch);

@@ -135,6 +135,10 @@ struct uct_mc_rel_stream {
     uint64_t               rttvar;
     int                    rtt_valid;
     int                    tx_blocked;
+    int                    ack_due;    /* receiver: packets or a child's
+                                          ACK came: the ACK up is decided
+                                          at the next progress, once per
+                                          burst the transport hands over */
 
     uct_mc_rel_stats_t     stats;
 };

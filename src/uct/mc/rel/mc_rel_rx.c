@@ -332,7 +332,7 @@ void uct_mc_rel_rx_data(uct_mc_rel_stream_t *s,
     if (s->state == UCT_MC_REL_ST_FAILED) {
         return;
     }
-    uct_mc_rel_rx_ack(s, 0, 0, now);
+    s->ack_due = 1;
     uct_mc_rel_watch_arm(s, now);
 }
 
