@@ -12,7 +12,11 @@
  *    (bcast_failure)
  * Every multi-process test also checks that /dev/shm gained no file.
  */
-#include "common/test_traffic.h"
+#include "common/harness.h"
+#include "common/uct_env.h"
+#include "common/traffic.h"
+#include "common/peers.h"
+#include "common/residue.h"
 
 #include <signal.h>
 #include <tuple>

@@ -20,9 +20,12 @@
  *    (uct_o2m_cma_read_nolog): more entries than one call takes, a read
  *    that stops at an unmapped page, a process that has exited.
  */
-#include "common/test_traffic.h"
-#include "common/test_sandbox.h"
-#include "common/test_ucg_common.h"
+#include "common/harness.h"
+#include "common/uct_env.h"
+#include "common/peers.h"
+#include "common/residue.h"
+#include "common/sandbox.h"
+#include "common/ucg_harness.h"
 
 extern "C" {
 #include "ucg_group.h"

@@ -12,7 +12,8 @@
  * Roles: rank 0 owns the segment (interface owner or group root), rank 1
  * is the victim when the victim is a member or a sender, rank 2 corrupts.
  */
-#include "common/test_traffic.h"
+#include "common/harness.h"
+#include "common/uct_env.h"
 
 extern "C" {
 #include "o2m_group.h"

@@ -30,9 +30,12 @@
  *  - ucg_sm_gate.fanin_order_while_joining: a collective waiting for its
  *    fan-in endpoint keeps its place in the fan-in order.
  */
-#include "common/test_traffic.h"
-#include "common/test_sandbox.h"
-#include "common/test_ucg_common.h"
+#include "common/harness.h"
+#include "common/uct_env.h"
+#include "common/peers.h"
+#include "common/residue.h"
+#include "common/sandbox.h"
+#include "common/ucg_harness.h"
 
 extern "C" {
 #include "o2m_group.h"

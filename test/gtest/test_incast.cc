@@ -33,7 +33,11 @@
  * late, or with the header of the wrong member does not match.  Floating
  * point values are small integers (or halves), so every order is exact.
  */
-#include "common/test_common.h"
+#include "common/harness.h"
+#include "common/uct_env.h"
+#include "common/traffic.h"
+#include "common/residue.h"
+#include "common/log_capture.h"
 
 extern "C" {
 #include <ucs/debug/log_def.h>

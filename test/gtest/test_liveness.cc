@@ -18,8 +18,11 @@
  *    messages.  Stopped: nothing is skipped; once it continues, its message
  *    arrives, then the other sender's, in claim order.
  */
-#include "common/test_traffic.h"
-#include "common/test_sandbox.h"
+#include "common/harness.h"
+#include "common/uct_env.h"
+#include "common/peers.h"
+#include "common/residue.h"
+#include "common/sandbox.h"
 
 #include <sys/prctl.h>
 #include <sys/resource.h>

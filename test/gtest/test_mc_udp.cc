@@ -14,7 +14,11 @@
  *
  * Skipped when multicast on the loopback device does not work here.
  */
-#include "common/test_traffic.h"
+#include "common/harness.h"
+#include "common/uct_env.h"
+#include "common/traffic.h"
+#include "common/peers.h"
+#include "common/tools.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -2,7 +2,13 @@
  * ucx-o2m tests: the plugin as UCX tools see it, the version guard,
  * configuration, segments and resource leaks.
  */
-#include "common/test_traffic.h"
+#include "common/harness.h"
+#include "common/uct_env.h"
+#include "common/traffic.h"
+#include "common/peers.h"
+#include "common/residue.h"
+#include "common/tools.h"
+#include "common/log_capture.h"
 
 extern "C" {
 #include "ucg_group.h"

@@ -11,7 +11,12 @@
  *  - p2p_perftest: ucx_perftest tag latency/bandwidth between 2 processes
  *    with the plugin preloaded, and the same run failing without it
  */
-#include "common/test_traffic.h"
+#include "common/harness.h"
+#include "common/uct_env.h"
+#include "common/traffic.h"
+#include "common/peers.h"
+#include "common/residue.h"
+#include "common/tools.h"
 
 extern "C" {
 #include <ucp/api/ucp.h>

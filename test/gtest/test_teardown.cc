@@ -13,7 +13,11 @@
  *  - hundreds of rounds of create / use / destroy at different speeds, with
  *    every result checked (o2m_teardown.create_use_destroy_rounds)
  */
-#include "common/test_traffic.h"
+#include "common/harness.h"
+#include "common/uct_env.h"
+#include "common/traffic.h"
+#include "common/peers.h"
+#include "common/residue.h"
 
 #include <random>
 

@@ -8,7 +8,8 @@
  *    configuration), the tool exits with 1, names exactly one process as
  *    the cause (the others stop because a peer failed) and says FAILED.
  */
-#include "common/test_common.h"
+#include "common/tools.h"
+#include <gtest/gtest.h>
 
 #include <regex>
 

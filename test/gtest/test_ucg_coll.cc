@@ -8,7 +8,8 @@
  * collectives, and several outstanding collectives on two groups.  Each
  * configuration logs its time.
  */
-#include "common/test_ucg_common.h"
+#include "common/harness.h"
+#include "common/ucg_harness.h"
 
 extern "C" {
 #include "ucg_group.h"

@@ -15,7 +15,8 @@
  *    that it gives bit-identical results;
  *  - names, sizes, and parsing names back.
  */
-#include "common/test_common.h"
+#include "common/log_capture.h"
+#include <gtest/gtest.h>
 
 extern "C" {
 #include "ucg_dt.h"

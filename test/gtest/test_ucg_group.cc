@@ -3,7 +3,8 @@
  * configuration of the o2m transports, group creation and ids, host
  * layouts, endpoint caches, liveness of members, and what is left behind.
  */
-#include "common/test_common.h"
+#include "common/harness.h"
+#include "common/residue.h"
 
 extern "C" {
 #include "api/ucg.h"

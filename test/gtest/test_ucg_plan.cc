@@ -5,7 +5,8 @@
  * with hand-written expectations: phase methods, sets and their roots, sm
  * modes, native reductions, radix, fragment sizes and block owners.
  */
-#include "common/test_common.h"
+#include "common/log_capture.h"
+#include <gtest/gtest.h>
 
 extern "C" {
 #include "ucg_config.h"

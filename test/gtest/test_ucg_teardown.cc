@@ -10,7 +10,8 @@
  *    once; every result checked against the reference
  *    (ucg_teardown.create_use_destroy_rounds)
  */
-#include "common/test_ucg_common.h"
+#include "common/harness.h"
+#include "common/ucg_harness.h"
 
 extern "C" {
 #include "ucg_group.h"

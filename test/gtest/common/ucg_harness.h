@@ -16,10 +16,10 @@
  * Inside a child every failure goes through CHILD_CHECK (the child exits
  * with status 1 after printing what failed), and every wait is bounded.
  */
-#ifndef UCG_TEST_COMMON_H_
-#define UCG_TEST_COMMON_H_
+#ifndef O2M_TEST_UCG_HARNESS_H_
+#define O2M_TEST_UCG_HARNESS_H_
 
-#include "test_common.h"
+#include "harness.h"
 
 extern "C" {
 #include "api/ucg.h"

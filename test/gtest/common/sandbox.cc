@@ -1,7 +1,7 @@
 /**
- * ucx-o2m tests: see test_sandbox.h.
+ * ucx-o2m tests: see sandbox.h.
  */
-#include "test_sandbox.h"
+#include "sandbox.h"
 
 #include <linux/audit.h>
 #include <linux/filter.h>

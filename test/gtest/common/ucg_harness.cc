@@ -1,7 +1,7 @@
 /**
  * ucx-o2m tests: harness for UCG tests in forked children.
  */
-#include "test_ucg_common.h"
+#include "ucg_harness.h"
 
 #include <complex>
 #include <cinttypes>

@@ -1,0 +1,105 @@
+/**
+ * ucx-o2m tests: UCT endpoints between the ranks of a proc_group (peers.h).
+ */
+#include "peers.h"
+
+#include <cstring>
+
+namespace o2m_test {
+
+void peer_addrs::exchange(proc_group &pg, unsigned rank, const uct_env &env)
+{
+    std::vector<char> mine_if  = env.iface_addr();
+    std::vector<char> mine_dev = env.dev_addr();
+    std::vector<char> all_if(mine_if.size() * pg.size());
+    std::vector<char> all_dev(mine_dev.size() * pg.size());
+
+    pg.allgather(rank, mine_if.data(), mine_if.size(), all_if.data());
+    pg.allgather(rank, mine_dev.data(), mine_dev.size(), all_dev.data());
+    iface.clear();
+    dev.clear();
+    for (unsigned r = 0; r < pg.size(); ++r) {
+        iface.emplace_back(all_if.begin() + (r * mine_if.size()),
+                           all_if.begin() + ((r + 1) * mine_if.size()));
+        dev.emplace_back(all_dev.begin() + (r * mine_dev.size()),
+                         all_dev.begin() + ((r + 1) * mine_dev.size()));
+    }
+}
+
+uct_o2m_group_params_t
+peer_addrs::group_params(uint64_t group_id, unsigned size, unsigned rank) const
+{
+    uct_o2m_group_params_t p;
+
+    memset(&p, 0, sizeof(p));
+    p.group_id   = group_id;
+    p.size       = size;
+    p.my_index   = rank;
+    p.root_index = 0;
+    if (rank != 0) {
+        p.field_mask      = UCT_O2M_GROUP_FIELD_ROOT_ADDR;
+        p.root_iface_addr = (const uct_iface_addr_t*)iface[0].data();
+        p.root_dev_addr   = (const uct_device_addr_t*)dev[0].data();
+    }
+    return p;
+}
+
+ucs_status_t peer_addrs::p2p_ep_create(const uct_env &env, unsigned peer,
+                                       uct_ep_h *ep) const
+{
+    uct_ep_params_t params;
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    params.iface      = env.iface();
+    params.dev_addr   = (const uct_device_addr_t*)dev[peer].data();
+    params.iface_addr = (const uct_iface_addr_t*)iface[peer].data();
+    return uct_ep_create(&params, ep);
+}
+
+uct_ep_h create_p2p_ep(uct_env &env, const peer_addrs &addrs,
+                       unsigned peer, ucs_status_t *status_p)
+{
+    uct_ep_params_t params;
+    ucs_status_t status;
+    uct_ep_h ep = NULL;
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    params.iface      = env.iface();
+    params.dev_addr   = (const uct_device_addr_t*)addrs.dev[peer].data();
+    params.iface_addr = (const uct_iface_addr_t*)addrs.iface[peer].data();
+
+    CHILD_CHECK(uct_iface_is_reachable(env.iface(), params.dev_addr,
+                                       params.iface_addr),
+                "peer %u is not reachable", peer);
+
+    status = uct_ep_create(&params, &ep);
+    if (status_p != NULL) {
+        *status_p = status;
+        return ep;
+    }
+    CHILD_CHECK(status == UCS_OK, "uct_ep_create to %u: %s", peer,
+                ucs_status_string(status));
+    return ep;
+}
+
+void group_ep_create_root_first(proc_group &pg, unsigned rank,
+                                const uct_env &env,
+                                const uct_o2m_group_params_t &p,
+                                uct_ep_h *ep)
+{
+    if (rank == 0) {
+        CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, ep));
+    }
+    pg.barrier(rank);
+    if (rank != 0) {
+        CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, ep));
+    }
+}
+
+} // namespace o2m_test

@@ -1,0 +1,201 @@
+/**
+ * ucx-o2m tests: UCT interface of a test (uct_env.h).
+ */
+#include "uct_env.h"
+
+extern "C" {
+#include <ucs/time/time.h>
+}
+
+#include <sys/mman.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <dirent.h>
+#include <signal.h>
+#include <cstring>
+#include <chrono>
+#include <thread>
+
+namespace o2m_test {
+
+uct_env::uct_env(const std::string &tl_name,
+                 const std::map<std::string, std::string> &config)
+{
+    uct_md_config_t *md_config;
+    uct_iface_config_t *iface_config;
+    uct_iface_params_t params;
+    ucs_status_t status;
+
+    status = ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
+                                      &m_async);
+    CHILD_CHECK_OK(status);
+    status = uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE, &m_worker);
+    CHILD_CHECK_OK(status);
+
+    /* mc_udp is a component of its own, on the loopback device: tests
+     * send only on this host */
+    const bool is_udp = (tl_name == UCT_MC_UDP_TL_NAME);
+    const char *md_name = is_udp ? UCT_MC_UDP_TL_NAME : "o2m";
+
+    m_component = find_component(md_name);
+
+    status = uct_md_config_read(m_component, NULL, NULL, &md_config);
+    CHILD_CHECK_OK(status);
+    status = uct_md_open(m_component, md_name, md_config, &m_md);
+    uct_config_release(md_config);
+    CHILD_CHECK_OK(status);
+
+    status = uct_md_iface_config_read(m_md, tl_name.c_str(), NULL, NULL,
+                                      &iface_config);
+    CHILD_CHECK_OK(status);
+    for (const auto &kv : config) {
+        status = uct_config_modify(iface_config, kv.first.c_str(),
+                                   kv.second.c_str());
+        if (status == UCS_ERR_NO_ELEM) {
+            /* The transport's own variables live in a sub-table with the
+             * prefix "O2M_" (UCX_O2M_FIFO_SIZE / UCX_SM_BCAST_FIFO_SIZE in
+             * the environment); uct_config_modify() wants that prefix */
+            status = uct_config_modify(iface_config,
+                                       ("O2M_" + kv.first).c_str(),
+                                       kv.second.c_str());
+        }
+        CHILD_CHECK(status == UCS_OK, "config %s=%s: %s", kv.first.c_str(),
+                    kv.second.c_str(), ucs_status_string(status));
+    }
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                                  UCT_IFACE_PARAM_FIELD_DEVICE |
+                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
+    params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
+    params.mode.device.tl_name  = tl_name.c_str();
+    params.mode.device.dev_name = is_udp ? "lo" : "memory";
+    params.err_handler          = err_handler;
+    params.err_handler_arg      = this;
+    params.err_handler_flags    = 0;
+
+    status = uct_iface_open(m_md, m_worker, &params, iface_config, &m_iface);
+    uct_config_release(iface_config);
+    CHILD_CHECK_OK(status);
+
+    uct_iface_progress_enable(m_iface,
+                              UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    status = uct_iface_query(m_iface, &m_attr);
+    CHILD_CHECK_OK(status);
+}
+
+uct_env::~uct_env()
+{
+    uct_iface_close(m_iface);
+    uct_md_close(m_md);
+    uct_worker_destroy(m_worker);
+    ucs_async_context_destroy(m_async);
+}
+
+std::vector<char> uct_env::iface_addr() const
+{
+    std::vector<char> addr(m_attr.iface_addr_len);
+    ucs_status_t status;
+
+    status = uct_iface_get_address(m_iface, (uct_iface_addr_t*)addr.data());
+    CHILD_CHECK_OK(status);
+    return addr;
+}
+
+std::vector<char> uct_env::dev_addr() const
+{
+    std::vector<char> addr(m_attr.device_addr_len);
+    ucs_status_t status;
+
+    status = uct_iface_get_device_address(m_iface,
+                                          (uct_device_addr_t*)addr.data());
+    CHILD_CHECK_OK(status);
+    return addr;
+}
+
+unsigned uct_env::progress()
+{
+    return uct_worker_progress(m_worker);
+}
+
+bool uct_env::progress_until(const std::function<bool()> &cond,
+                             double timeout)
+{
+    ucs_time_t deadline = ucs_get_time() +
+                          ucs_time_from_sec((timeout > 0) ? timeout :
+                                                            wait_timeout);
+
+    while (!cond()) {
+        if (ucs_get_time() > deadline) {
+            return false;
+        }
+        if (progress() == 0) {
+            /* Tests run more processes than cores: let the others run */
+            sched_yield();
+        }
+    }
+    return true;
+}
+
+void uct_env::set_am_handler(uint8_t id, uct_am_callback_t cb, void *arg)
+{
+    ucs_status_t status = uct_iface_set_am_handler(m_iface, id, cb, arg, 0);
+
+    CHILD_CHECK_OK(status);
+}
+
+ucs_status_t uct_env::err_handler(void *arg, uct_ep_h ep, ucs_status_t status)
+{
+    static_cast<uct_env*>(arg)->errors.push_back(status);
+    return UCS_OK;
+}
+
+uct_component_h find_component(const char *name)
+{
+    uct_component_h *components, found = NULL;
+    uct_component_attr_t attr;
+    unsigned num, i;
+
+    CHILD_CHECK_OK(uct_query_components(&components, &num));
+    for (i = 0; i < num; ++i) {
+        attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
+        CHILD_CHECK_OK(uct_component_query(components[i], &attr));
+        if (!strcmp(attr.name, name)) {
+            found = components[i];
+        }
+    }
+    uct_release_component_list(components);
+    CHILD_CHECK(found != NULL, "component %s is not registered", name);
+    return found;
+}
+
+double now_sec()
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + (ts.tv_nsec * 1e-9);
+}
+
+unsigned progress_once(uct_env &env)
+{
+    unsigned count = env.progress();
+
+    if (count == 0) {
+        sched_yield();
+    }
+    return count;
+}
+
+void progress_for(uct_env &env, double seconds)
+{
+    double end = now_sec() + seconds;
+
+    while (now_sec() < end) {
+        progress_once(env);
+    }
+}
+
+} // namespace o2m_test

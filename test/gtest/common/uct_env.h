@@ -1,0 +1,102 @@
+/**
+ * ucx-o2m tests: one UCT interface of the o2m component in this process,
+ * and bounded progress on it.
+ */
+#ifndef O2M_TEST_UCT_ENV_H_
+#define O2M_TEST_UCT_ENV_H_
+
+#include "harness.h"
+
+extern "C" {
+#include <uct/api/uct.h>
+#include <ucs/async/async.h>
+#include "uct_o2m.h"
+}
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace o2m_test {
+
+/* One UCT interface of the o2m component in this process */
+class uct_env {
+public:
+    uct_env(const std::string &tl_name,
+            const std::map<std::string, std::string> &config = {});
+    ~uct_env();
+
+    uct_iface_h iface() const { return m_iface; }
+    const uct_iface_attr_t &attr() const { return m_attr; }
+    std::vector<char> iface_addr() const;
+    std::vector<char> dev_addr() const;
+
+    unsigned progress();
+
+    /* Progress until cond() is true; false after wait_timeout seconds */
+    bool progress_until(const std::function<bool()> &cond,
+                        double timeout = 0);
+
+    void set_am_handler(uint8_t id, uct_am_callback_t cb, void *arg);
+
+    /* Error handler calls seen on this interface */
+    std::vector<ucs_status_t> errors;
+
+private:
+    static ucs_status_t err_handler(void *arg, uct_ep_h ep,
+                                    ucs_status_t status);
+
+    ucs_async_context_t *m_async;
+    uct_worker_h        m_worker;
+    uct_component_h     m_component;
+    uct_md_h            m_md;
+    uct_iface_h         m_iface;
+    uct_iface_attr_t    m_attr;
+};
+
+
+/* The UCT component called @a name (CHILD_CHECK fails when absent) */
+uct_component_h find_component(const char *name);
+
+/* Seconds on the monotonic clock */
+double now_sec();
+
+/* One progress call; yields the CPU when nothing happened (the tests run
+ * more busy processes than there are cores) */
+unsigned progress_once(uct_env &env);
+
+/* Progress for @a seconds */
+void progress_for(uct_env &env, double seconds);
+
+/* Progress until cond() (true) or the timeout (false) */
+template <typename Cond>
+static inline bool progress_wait(uct_env &env, Cond cond,
+                                 double timeout = 0)
+{
+    double end = now_sec() + ((timeout > 0) ? timeout : wait_timeout);
+
+    while (!cond()) {
+        if (now_sec() > end) {
+            return false;
+        }
+        progress_once(env);
+    }
+    return true;
+}
+
+static inline bool is_error(ucs_status_t status)
+{
+    return UCS_STATUS_IS_ERR(status) && (status != UCS_ERR_NO_RESOURCE);
+}
+
+static inline bool has_error(const uct_env &env, ucs_status_t status)
+{
+    return std::find(env.errors.begin(), env.errors.end(), status) !=
+           env.errors.end();
+}
+
+} // namespace o2m_test
+
+#endif
