@@ -196,6 +196,34 @@ ucs_status_t flush_ep(uct_env &env, uct_ep_h ep)
     return UCS_ERR_TIMED_OUT;
 }
 
+/* Sends message @a k and flushes, again and again, until that fails
+ * (bounded: a CHILD_CHECK failure); the error */
+ucs_status_t send_until_failed(uct_env &env, uct_ep_h ep, uint64_t salt,
+                               unsigned k, size_t max, const char *who)
+{
+    ucs_status_t status = UCS_OK;
+
+    CHILD_CHECK(env.progress_until([&] {
+                    status = send_msg(env, ep, salt, k, max);
+                    if (status == UCS_OK) {
+                        status = flush_ep(env, ep);
+                    }
+                    return status != UCS_OK;
+                }), "%s: the endpoint did not fail", who);
+    return status;
+}
+
+/* Progress until group member @a ep reports its group failed (bounded) */
+void wait_group_failed(uct_env &env, uct_ep_h ep, unsigned rank)
+{
+    ucs_status_t status = UCS_OK;
+
+    CHILD_CHECK(env.progress_until([&] {
+                    (void)uct_o2m_ep_state(ep, &status);
+                    return status != UCS_OK;
+                }), "member %u: the group did not fail", rank);
+}
+
 class mc_udp : public ::testing::Test {
 protected:
     void SetUp() override
@@ -238,6 +266,33 @@ protected:
         p.root_iface_addr = (const uct_iface_addr_t*)addrs.iface[root].data();
         p.root_dev_addr   = (const uct_device_addr_t*)addrs.dev[root].data();
         return p;
+    }
+
+    /*
+     * Runs @a fn in @a n processes, each with an interface (@a cfg) and the
+     * addresses of every rank's; rank @a victim kills itself (SIGKILL) in
+     * @a fn: it must end so and the others with success.
+     */
+    void run_with_victim(unsigned n, unsigned victim,
+                         const std::map<std::string, std::string> &cfg,
+                         const std::function<void(proc_group&, unsigned,
+                                                  uct_env&,
+                                                  const peer_addrs&)> &fn)
+    {
+        proc_group pg(n);
+
+        std::vector<int> st = pg.run([&](unsigned rank) {
+            uct_env env(UCT_MC_UDP_TL_NAME, cfg);
+            peer_addrs addrs;
+
+            addrs.exchange(pg, rank, env);
+            fn(pg, rank, env, addrs);
+        }, 120);
+
+        for (unsigned r = 0; r < n; ++r) {
+            EXPECT_EQ((r == victim) ? 128 + SIGKILL : 0, st[r])
+                    << "rank " << r;
+        }
     }
 
     std::string m_port;
@@ -342,16 +397,13 @@ TEST_F(mc_udp, p2p_event_fd)
  * of the interface's error handler (UCP's path to the failure) */
 TEST_F(mc_udp, p2p_peer_killed)
 {
-    proc_group pg(2);
-
-    std::vector<int> st = pg.run([&](unsigned rank) {
-        uct_env env(UCT_MC_UDP_TL_NAME, config());
+    run_with_victim(2, 1, config(), [&](proc_group &pg, unsigned rank,
+                                        uct_env &env,
+                                        const peer_addrs &addrs) {
         const size_t max = env.attr().cap.am.max_bcopy;
-        peer_addrs addrs;
         rx_log log;
 
         env.set_am_handler(AM_ID, rx_log::cb, &log);
-        addrs.exchange(pg, rank, env);
         if (rank == 1) {
             CHILD_CHECK(env.progress_until([&] {
                             return log.msgs.size() >= 1; }), "no message");
@@ -364,14 +416,8 @@ TEST_F(mc_udp, p2p_peer_killed)
         CHILD_CHECK_OK(flush_ep(env, ep));
         pg.barrier(rank);
 
-        ucs_status_t status = UCS_OK;
-        CHILD_CHECK(env.progress_until([&] {
-                        status = send_msg(env, ep, m_salt, 1, max);
-                        if (status == UCS_OK) {
-                            status = flush_ep(env, ep);
-                        }
-                        return status != UCS_OK;
-                    }), "the endpoint did not fail");
+        ucs_status_t status = send_until_failed(env, ep, m_salt, 1, max,
+                                                "sender");
         uct_mc_udp_counters_t c;
         CHILD_CHECK_OK(uct_mc_udp_iface_counters(env.iface(), &c));
         CHILD_CHECK(status == UCS_ERR_CONNECTION_RESET, "failed with %s "
@@ -380,25 +426,18 @@ TEST_F(mc_udp, p2p_peer_killed)
         CHILD_CHECK(env.errors.size() == 1, "%zu error handler calls",
                     env.errors.size());
         uct_ep_destroy(ep);
-    }, 120);
-
-    EXPECT_EQ(0, st[0]);
-    EXPECT_EQ(128 + SIGKILL, st[1]);
+    });
 }
 
 /* The receiving process killed while the sender's endpoint is idle:
  * uct_ep_check (UCP's keepalive) finds it, the error handler is called */
 TEST_F(mc_udp, p2p_idle_peer_killed)
 {
-    proc_group pg(2);
-
-    std::vector<int> st = pg.run([&](unsigned rank) {
-        uct_env env(UCT_MC_UDP_TL_NAME, config());
-        peer_addrs addrs;
-
+    run_with_victim(2, 1, config(), [&](proc_group &pg, unsigned rank,
+                                        uct_env &env,
+                                        const peer_addrs &addrs) {
         CHILD_CHECK(env.attr().cap.flags &
                     UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE, "no peer failure");
-        addrs.exchange(pg, rank, env);
         if (rank == 1) {
             pg.barrier(rank);
             kill(getpid(), SIGKILL);
@@ -418,10 +457,7 @@ TEST_F(mc_udp, p2p_idle_peer_killed)
         CHILD_CHECK(uct_ep_check(ep, 0, NULL) == UCS_ERR_CONNECTION_RESET,
                     "ep_check after the failure");
         uct_ep_destroy(ep);
-    }, 120);
-
-    EXPECT_EQ(0, st[0]);
-    EXPECT_EQ(128 + SIGKILL, st[1]);
+    });
 }
 
 /* An endpoint to its own interface (UCP's endpoint to its own worker when
@@ -636,17 +672,15 @@ TEST_F(mc_udp, group_membership_left)
 TEST_F(mc_udp, group_member_killed)
 {
     const unsigned n = 4, victim = 2;
-    proc_group pg(n);
 
-    std::vector<int> st = pg.run([&](unsigned rank) {
-        uct_env env(UCT_MC_UDP_TL_NAME, config());
+    run_with_victim(n, victim, config(), [&](proc_group &pg, unsigned rank,
+                                             uct_env &env,
+                                             const peer_addrs &addrs) {
         const size_t max = env.attr().cap.am.max_bcopy;
-        peer_addrs addrs;
         rx_log log;
         uct_ep_h ep;
 
         env.set_am_handler(AM_ID, rx_log::cb, &log);
-        addrs.exchange(pg, rank, env);
         uct_o2m_group_params_t p = group(n, rank, 0, addrs);
         CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
 
@@ -663,26 +697,15 @@ TEST_F(mc_udp, group_member_killed)
         }
 
         /* The root sends on until its group fails; members wait for it */
-        ucs_status_t status = UCS_OK;
-        CHILD_CHECK(env.progress_until([&] {
-                        if (rank == 0) {
-                            status = send_msg(env, ep, m_salt, 1, max);
-                            if (status == UCS_OK) {
-                                status = flush_ep(env, ep);
-                            }
-                        } else {
-                            (void)uct_o2m_ep_state(ep, &status);
-                        }
-                        return status != UCS_OK;
-                    }), "member %u: the group did not fail", rank);
+        if (rank == 0) {
+            (void)send_until_failed(env, ep, m_salt, 1, max, "root");
+        } else {
+            wait_group_failed(env, ep, rank);
+        }
         CHILD_CHECK(uct_o2m_ep_state(ep, NULL) == UCT_O2M_EP_STATE_FAILED,
                     "member %u not failed", rank);
         uct_ep_destroy(ep);
-    }, 120);
-
-    for (unsigned r = 0; r < n; ++r) {
-        EXPECT_EQ((r == victim) ? 128 + SIGKILL : 0, st[r]) << "rank " << r;
-    }
+    });
 }
 
 /* A member that exits right after joining the group, before it received
@@ -692,14 +715,12 @@ TEST_F(mc_udp, group_member_killed)
 TEST_F(mc_udp, group_member_exits_at_join)
 {
     const unsigned n = 3, victim = 0, root = 2;
-    proc_group pg(n);
 
-    std::vector<int> st = pg.run([&](unsigned rank) {
-        uct_env env(UCT_MC_UDP_TL_NAME, config({{"WINDOW", "32"}}));
-        peer_addrs addrs;
+    run_with_victim(n, victim, config({{"WINDOW", "32"}}),
+                    [&](proc_group &pg, unsigned rank, uct_env &env,
+                        const peer_addrs &addrs) {
         uct_ep_h ep = NULL;
 
-        addrs.exchange(pg, rank, env);
         uct_o2m_group_params_t p = group(n, rank, root, addrs);
         if (rank == root) {
             /* the root listens before the members say HELLO */
@@ -713,25 +734,22 @@ TEST_F(mc_udp, group_member_exits_at_join)
             kill(getpid(), SIGKILL);
         }
 
-        ucs_status_t status = UCS_OK;
-        unsigned k          = 0;
-        CHILD_CHECK(env.progress_until([&] {
-                        if (rank == root) {
+        if (rank == root) {
+            ucs_status_t status = UCS_OK;
+            unsigned k          = 0;
+
+            CHILD_CHECK(env.progress_until([&] {
                             /* header-only messages (payload NULL) */
                             status = uct_ep_am_short(ep, AM_ID, k, NULL, 0);
                             k     += (status == UCS_OK);
-                        } else {
-                            (void)uct_o2m_ep_state(ep, &status);
-                        }
-                        return (status != UCS_OK) &&
-                               (status != UCS_ERR_NO_RESOURCE);
-                    }), "member %u: the group did not fail", rank);
+                            return (status != UCS_OK) &&
+                                   (status != UCS_ERR_NO_RESOURCE);
+                        }), "root: the group did not fail");
+        } else {
+            wait_group_failed(env, ep, rank);
+        }
         uct_ep_destroy(ep);
-    }, 120);
-
-    for (unsigned r = 0; r < n; ++r) {
-        EXPECT_EQ((r == victim) ? 128 + SIGKILL : 0, st[r]) << "rank " << r;
-    }
+    });
 }
 
 /* Garbage and forged packets from a raw socket: dropped, counted */
