@@ -744,6 +744,57 @@ bool none_failed(const mc_sim &sim, const sim_scenario &sc)
     return true;
 }
 
+/* Whether every seed runs (not the one MC_REL_SIM_SEED names): only then
+ * do the totals over the runs mean something */
+bool all_seeds()
+{
+    return getenv("MC_REL_SIM_SEED") == NULL;
+}
+
+typedef std::function<void(sim_scenario&, std::mt19937_64&)> sim_setup_t;
+typedef std::function<void(const sim_scenario&, const mc_sim&,
+                           mc_sim::result&)> sim_check_t;
+
+/*
+ * One simulation per seed of seeds(@a base, @a count): the scenario of the
+ * seed (random_scenario(seed, @a max_size)), which @a setup changes with a
+ * generator seeded by the seed; @a check adds to res.violations what is
+ * wrong in the outcome.  A run that hung or has violations fails the test
+ * (the first 5 are reported, with their scenario).
+ */
+void run_seeds(uint64_t base, unsigned count, unsigned max_size,
+               const sim_setup_t &setup, const sim_check_t &check)
+{
+    unsigned failures = 0;
+
+    for (uint64_t seed : seeds(base, count)) {
+        sim_scenario sc = random_scenario(seed, max_size);
+        std::mt19937_64 rng(seed);
+
+        setup(sc, rng);
+        mc_sim sim(sc);
+        mc_sim::result res = sim.run();
+
+        check(sc, sim, res);
+        if (!res.hang && res.violations.empty()) {
+            continue;
+        }
+        ADD_FAILURE() << describe(sc, res);
+        if (++failures >= 5) {
+            break;
+        }
+    }
+}
+
+/* For run_seeds(): a member failed where none may */
+void check_none_failed(const sim_scenario &sc, const mc_sim &sim,
+                       mc_sim::result &res)
+{
+    if (!none_failed(sim, sc)) {
+        res.violations.push_back("a member failed");
+    }
+}
+
 } // namespace
 
 
@@ -755,13 +806,10 @@ TEST(mc_rel_sim, random_scenarios)
     uint64_t expected_msgs = 0, rx_msgs = 0, ucast = 0, mcast = 0, dups = 0;
     uint64_t nacks = 0, drops = 0, bad_delivered = 0;
     uint64_t drop_by[UCT_MC_REL_DROP_LAST] = {0};
-    unsigned failures = 0;
 
-    for (uint64_t seed : seeds(1000, 2500)) {
-        sim_scenario sc = random_scenario(seed);
-        mc_sim sim(sc);
-        mc_sim::result res = sim.run();
-
+    run_seeds(1000, 2500, 65, [](sim_scenario&, std::mt19937_64&) {},
+              [&](const sim_scenario &sc, const mc_sim &sim,
+                  mc_sim::result &res) {
         /* bounded completion: generous, against pathological back-off
          * (the simulation is deterministic: a seed passes or not) */
         unsigned depth = 0;
@@ -788,14 +836,8 @@ TEST(mc_rel_sim, random_scenarios)
             drops      += res.total.drop[i];
             drop_by[i] += res.total.drop[i];
         }
-        if (!res.hang && res.violations.empty() && none_failed(sim, sc)) {
-            continue;
-        }
-        ADD_FAILURE() << describe(sc, res);
-        if (++failures >= 5) {
-            break;
-        }
-    }
+        check_none_failed(sc, sim, res);
+    });
 
     /* the counters agree, and the faults were exercised */
     EXPECT_EQ(expected_msgs, rx_msgs);
@@ -807,7 +849,7 @@ TEST(mc_rel_sim, random_scenarios)
     }
     /* every bad twin, and nothing else, dropped */
     EXPECT_EQ(bad_delivered, drops) << "drops:" << why;
-    if (getenv("MC_REL_SIM_SEED") == NULL) {
+    if (all_seeds()) {
         for (int i = 0; i < UCT_MC_REL_DROP_LAST; ++i) {
             if ((i == UCT_MC_REL_DROP_LENGTH) || (i == UCT_MC_REL_DROP_MAGIC) ||
                 (i == UCT_MC_REL_DROP_TYPE) || (i == UCT_MC_REL_DROP_FIELD) ||
@@ -818,7 +860,7 @@ TEST(mc_rel_sim, random_scenarios)
             }
         }
     }
-    if (getenv("MC_REL_SIM_SEED") == NULL) {
+    if (all_seeds()) {
         EXPECT_GT(ucast, 1000u);
         EXPECT_GT(mcast, 100u);
         EXPECT_GT(dups, 1000u);
@@ -830,26 +872,15 @@ TEST(mc_rel_sim, random_scenarios)
  * timeout: silent is not dead) */
 TEST(mc_rel_sim, partition_heals)
 {
-    unsigned failures = 0, cut = 0;
+    unsigned cut = 0;
 
-    for (uint64_t seed : seeds(50000, 300)) {
-        sim_scenario sc = random_scenario(seed, 24);
-        std::mt19937_64 rng(seed);
+    run_seeds(50000, 300, 24, [](sim_scenario &sc, std::mt19937_64 &rng) {
         add_partition(sc, rng, true);
-        mc_sim sim(sc);
-        mc_sim::result res = sim.run();
-
+    }, [&](const sim_scenario &sc, const mc_sim &sim, mc_sim::result &res) {
         cut += (res.complete_time > sc.faults.part_from);
-
-        if (!res.hang && res.violations.empty() && none_failed(sim, sc)) {
-            continue;
-        }
-        ADD_FAILURE() << describe(sc, res);
-        if (++failures >= 5) {
-            break;
-        }
-    }
-    if (getenv("MC_REL_SIM_SEED") == NULL) {
+        check_none_failed(sc, sim, res);
+    });
+    if (all_seeds()) {
         EXPECT_GT(cut, 100u) << "too few partitions cut a transfer";
     }
 }
@@ -859,16 +890,12 @@ TEST(mc_rel_sim, partition_heals)
  * something fails */
 TEST(mc_rel_sim, partition_forever)
 {
-    unsigned failures = 0, failed_runs = 0;
+    unsigned failed_runs = 0;
 
-    for (uint64_t seed : seeds(60000, 300)) {
-        sim_scenario sc = random_scenario(seed, 24);
-        std::mt19937_64 rng(seed);
+    run_seeds(60000, 300, 24, [](sim_scenario &sc, std::mt19937_64 &rng) {
         add_partition(sc, rng, false);
         sc.config.peer_timeout = (5 + rng() % 50) * MS;
-        mc_sim sim(sc);
-        mc_sim::result res = sim.run();
-
+    }, [&](const sim_scenario &sc, const mc_sim &sim, mc_sim::result &res) {
         if (res.complete_time == INF) {
             ++failed_runs;
             if (!sim.member(sc.root).failed) {
@@ -876,15 +903,8 @@ TEST(mc_rel_sim, partition_forever)
                                          "not fail");
             }
         }
-        if (!res.hang && res.violations.empty()) {
-            continue;
-        }
-        ADD_FAILURE() << describe(sc, res);
-        if (++failures >= 5) {
-            break;
-        }
-    }
-    if (getenv("MC_REL_SIM_SEED") == NULL) {
+    });
+    if (all_seeds()) {
         EXPECT_GT(failed_runs, 30u) << "too few partitions cut a transfer";
     }
 }
@@ -894,17 +914,13 @@ TEST(mc_rel_sim, partition_forever)
  * nobody fails (finished is not failed) */
 TEST(mc_rel_sim, member_killed)
 {
-    unsigned failures = 0, cut = 0;
+    unsigned cut = 0;
 
-    for (uint64_t seed : seeds(70000, 600)) {
-        sim_scenario sc = random_scenario(seed, 24);
-        std::mt19937_64 rng(seed);
+    run_seeds(70000, 600, 24, [](sim_scenario &sc, std::mt19937_64 &rng) {
         sc.faults.victim  = (int)(rng() % sc.size);
         sc.faults.kill_at = (rng() % 4000) * US;
         sc.late_member    = 0;
-        mc_sim sim(sc);
-        mc_sim::result res = sim.run();
-
+    }, [&](const sim_scenario &sc, const mc_sim &sim, mc_sim::result &res) {
         if ((res.complete_time == INF) && (sc.faults.victim != (int)sc.root)) {
             ++cut;
             if (!all_failed(sim, sc)) {
@@ -916,15 +932,8 @@ TEST(mc_rel_sim, member_killed)
             res.violations.push_back("a member failed after the root "
                                      "finished");
         }
-        if (!res.hang && res.violations.empty()) {
-            continue;
-        }
-        ADD_FAILURE() << describe(sc, res);
-        if (++failures >= 5) {
-            break;
-        }
-    }
-    if (getenv("MC_REL_SIM_SEED") == NULL) {
+    });
+    if (all_seeds()) {
         EXPECT_GT(cut, 40u) << "too few kills during a transfer";
     }
 }
@@ -942,20 +951,17 @@ TEST(mc_rel_sim, repair_counters)
 {
     const double losses[] = {0.01, 0.1, 0.3};
     uint64_t repaired = 0, ucast = 0, mcast = 0;
-    unsigned failures = 0;
 
-    for (uint64_t seed : seeds(80000, 400)) {
-        sim_scenario sc = random_scenario(seed, 24);
-        sc.faults.loss   = losses[seed % 3];
+    run_seeds(80000, 400, 24, [&](sim_scenario &sc, std::mt19937_64&) {
+        sc.faults.loss   = losses[sc.seed % 3];
         sc.faults.dup    = 0;
         sc.faults.jitter = 0;
         sc.faults.refuse = 0;
         sc.late_member   = 0;
-        if ((seed / 3) % 3 == 0) {
+        if ((sc.seed / 3) % 3 == 0) {
             sc.faults.mc_delay = 300 * US;
         }
-        mc_sim sim(sc);
-        mc_sim::result res = sim.run();
+    }, [&](const sim_scenario &sc, const mc_sim &sim, mc_sim::result &res) {
         uint64_t rx_repaired = 0, sent_copies;
 
         for (unsigned r = 0; r < sc.size; ++r) {
@@ -1012,16 +1018,9 @@ TEST(mc_rel_sim, repair_counters)
                                      " copies sent");
         }
         repaired += rx_repaired;
-
-        if (!res.hang && res.violations.empty() && none_failed(sim, sc)) {
-            continue;
-        }
-        ADD_FAILURE() << describe(sc, res);
-        if (++failures >= 5) {
-            break;
-        }
-    }
-    if (getenv("MC_REL_SIM_SEED") == NULL) {
+        check_none_failed(sc, sim, res);
+    });
+    if (all_seeds()) {
         EXPECT_GT(repaired, 1000u);
         EXPECT_GT(ucast, 100u);
         EXPECT_GT(mcast, 10u);
