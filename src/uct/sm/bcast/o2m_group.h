@@ -21,7 +21,7 @@
 #ifndef UCT_O2M_GROUP_H_
 #define UCT_O2M_GROUP_H_
 
-#include "o2m_iface.h"
+#include "o2m_ep.h"
 
 
 enum {
@@ -177,6 +177,12 @@ typedef struct uct_o2m_retired_group {
 } uct_o2m_retired_group_t;
 
 
+static UCS_F_ALWAYS_INLINE int
+uct_o2m_group_is_root(const uct_o2m_group_ep_t *ep)
+{
+    return ep->my_index == ep->root_index;
+}
+
 static UCS_F_ALWAYS_INLINE unsigned
 uct_o2m_group_num_peers(const uct_o2m_group_ep_t *ep)
 {
@@ -189,14 +195,27 @@ uct_o2m_group_elem(uct_o2m_group_ep_t *ep, uint64_t seq)
     return uct_o2m_elem_at(ep->elems, ep->elem_stride, seq, ep->depth);
 }
 
-/* Group endpoint life cycle and liveness (o2m_group.c) */
+/* Group endpoint life cycle (o2m_group.c) */
 ucs_status_t uct_o2m_group_attach(uct_o2m_group_ep_t *ep);
 int uct_o2m_group_try_attach(uct_o2m_group_ep_t *ep);
-ucs_status_t uct_o2m_group_check(uct_o2m_group_ep_t *ep, int stalled);
 ucs_status_t uct_o2m_group_flush_status(uct_o2m_group_ep_t *ep);
 void uct_o2m_group_destroy(uct_o2m_group_ep_t *ep);
 
-/* Retired groups of an interface (o2m_group.c) */
+/* Liveness (o2m_liveness.c) */
+ucs_status_t uct_o2m_group_check(uct_o2m_group_ep_t *ep, int stalled);
+/* Fail the endpoint because of member @a member; a root tells the others */
+void uct_o2m_group_fail(uct_o2m_group_ep_t *ep, ucs_status_t status,
+                        const char *why, unsigned member);
+/* Whether the process of member @a i is known to have exited */
+int uct_o2m_group_member_exited(uct_o2m_iface_t *iface,
+                                uct_o2m_watch_t **watches,
+                                const uct_o2m_proc_t *procs,
+                                const uct_o2m_member_t *member, unsigned i,
+                                uint32_t state);
+
+/* Retired groups of an interface (o2m_retired.c) */
+/* The root leaves its group: retire it, or destroy it if nobody waits */
+void uct_o2m_group_root_close(uct_o2m_group_ep_t *ep);
 unsigned uct_o2m_iface_reap_retired(uct_o2m_iface_t *iface);
 /* Give up a destroyed group that waits: the one with @a group_id, or the
  * oldest that waits only for members of unknown process, else the oldest;

@@ -184,8 +184,6 @@ typedef struct uct_o2m_peer_seg {
 } uct_o2m_peer_seg_t;
 
 
-typedef struct uct_o2m_ep uct_o2m_ep_t;
-
 
 typedef struct uct_o2m_iface {
     uct_sm_iface_t        super;
@@ -231,45 +229,10 @@ typedef struct uct_o2m_iface {
 } uct_o2m_iface_t;
 
 
-typedef enum {
-    UCT_O2M_EP_P2P,        /* Point-to-point sender */
-    UCT_O2M_EP_BCAST_ROOT,
-    UCT_O2M_EP_BCAST_RECV,
-    UCT_O2M_EP_INCAST_ROOT,
-    UCT_O2M_EP_INCAST_SEND
-} uct_o2m_ep_type_t;
-
-
-/** Large send waiting for the readers: completed in progress. */
-typedef struct uct_o2m_zcopy_req {
-    ucs_queue_elem_t  queue;
-    uint64_t          seq;
-    uct_completion_t  *comp;
-    uint64_t          zerr_mark;   /* Point-to-point: the receiver's
-                                      zerr_count when it was sent */
-} uct_o2m_zcopy_req_t;
-
-
-/** Base of every endpoint of these transports. */
-struct uct_o2m_ep {
-    uct_base_ep_t      super;
-    uct_o2m_ep_type_t  type;
-    ucs_list_link_t    list;         /* In iface->eps */
-    ucs_status_t       status;       /* UCS_OK until the ep has failed */
-    ucs_queue_head_t   pending;      /* uct_pending_req_t */
-    ucs_queue_head_t   zcopy_reqs;   /* uct_o2m_zcopy_req_t, in seq order */
-    ucs_queue_head_t   flush_reqs;   /* uct_o2m_zcopy_req_t, in seq order */
-    uint64_t           next_seq;     /* Next message this ep sends */
-    int                dispatching;  /* Pending requests are being run */
-};
-
-
 extern ucs_config_field_t uct_o2m_iface_config_table[];
 
 UCS_CLASS_DECLARE(uct_o2m_iface_t, uct_iface_ops_t*, uct_md_h, uct_worker_h,
                   const uct_iface_params_t*, const uct_iface_config_t*, int);
-
-UCS_CLASS_DECLARE(uct_o2m_ep_t, uct_o2m_iface_t*, uct_o2m_ep_type_t);
 
 
 /* Interface operations shared by both transports */
@@ -301,46 +264,31 @@ void uct_o2m_iface_dir_remove(uct_o2m_iface_t *iface, uint64_t group_id);
 /* Members that saw the refusal listed for @a group_id (0 if none) */
 unsigned uct_o2m_iface_dir_seen(uct_o2m_iface_t *iface, uint64_t group_id);
 
+/* Check the peers of the interface's endpoints and of its receive FIFO */
+void uct_o2m_iface_check_peers(uct_o2m_iface_t *iface);
+
+/* Receive side (o2m_rx.c) */
 /* Private receive buffer @a idx of at least @a size bytes */
 void *uct_o2m_iface_rx_buf(uct_o2m_iface_t *iface, int idx, size_t size);
 
 /* Read a large message described by @a zdesc into @a dst */
 ucs_status_t uct_o2m_zcopy_read(const uct_o2m_zdesc_t *zdesc, void *dst);
 
-/* Fill a descriptor for a large send from this process */
-ucs_status_t uct_o2m_zdesc_pack(uct_o2m_zdesc_t *zdesc, const void *header,
-                                unsigned header_length, const uct_iov_t *iov,
-                                size_t iovcnt, size_t max_length);
+/* Deliver what arrived in this interface's own receive FIFO */
+unsigned uct_o2m_p2p_rx_progress(uct_o2m_iface_t *iface);
 
-/* Endpoint helpers shared by all endpoint types */
-void uct_o2m_ep_set_failed(uct_o2m_ep_t *ep, ucs_status_t status);
-void uct_o2m_ep_dispatch_pending(uct_o2m_ep_t *ep);
-ucs_status_t uct_o2m_ep_add_zcopy(uct_o2m_ep_t *ep, ucs_queue_head_t *queue,
-                                  uint64_t seq, uct_completion_t *comp);
-void uct_o2m_ep_complete_upto(uct_o2m_ep_t *ep, uint64_t done_seq);
+/* Periodic: skip a receive FIFO element whose claimer died */
+void uct_o2m_p2p_rx_check(uct_o2m_iface_t *iface);
 
-/* Generic endpoint operations: dispatch on ep->type */
-ucs_status_t uct_o2m_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
-                                 const void *payload, unsigned length);
-ssize_t uct_o2m_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
-                            uct_pack_callback_t pack_cb, void *arg,
-                            unsigned flags);
-ucs_status_t uct_o2m_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
-                                 const void *header, unsigned header_length,
-                                 const uct_iov_t *iov, size_t iovcnt,
-                                 unsigned flags, uct_completion_t *comp);
-ucs_status_t uct_o2m_ep_flush(uct_ep_h tl_ep, unsigned flags,
-                              uct_completion_t *comp);
-ucs_status_t uct_o2m_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
-                                    unsigned flags);
-void uct_o2m_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
-                              void *arg);
-ucs_status_t uct_o2m_ep_check(uct_ep_h tl_ep, unsigned flags,
-                              uct_completion_t *comp);
-ucs_status_t uct_o2m_ep_create_p2p(const uct_ep_params_t *params,
-                                   uct_ep_h *ep_p);
-void uct_o2m_ep_destroy(uct_ep_h tl_ep);
-
+/* Deliver one element (also used by the fan-out receivers), inline data of
+ * at most @a max_inline bytes.  A corrupt element: UCS_ERR_INVALID_PARAM
+ * and *why_p says what is wrong; other errors leave it NULL.  @a failed
+ * (NULL: none) is the writer's "failed" word: a large message read while
+ * it became set is not delivered (see uct_o2m_ep_set_failed). */
+ucs_status_t uct_o2m_deliver_elem(uct_o2m_iface_t *iface,
+                                  uct_o2m_elem_t *elem, size_t max_inline,
+                                  const volatile int32_t *failed,
+                                  const char **why_p);
 
 /* memcpy that accepts a NULL buffer with a zero length (am_short with no
  * payload, zcopy with no header) */

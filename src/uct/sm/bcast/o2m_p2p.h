@@ -21,7 +21,7 @@
 #ifndef UCT_O2M_P2P_H_
 #define UCT_O2M_P2P_H_
 
-#include "o2m_iface.h"
+#include "o2m_ep.h"
 
 
 typedef struct uct_o2m_p2p_ep {
@@ -34,6 +34,28 @@ typedef struct uct_o2m_p2p_ep {
     uct_o2m_watch_t     *watch; /* The peer process */
     pid_t               self_pid; /* Named in the claims of FIFO elements */
 } uct_o2m_p2p_ep_t;
+
+
+/* The seq word of a claimed element: never a published value (bit 63),
+ * names the claimer (pids are below 2^22) and the sequence claimed */
+#define UCT_O2M_CLAIM_FLAG     UCS_BIT(63)
+#define UCT_O2M_CLAIM_PID_BITS 22
+#define UCT_O2M_CLAIM_SEQ_MASK UCS_MASK(63 - UCT_O2M_CLAIM_PID_BITS)
+
+static UCS_F_ALWAYS_INLINE uint64_t uct_o2m_p2p_claim_word(uint64_t seq,
+                                                           pid_t pid)
+{
+    return UCT_O2M_CLAIM_FLAG |
+           ((seq & UCT_O2M_CLAIM_SEQ_MASK) << UCT_O2M_CLAIM_PID_BITS) |
+           ((uint64_t)pid & UCS_MASK(UCT_O2M_CLAIM_PID_BITS));
+}
+
+/* Value of the seq word of element @a seq before it is claimed */
+static UCS_F_ALWAYS_INLINE uint64_t uct_o2m_p2p_free_word(uint64_t seq,
+                                                          unsigned depth)
+{
+    return (seq >= depth) ? (seq - depth + 1) : 0;
+}
 
 
 ucs_status_t uct_o2m_p2p_am_short(uct_o2m_p2p_ep_t *ep, uint8_t id,
@@ -50,21 +72,5 @@ ucs_status_t uct_o2m_p2p_ep_flush_status(uct_o2m_p2p_ep_t *ep);
 unsigned uct_o2m_p2p_ep_progress(uct_o2m_p2p_ep_t *ep);
 void uct_o2m_p2p_ep_check_peer(uct_o2m_p2p_ep_t *ep);
 void uct_o2m_p2p_ep_destroy(uct_o2m_p2p_ep_t *ep);
-
-/* Deliver what arrived in this interface's own receive FIFO */
-unsigned uct_o2m_p2p_rx_progress(uct_o2m_iface_t *iface);
-
-/* Periodic: skip a receive FIFO element whose claimer died */
-void uct_o2m_p2p_rx_check(uct_o2m_iface_t *iface);
-
-/* Deliver one element (also used by the fan-out receivers), inline data of
- * at most @a max_inline bytes.  A corrupt element: UCS_ERR_INVALID_PARAM
- * and *why_p says what is wrong; other errors leave it NULL.  @a failed
- * (NULL: none) is the writer's "failed" word: a large message read while
- * it became set is not delivered (see uct_o2m_ep_set_failed). */
-ucs_status_t uct_o2m_deliver_elem(uct_o2m_iface_t *iface,
-                                  uct_o2m_elem_t *elem, size_t max_inline,
-                                  const volatile int32_t *failed,
-                                  const char **why_p);
 
 #endif
