@@ -6,7 +6,6 @@
 #endif
 
 #include "o2m_group.h"
-#include "o2m_p2p.h"
 
 #include <ucs/debug/log.h>
 #include <string.h>
@@ -58,7 +57,7 @@ static uint64_t uct_o2m_bcast_min_consumed(uct_o2m_group_ep_t *ep)
 }
 
 /* Advance ep->completed: messages below it were consumed by everyone */
-void uct_o2m_bcast_root_reclaim(uct_o2m_group_ep_t *ep)
+static void uct_o2m_bcast_root_reclaim(uct_o2m_group_ep_t *ep)
 {
     unsigned num_receivers = uct_o2m_group_num_peers(ep);
 
@@ -78,8 +77,14 @@ void uct_o2m_bcast_root_reclaim(uct_o2m_group_ep_t *ep)
     uct_o2m_ep_complete_upto(&ep->super, ep->completed);
 }
 
-int uct_o2m_bcast_root_has_space(uct_o2m_group_ep_t *ep)
+
+/* ------------------------------------------------------------------------ */
+/* Root                                                                    */
+
+static int uct_o2m_bcast_root_has_space(uct_o2m_ep_t *o2m_ep)
 {
+    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
+
     if ((ep->super.next_seq - ep->completed) < ep->depth) {
         return 1;
     }
@@ -90,97 +95,96 @@ int uct_o2m_bcast_root_has_space(uct_o2m_group_ep_t *ep)
 
 /* The element for the next message, or NULL while the ring is full */
 static UCS_F_ALWAYS_INLINE uct_o2m_elem_t *
-uct_o2m_bcast_root_claim(uct_o2m_group_ep_t *ep)
+uct_o2m_bcast_root_claim(uct_o2m_ep_t *o2m_ep, uint64_t *seq_p,
+                         ucs_status_t *status_p)
 {
-    if (ucs_unlikely(!uct_o2m_bcast_root_has_space(ep))) {
+    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
+
+    if (ucs_unlikely(!uct_o2m_bcast_root_has_space(o2m_ep))) {
+        *status_p = UCS_ERR_NO_RESOURCE;
         return NULL;
     }
 
+    *seq_p = ep->super.next_seq;
     return uct_o2m_group_elem(ep, ep->super.next_seq);
 }
 
-static UCS_F_ALWAYS_INLINE void
-uct_o2m_bcast_root_publish(uct_o2m_group_ep_t *ep, uct_o2m_elem_t *elem,
-                           uint8_t id, uint32_t length, uint8_t flags)
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_o2m_bcast_root_publish(uct_o2m_ep_t *o2m_ep, uct_o2m_elem_t *elem,
+                           uint64_t seq)
 {
-    elem->length = length;
-    elem->am_id  = id;
-    elem->flags  = flags;
-    uct_o2m_elem_publish(elem, ep->super.next_seq++);
-}
+    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
 
-ucs_status_t uct_o2m_bcast_am_short(uct_o2m_group_ep_t *ep, uint8_t id,
-                                    uint64_t header, const void *payload,
-                                    unsigned length)
-{
-    uct_o2m_elem_t *elem;
+    ucs_assertv((elem->flags & UCT_O2M_ELEM_FLAG_ZCOPY) ||
+                (elem->length <= ep->max_length), "pack_cb packed %u bytes",
+                elem->length);
 
-    UCT_CHECK_LENGTH(length + sizeof(header), 0, ep->max_length, "am_short");
-
-    elem = uct_o2m_bcast_root_claim(ep);
-    if (elem == NULL) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-
-    memcpy(UCT_O2M_ELEM_DATA(elem), &header, sizeof(header));
-    uct_o2m_memcpy(UCS_PTR_BYTE_OFFSET(UCT_O2M_ELEM_DATA(elem),
-                                       sizeof(header)),
-                   payload, length);
-    uct_o2m_bcast_root_publish(ep, elem, id, length + sizeof(header), 0);
+    uct_o2m_elem_publish(elem, seq);
+    o2m_ep->next_seq = seq + 1;
     return UCS_OK;
 }
 
-ssize_t uct_o2m_bcast_am_bcopy(uct_o2m_group_ep_t *ep, uint8_t id,
-                               uct_pack_callback_t pack_cb, void *arg)
+static ucs_status_t uct_o2m_bcast_am_short(uct_o2m_ep_t *o2m_ep, uint8_t id,
+                                           uint64_t header,
+                                           const void *payload,
+                                           unsigned length)
 {
-    uct_o2m_elem_t *elem;
-    size_t length;
+    UCT_CHECK_LENGTH(length + sizeof(header), 0,
+                     ucs_derived_of(o2m_ep, uct_o2m_group_ep_t)->max_length,
+                     "am_short");
 
-    elem = uct_o2m_bcast_root_claim(ep);
-    if (elem == NULL) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-
-    length = pack_cb(UCT_O2M_ELEM_DATA(elem), arg);
-    ucs_assertv(length <= ep->max_length, "pack_cb packed %zu bytes",
-                length);
-    uct_o2m_bcast_root_publish(ep, elem, id, length, 0);
-    return length;
+    return uct_o2m_ep_send_short(o2m_ep, uct_o2m_bcast_root_claim,
+                                 uct_o2m_bcast_root_publish, id, header,
+                                 payload, length);
 }
 
-ucs_status_t uct_o2m_bcast_am_zcopy(uct_o2m_group_ep_t *ep, uint8_t id,
-                                    const void *header, unsigned header_length,
-                                    const uct_iov_t *iov, size_t iovcnt,
-                                    uct_completion_t *comp)
+static ssize_t uct_o2m_bcast_am_bcopy(uct_o2m_ep_t *o2m_ep, uint8_t id,
+                                      uct_pack_callback_t pack_cb, void *arg)
 {
-    uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
-                                            uct_o2m_iface_t);
-    uct_o2m_zdesc_t *zdesc;
-    uct_o2m_elem_t *elem;
-    ucs_status_t status;
-    uint64_t seq;
-
-    elem = uct_o2m_bcast_root_claim(ep);
-    if (elem == NULL) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-
-    /* Nothing is published if the descriptor is refused */
-    zdesc  = UCT_O2M_ELEM_DATA(elem);
-    status = uct_o2m_zdesc_pack(zdesc, header, header_length, iov, iovcnt,
-                                iface->config.max_zcopy);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    seq = ep->super.next_seq;
-    uct_o2m_bcast_root_publish(ep, elem, id, zdesc->length,
-                               UCT_O2M_ELEM_FLAG_ZCOPY);
-    return uct_o2m_ep_add_zcopy(&ep->super, &ep->super.zcopy_reqs, seq, comp);
+    return uct_o2m_ep_send_bcopy(o2m_ep, uct_o2m_bcast_root_claim,
+                                 uct_o2m_bcast_root_publish, id, pack_cb,
+                                 arg);
 }
 
-unsigned uct_o2m_bcast_root_progress(uct_o2m_group_ep_t *ep)
+static ucs_status_t
+uct_o2m_bcast_am_zcopy(uct_o2m_ep_t *o2m_ep, uint8_t id, const void *header,
+                       unsigned header_length, const uct_iov_t *iov,
+                       size_t iovcnt, uct_completion_t *comp)
 {
+    return uct_o2m_ep_send_zcopy(o2m_ep, uct_o2m_bcast_root_claim,
+                                 uct_o2m_bcast_root_publish,
+                                 uct_o2m_ep_track_zcopy, id, header,
+                                 header_length, iov, iovcnt, comp);
+}
+
+static ucs_status_t uct_o2m_bcast_root_flush_status(uct_o2m_ep_t *o2m_ep)
+{
+    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
+
+    uct_o2m_bcast_root_reclaim(ep);
+    return (ep->completed >= ep->super.next_seq) ? UCS_OK : UCS_INPROGRESS;
+}
+
+/*
+ * The root tells its receivers before its zcopy completions fire: a
+ * receiver still reading a buffer the user may now rewrite sees the word
+ * after its read and drops the copy (uct_o2m_deliver_elem).
+ */
+static void uct_o2m_bcast_root_failing(uct_o2m_ep_t *o2m_ep,
+                                       ucs_status_t status)
+{
+    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
+
+    if (ep->seg != NULL) {
+        __atomic_store_n(&ep->seg->failed, status, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    }
+}
+
+static unsigned uct_o2m_bcast_root_progress(uct_o2m_ep_t *o2m_ep)
+{
+    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
+
     if (!ucs_queue_is_empty(&ep->super.zcopy_reqs) ||
         !ucs_queue_is_empty(&ep->super.flush_reqs)) {
         uct_o2m_bcast_root_reclaim(ep);
@@ -193,8 +197,79 @@ unsigned uct_o2m_bcast_root_progress(uct_o2m_group_ep_t *ep)
     return 0;
 }
 
-unsigned uct_o2m_bcast_recv_progress(uct_o2m_group_ep_t *ep)
+/* A receiver that lost a message fails the group */
+static void uct_o2m_bcast_root_check_lost(uct_o2m_group_ep_t *ep)
 {
+    ucs_status_t status;
+    unsigned i;
+
+    for (i = 0; i < ep->size; ++i) {
+        status = __atomic_load_n(&ep->members[i].lost_status,
+                                 __ATOMIC_ACQUIRE);
+        if (status != UCS_OK) {
+            /* Written by a peer: pass on error codes only */
+            if ((status > 0) || (status <= UCS_ERR_LAST)) {
+                status = UCS_ERR_IO_ERROR;
+            }
+            uct_o2m_group_fail(ep, status, "member lost a message", i);
+            return;
+        }
+    }
+}
+
+static void uct_o2m_bcast_root_check(uct_o2m_ep_t *o2m_ep, int stalled)
+{
+    if (o2m_ep->status == UCS_OK) {
+        uct_o2m_bcast_root_check_lost(ucs_derived_of(o2m_ep,
+                                                     uct_o2m_group_ep_t));
+    }
+
+    uct_o2m_group_check(o2m_ep, stalled);
+}
+
+static int uct_o2m_bcast_root_waiting(uct_o2m_group_ep_t *ep)
+{
+    uct_o2m_bcast_root_reclaim(ep);
+    return ep->completed < ep->super.next_seq;
+}
+
+static uint64_t uct_o2m_bcast_root_mark(const uct_o2m_group_ep_t *ep)
+{
+    return ep->completed;
+}
+
+/* A receiver that left must have consumed everything sent */
+static int uct_o2m_bcast_root_left_early(const uct_o2m_group_ep_t *ep,
+                                         uint64_t done, int waiting)
+{
+    return done < ep->super.next_seq;
+}
+
+const uct_o2m_group_ops_t uct_o2m_bcast_root_ops = {
+    .super = {
+        .name         = "fan-out root",
+        .am_short     = uct_o2m_bcast_am_short,
+        .am_bcopy     = uct_o2m_bcast_am_bcopy,
+        .am_zcopy     = uct_o2m_bcast_am_zcopy,
+        .has_space    = uct_o2m_bcast_root_has_space,
+        .flush_status = uct_o2m_bcast_root_flush_status,
+        .failing      = uct_o2m_bcast_root_failing,
+        .progress     = uct_o2m_bcast_root_progress,
+        .check        = uct_o2m_bcast_root_check,
+        .destroy      = uct_o2m_group_destroy
+    },
+    .root_waiting = uct_o2m_bcast_root_waiting,
+    .root_mark    = uct_o2m_bcast_root_mark,
+    .left_early   = uct_o2m_bcast_root_left_early
+};
+
+
+/* ------------------------------------------------------------------------ */
+/* Receivers                                                               */
+
+static unsigned uct_o2m_bcast_recv_progress(uct_o2m_ep_t *o2m_ep)
+{
+    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
     uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
                                             uct_o2m_iface_t);
     unsigned count         = 0;
@@ -240,3 +315,30 @@ unsigned uct_o2m_bcast_recv_progress(uct_o2m_group_ep_t *ep)
 
     return count;
 }
+
+/*
+ * A receiver that consumed everything has finished, which is no failure;
+ * but if it is waiting for more (@a stalled, from uct_ep_check()), or the
+ * root has exited too, nothing more will come: it must not wait forever.
+ */
+static void uct_o2m_bcast_recv_root_closed(uct_o2m_group_ep_t *ep,
+                                           uint64_t final_seq, int stalled)
+{
+    if ((ep->rx_seq >= final_seq) &&
+        (stalled || uct_o2m_watch_has_exited(ep->watches[ep->root_index]))) {
+        uct_o2m_group_fail(ep, UCS_ERR_CONNECTION_RESET,
+                           "the root closed the group and this member "
+                           "consumed all it sent", ep->root_index);
+    }
+}
+
+/* A reader: no send operations */
+const uct_o2m_group_ops_t uct_o2m_bcast_recv_ops = {
+    .super = {
+        .name     = "fan-out receiver",
+        .progress = uct_o2m_bcast_recv_progress,
+        .check    = uct_o2m_group_check,
+        .destroy  = uct_o2m_group_destroy
+    },
+    .root_closed = uct_o2m_bcast_recv_root_closed
+};

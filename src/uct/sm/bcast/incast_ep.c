@@ -7,7 +7,6 @@
 #endif
 
 #include "incast_ep.h"
-#include "o2m_p2p.h"
 #include "o2m_reduce.h"
 #include "o2m_check.h"
 
@@ -90,7 +89,7 @@ void uct_o2m_incast_seg_init(uct_o2m_group_ep_t *ep)
 /* ------------------------------------------------------------------------ */
 /* Senders                                                                 */
 
-void uct_o2m_incast_send_update(uct_o2m_group_ep_t *ep)
+static void uct_o2m_incast_send_update(uct_o2m_group_ep_t *ep)
 {
     /* Written by the root: never beyond what we sent */
     ep->completed = ucs_min(__atomic_load_n(&ep->seg->delivered,
@@ -99,8 +98,10 @@ void uct_o2m_incast_send_update(uct_o2m_group_ep_t *ep)
     uct_o2m_ep_complete_upto(&ep->super, ep->completed);
 }
 
-int uct_o2m_incast_send_has_space(uct_o2m_group_ep_t *ep)
+static int uct_o2m_incast_send_has_space(uct_o2m_ep_t *o2m_ep)
 {
+    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
+
     if (ucs_unlikely(ep->seg == NULL)) {
         /* A send waits for the group from now on (opt-in deadline) */
         if (ep->wait_since == 0) {
@@ -146,7 +147,7 @@ static ucs_status_t uct_o2m_incast_send_status(uct_o2m_group_ep_t *ep)
 static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_o2m_incast_send_check(uct_o2m_group_ep_t *ep)
 {
-    if (ucs_unlikely(!uct_o2m_incast_send_has_space(ep)) ||
+    if (ucs_unlikely(!uct_o2m_incast_send_has_space(&ep->super)) ||
         ucs_unlikely(__atomic_load_n(&ep->seg->closed, __ATOMIC_RELAXED))) {
         return uct_o2m_incast_send_status(ep);
     }
@@ -229,17 +230,13 @@ static void uct_o2m_incast_reduce_shared(uct_o2m_group_ep_t *ep, void *elem,
     __atomic_fetch_add(&ctl->shared_count, 1, __ATOMIC_RELAXED);
 }
 
-/* Make the contribution in @a slot count for the root */
+/* Make the contribution in @a slot, its header written, count for the root */
 static UCS_F_ALWAYS_INLINE void
 uct_o2m_incast_commit(uct_o2m_group_ep_t *ep, void *elem,
-                      uct_o2m_elem_t *slot, uint8_t id, size_t length,
-                      uint8_t flags)
+                      uct_o2m_elem_t *slot)
 {
     uint64_t seq = ep->super.next_seq++;
 
-    slot->length = length;
-    slot->am_id  = id;
-    slot->flags  = flags;
     if (uct_o2m_incast_stamped(ep)) {
         uct_o2m_elem_publish(slot, seq);
     } else {
@@ -259,113 +256,138 @@ uct_o2m_incast_max_pack(uct_o2m_group_ep_t *ep)
     return iface->config.elem_size - sizeof(uct_o2m_elem_t);
 }
 
-/*
- * Contribute @a length bytes: produced by @a pack into the slot (or into a
- * scratch buffer first when they are reduced into the shared buffer).
- */
-typedef size_t (*uct_o2m_incast_pack_t)(void *dest, void *arg);
-
-static ssize_t uct_o2m_incast_contribute(uct_o2m_group_ep_t *ep, uint8_t id,
-                                         uct_o2m_incast_pack_t pack,
-                                         void *arg)
+/* Our slot of the element of the next round, once a send may go */
+static UCS_F_ALWAYS_INLINE uct_o2m_elem_t *
+uct_o2m_incast_claim_slot(uct_o2m_ep_t *o2m_ep, uint64_t *seq_p,
+                          ucs_status_t *status_p)
 {
-    uct_o2m_incast_ctl_t *ctl;
-    uct_o2m_elem_t *slot;
-    ucs_status_t status;
-    size_t length;
-    void *elem, *data;
+    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
 
-    status = uct_o2m_incast_send_check(ep);
-    if (status != UCS_OK) {
-        return status;
+    *status_p = uct_o2m_incast_send_check(ep);
+    if (*status_p != UCS_OK) {
+        return NULL;
     }
 
-    elem = uct_o2m_incast_elem(ep, ep->super.next_seq);
-    slot = uct_o2m_incast_slot(ep, elem, ep->my_pos);
+    *seq_p = ep->super.next_seq;
+    return uct_o2m_incast_slot(ep, uct_o2m_incast_elem(ep, *seq_p),
+                               ep->my_pos);
+}
+
+/*
+ * Where a short or bcopy contribution is filled: our slot, or a scratch
+ * element when the root's limit is below ours (the length is checked before
+ * it reaches the slot) or when it is reduced into the shared buffer (under
+ * the lock in LOCKED mode: taken here, before the pack callback runs).
+ */
+static UCS_F_ALWAYS_INLINE uct_o2m_elem_t *
+uct_o2m_incast_claim(uct_o2m_ep_t *o2m_ep, uint64_t *seq_p,
+                     ucs_status_t *status_p)
+{
+    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
+    uct_o2m_elem_t *slot;
+
+    slot = uct_o2m_incast_claim_slot(o2m_ep, seq_p, status_p);
+    if (ucs_unlikely(slot == NULL)) {
+        return NULL;
+    }
+
+    /* pack() writes at most our max_bcopy bytes, which fit the slot */
     if ((ep->geom.shared_size == 0) &&
         ucs_likely(uct_o2m_incast_max_pack(ep) <= ep->max_length)) {
-        /* pack() writes at most our max_bcopy bytes, which fit the slot */
-        length = pack(UCT_O2M_ELEM_DATA(slot), arg);
-        status = uct_o2m_incast_check_length(ep, length, ep->max_length);
-        if (status != UCS_OK) {
-            return status;
-        }
-        uct_o2m_incast_commit(ep, elem, slot, id, length, 0);
-        return length;
+        return slot;
     }
 
-    /* The root's limit is below ours, or the contribution is reduced into
-     * the shared buffer: pack aside and check the length first */
     if (ep->scratch == NULL) {
-        ep->scratch = ucs_malloc(ucs_max(ep->max_length,
+        ep->scratch = ucs_malloc(sizeof(uct_o2m_elem_t) +
+                                 ucs_max(ep->max_length,
                                          uct_o2m_incast_max_pack(ep)),
                                  "o2m incast scratch");
         if (ep->scratch == NULL) {
-            return UCS_ERR_NO_MEMORY;
+            *status_p = UCS_ERR_NO_MEMORY;
+            return NULL;
         }
     }
 
-    if (ep->geom.shared_size == 0) {
-        length = pack(ep->scratch, arg);
-        status = uct_o2m_incast_check_length(ep, length, ep->max_length);
+    if ((ep->geom.shared_size != 0) && (ep->mode == UCT_O2M_MODE_LOCKED) &&
+        !uct_o2m_incast_trylock(ep, uct_o2m_incast_ctl(
+                                       uct_o2m_incast_elem(ep, *seq_p)))) {
+        *status_p = UCS_ERR_NO_RESOURCE;
+        return NULL;
+    }
+
+    return ep->scratch;
+}
+
+/*
+ * A contribution filled in our slot or aside (uct_o2m_incast_claim): its
+ * length is checked (the root's limit; header bytes and whole elements),
+ * a reduced one goes into the shared buffer and its header into the slot,
+ * and the round counts it.  A refused one leaves the round untouched.
+ */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_o2m_incast_publish(uct_o2m_ep_t *o2m_ep, uct_o2m_elem_t *filled,
+                       uint64_t seq)
+{
+    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
+    uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
+                                            uct_o2m_iface_t);
+    void *elem             = uct_o2m_incast_elem(ep, seq);
+    uct_o2m_elem_t *slot   = uct_o2m_incast_slot(ep, elem, ep->my_pos);
+    size_t length          = filled->length;
+    ucs_status_t status;
+
+    status = uct_o2m_incast_check_length(ep, length,
+                                         (filled->flags &
+                                          UCT_O2M_ELEM_FLAG_ZCOPY) ?
+                                         iface->config.max_zcopy :
+                                         ep->max_length);
+    if (ucs_likely(filled == slot)) {
         if (status != UCS_OK) {
             return status;
         }
-        memcpy(UCT_O2M_ELEM_DATA(slot), ep->scratch, length);
-        uct_o2m_incast_commit(ep, elem, slot, id, length, 0);
-        return length;
+        uct_o2m_incast_commit(ep, elem, slot);
+        return UCS_OK;
     }
 
-    ctl = uct_o2m_incast_ctl(elem);
-    if ((ep->mode == UCT_O2M_MODE_LOCKED) &&
-        !uct_o2m_incast_trylock(ep, ctl)) {
-        return UCS_ERR_NO_RESOURCE;
+    if (ep->geom.shared_size == 0) {
+        if (status != UCS_OK) {
+            return status;
+        }
+        memcpy(UCT_O2M_ELEM_DATA(slot), UCT_O2M_ELEM_DATA(filled), length);
+        uct_o2m_ep_fill_hdr(slot, filled->am_id, length, 0);
+        uct_o2m_incast_commit(ep, elem, slot);
+        return UCS_OK;
     }
 
-    data   = ep->scratch;
-    length = pack(data, arg);
-    status = uct_o2m_incast_check_length(ep, length, ep->max_length);
     if (status == UCS_OK) {
-        uct_o2m_incast_reduce_shared(ep, elem, data, length);
-        memcpy(UCT_O2M_ELEM_DATA(slot), data, ep->hdr_len);
+        uct_o2m_incast_reduce_shared(ep, elem, UCT_O2M_ELEM_DATA(filled),
+                                     length);
+        memcpy(UCT_O2M_ELEM_DATA(slot), UCT_O2M_ELEM_DATA(filled),
+               ep->hdr_len);
     }
 
     if (ep->mode == UCT_O2M_MODE_LOCKED) {
-        __atomic_store_n(&ctl->lock, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&uct_o2m_incast_ctl(elem)->lock, 0,
+                         __ATOMIC_RELEASE);
     }
 
     if (status != UCS_OK) {
         return status;
     }
 
-    uct_o2m_incast_commit(ep, elem, slot, id, length,
-                          UCT_O2M_ELEM_FLAG_SHARED);
-    return length;
+    uct_o2m_ep_fill_hdr(slot, filled->am_id, length,
+                        UCT_O2M_ELEM_FLAG_SHARED);
+    uct_o2m_incast_commit(ep, elem, slot);
+    return UCS_OK;
 }
 
-typedef struct {
-    uint64_t   header;
-    const void *payload;
-    unsigned   length;
-} uct_o2m_incast_short_arg_t;
-
-static size_t uct_o2m_incast_pack_short(void *dest, void *arg)
+static ucs_status_t uct_o2m_incast_am_short(uct_o2m_ep_t *o2m_ep, uint8_t id,
+                                            uint64_t header,
+                                            const void *payload,
+                                            unsigned length)
 {
-    uct_o2m_incast_short_arg_t *sarg = arg;
-
-    memcpy(dest, &sarg->header, sizeof(sarg->header));
-    uct_o2m_memcpy(UCS_PTR_BYTE_OFFSET(dest, sizeof(sarg->header)),
-                   sarg->payload, sarg->length);
-    return sizeof(sarg->header) + sarg->length;
-}
-
-ucs_status_t uct_o2m_incast_am_short(uct_o2m_group_ep_t *ep, uint8_t id,
-                                     uint64_t header, const void *payload,
-                                     unsigned length)
-{
-    uct_o2m_incast_short_arg_t arg = {header, payload, length};
+    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
     ucs_status_t status;
-    ssize_t ret;
 
     /* The limit is the root's: known once the group is joined */
     status = uct_o2m_incast_send_check(ep);
@@ -375,58 +397,43 @@ ucs_status_t uct_o2m_incast_am_short(uct_o2m_group_ep_t *ep, uint8_t id,
 
     UCT_CHECK_LENGTH(length + sizeof(header), 0, ep->max_length, "am_short");
 
-    ret = uct_o2m_incast_contribute(ep, id, uct_o2m_incast_pack_short, &arg);
-    return (ret < 0) ? (ucs_status_t)ret : UCS_OK;
+    return uct_o2m_ep_send_short(o2m_ep, uct_o2m_incast_claim,
+                                 uct_o2m_incast_publish, id, header, payload,
+                                 length);
 }
 
-ssize_t uct_o2m_incast_am_bcopy(uct_o2m_group_ep_t *ep, uint8_t id,
-                                uct_pack_callback_t pack_cb, void *arg)
+static ssize_t uct_o2m_incast_am_bcopy(uct_o2m_ep_t *o2m_ep, uint8_t id,
+                                       uct_pack_callback_t pack_cb, void *arg)
 {
-    return uct_o2m_incast_contribute(ep, id, pack_cb, arg);
+    return uct_o2m_ep_send_bcopy(o2m_ep, uct_o2m_incast_claim,
+                                 uct_o2m_incast_publish, id, pack_cb, arg);
 }
 
-ucs_status_t uct_o2m_incast_am_zcopy(uct_o2m_group_ep_t *ep, uint8_t id,
-                                     const void *header,
-                                     unsigned header_length,
-                                     const uct_iov_t *iov, size_t iovcnt,
-                                     uct_completion_t *comp)
+/* A large contribution always goes through the slot: the root reads it */
+static ucs_status_t
+uct_o2m_incast_am_zcopy(uct_o2m_ep_t *o2m_ep, uint8_t id, const void *header,
+                        unsigned header_length, const uct_iov_t *iov,
+                        size_t iovcnt, uct_completion_t *comp)
 {
-    uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
-                                            uct_o2m_iface_t);
-    uct_o2m_zdesc_t *zdesc;
-    uct_o2m_elem_t *slot;
-    ucs_status_t status;
-    uint64_t seq;
-    void *elem;
-
-    status = uct_o2m_incast_send_check(ep);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    elem   = uct_o2m_incast_elem(ep, ep->super.next_seq);
-    slot   = uct_o2m_incast_slot(ep, elem, ep->my_pos);
-    zdesc  = UCT_O2M_ELEM_DATA(slot);
-    status = uct_o2m_zdesc_pack(zdesc, header, header_length, iov, iovcnt,
-                                iface->config.max_zcopy);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    status = uct_o2m_incast_check_length(ep, zdesc->length,
-                                         iface->config.max_zcopy);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    seq = ep->super.next_seq;
-    uct_o2m_incast_commit(ep, elem, slot, id, zdesc->length,
-                          UCT_O2M_ELEM_FLAG_ZCOPY);
-    return uct_o2m_ep_add_zcopy(&ep->super, &ep->super.zcopy_reqs, seq, comp);
+    return uct_o2m_ep_send_zcopy(o2m_ep, uct_o2m_incast_claim_slot,
+                                 uct_o2m_incast_publish,
+                                 uct_o2m_ep_track_zcopy, id, header,
+                                 header_length, iov, iovcnt, comp);
 }
 
-unsigned uct_o2m_incast_send_progress(uct_o2m_group_ep_t *ep)
+static ucs_status_t uct_o2m_incast_send_flush_status(uct_o2m_ep_t *o2m_ep)
 {
+    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
+
+    /* A sender that has sent is attached */
+    uct_o2m_incast_send_update(ep);
+    return (ep->completed >= ep->super.next_seq) ? UCS_OK : UCS_INPROGRESS;
+}
+
+static unsigned uct_o2m_incast_send_progress(uct_o2m_ep_t *o2m_ep)
+{
+    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
+
     if (ucs_unlikely(ep->seg == NULL) && !uct_o2m_group_try_attach(ep)) {
         return 0;
     }
@@ -442,3 +449,29 @@ unsigned uct_o2m_incast_send_progress(uct_o2m_group_ep_t *ep)
 
     return 0;
 }
+
+/* Contributions beyond the last round the root delivered are lost */
+static void uct_o2m_incast_send_root_closed(uct_o2m_group_ep_t *ep,
+                                            uint64_t final_seq, int stalled)
+{
+    if (ep->super.next_seq > final_seq) {
+        uct_o2m_group_fail(ep, UCS_ERR_CONNECTION_RESET,
+                           "the root closed the group before delivering "
+                           "every contribution", ep->root_index);
+    }
+}
+
+const uct_o2m_group_ops_t uct_o2m_incast_send_ops = {
+    .super = {
+        .name         = "fan-in sender",
+        .am_short     = uct_o2m_incast_am_short,
+        .am_bcopy     = uct_o2m_incast_am_bcopy,
+        .am_zcopy     = uct_o2m_incast_am_zcopy,
+        .has_space    = uct_o2m_incast_send_has_space,
+        .flush_status = uct_o2m_incast_send_flush_status,
+        .progress     = uct_o2m_incast_send_progress,
+        .check        = uct_o2m_group_check,
+        .destroy      = uct_o2m_group_destroy
+    },
+    .root_closed = uct_o2m_incast_send_root_closed
+};

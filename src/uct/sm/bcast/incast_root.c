@@ -8,7 +8,6 @@
 #endif
 
 #include "incast_ep.h"
-#include "o2m_p2p.h"
 #include "o2m_reduce.h"
 #include "o2m_check.h"
 
@@ -35,7 +34,8 @@ static int uct_o2m_incast_round_complete(uct_o2m_group_ep_t *ep, void *elem)
     return ep->rx_seen == num_senders;
 }
 
-int uct_o2m_incast_root_waiting(uct_o2m_group_ep_t *ep)
+/* Whether some contributions of round rx_seq have arrived */
+static int uct_o2m_incast_root_waiting(uct_o2m_group_ep_t *ep)
 {
     void *elem = uct_o2m_incast_elem(ep, ep->rx_seq);
 
@@ -315,9 +315,10 @@ static void uct_o2m_incast_publish_delivered(uct_o2m_group_ep_t *ep)
     __atomic_store_n(&ep->seg->delivered, ep->rx_seq, __ATOMIC_RELEASE);
 }
 
-unsigned uct_o2m_incast_root_progress(uct_o2m_group_ep_t *ep)
+static unsigned uct_o2m_incast_root_progress(uct_o2m_ep_t *o2m_ep)
 {
-    unsigned count = 0;
+    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
+    unsigned count         = 0;
     ucs_status_t status;
     const char *why;
     size_t length;
@@ -353,3 +354,29 @@ unsigned uct_o2m_incast_root_progress(uct_o2m_group_ep_t *ep)
 
     return count;
 }
+
+static uint64_t uct_o2m_incast_root_mark(const uct_o2m_group_ep_t *ep)
+{
+    return ep->rx_seq;
+}
+
+/* Round rx_seq is awaited once some of it has arrived: a sender that left
+ * before contributing to it has failed the group */
+static int uct_o2m_incast_root_left_early(const uct_o2m_group_ep_t *ep,
+                                          uint64_t done, int waiting)
+{
+    return waiting && (done <= ep->rx_seq);
+}
+
+/* A reader: no send operations */
+const uct_o2m_group_ops_t uct_o2m_incast_root_ops = {
+    .super = {
+        .name     = "fan-in root",
+        .progress = uct_o2m_incast_root_progress,
+        .check    = uct_o2m_group_check,
+        .destroy  = uct_o2m_group_destroy
+    },
+    .root_waiting = uct_o2m_incast_root_waiting,
+    .root_mark    = uct_o2m_incast_root_mark,
+    .left_early   = uct_o2m_incast_root_left_early
+};

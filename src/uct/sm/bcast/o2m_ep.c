@@ -7,8 +7,6 @@
 #endif
 
 #include "o2m_ep.h"
-#include "o2m_group.h"
-#include "o2m_p2p.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -69,12 +67,12 @@ ucs_status_t uct_o2m_zdesc_pack(uct_o2m_zdesc_t *zdesc, const void *header,
 /* Endpoint base                                                           */
 
 UCS_CLASS_INIT_FUNC(uct_o2m_ep_t, uct_o2m_iface_t *iface,
-                    uct_o2m_ep_type_t type)
+                    const uct_o2m_ep_ops_t *ops)
 {
     UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super.super);
 
-    self->type     = type;
-    self->status   = UCS_OK;
+    self->ops         = ops;
+    self->status      = UCS_OK;
     self->next_seq    = 0;
     self->dispatching = 0;
     ucs_queue_head_init(&self->pending);
@@ -118,26 +116,13 @@ UCS_CLASS_DEFINE(uct_o2m_ep_t, uct_base_ep_t);
 
 void uct_o2m_ep_set_failed(uct_o2m_ep_t *ep, ucs_status_t status)
 {
-    uct_o2m_group_ep_t *group_ep;
-
     if (ep->status != UCS_OK) {
         return;
     }
 
     ep->status = status;
-
-    /*
-     * A fan-out root tells its receivers before its zcopy completions fire:
-     * a receiver still reading a buffer the user may now rewrite sees the
-     * word after its read and drops the copy (uct_o2m_deliver_elem).
-     */
-    if (ep->type == UCT_O2M_EP_BCAST_ROOT) {
-        group_ep = ucs_derived_of(ep, uct_o2m_group_ep_t);
-        if (group_ep->seg != NULL) {
-            __atomic_store_n(&group_ep->seg->failed, status,
-                             __ATOMIC_RELAXED);
-            __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        }
+    if (ep->ops->failing != NULL) {
+        ep->ops->failing(ep, status);
     }
 
     uct_o2m_ep_fail_reqs(&ep->zcopy_reqs, status);
@@ -187,20 +172,9 @@ void uct_o2m_ep_complete_upto(uct_o2m_ep_t *ep, uint64_t done_seq)
     }
 }
 
-static int uct_o2m_ep_has_space(uct_o2m_ep_t *ep)
+static UCS_F_ALWAYS_INLINE int uct_o2m_ep_has_space(uct_o2m_ep_t *ep)
 {
-    uct_o2m_group_ep_t *gep = ucs_derived_of(ep, uct_o2m_group_ep_t);
-
-    switch (ep->type) {
-    case UCT_O2M_EP_P2P:
-        return uct_o2m_p2p_ep_has_space(ucs_derived_of(ep, uct_o2m_p2p_ep_t));
-    case UCT_O2M_EP_BCAST_ROOT:
-        return uct_o2m_bcast_root_has_space(gep);
-    case UCT_O2M_EP_INCAST_SEND:
-        return uct_o2m_incast_send_has_space(gep);
-    default:
-        return 1;
-    }
+    return (ep->ops->has_space == NULL) || ep->ops->has_space(ep);
 }
 
 void uct_o2m_ep_dispatch_pending(uct_o2m_ep_t *ep)
@@ -227,9 +201,7 @@ void uct_o2m_ep_dispatch_pending(uct_o2m_ep_t *ep)
 
 static ucs_status_t uct_o2m_ep_no_send(uct_o2m_ep_t *ep)
 {
-    ucs_error("ep %p: only the %s of a group sends on it", ep,
-              (ep->type == UCT_O2M_EP_BCAST_RECV) ? "root" :
-                                                    "non-root members");
+    ucs_error("ep %p: a %s does not send", ep, ep->ops->name);
     return UCS_ERR_UNSUPPORTED;
 }
 
@@ -241,19 +213,11 @@ ucs_status_t uct_o2m_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
     UCT_CHECK_AM_ID(id);
     UCT_O2M_EP_CHECK_SEND(ep);
 
-    switch (ep->type) {
-    case UCT_O2M_EP_P2P:
-        return uct_o2m_p2p_am_short(ucs_derived_of(ep, uct_o2m_p2p_ep_t), id,
-                                    header, payload, length);
-    case UCT_O2M_EP_BCAST_ROOT:
-        return uct_o2m_bcast_am_short(ucs_derived_of(ep, uct_o2m_group_ep_t),
-                                      id, header, payload, length);
-    case UCT_O2M_EP_INCAST_SEND:
-        return uct_o2m_incast_am_short(ucs_derived_of(ep, uct_o2m_group_ep_t),
-                                       id, header, payload, length);
-    default:
+    if (ucs_unlikely(!uct_o2m_ep_sends(ep))) {
         return uct_o2m_ep_no_send(ep);
     }
+
+    return ep->ops->am_short(ep, id, header, payload, length);
 }
 
 ssize_t uct_o2m_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
@@ -265,19 +229,11 @@ ssize_t uct_o2m_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     UCT_CHECK_AM_ID(id);
     UCT_O2M_EP_CHECK_SEND(ep);
 
-    switch (ep->type) {
-    case UCT_O2M_EP_P2P:
-        return uct_o2m_p2p_am_bcopy(ucs_derived_of(ep, uct_o2m_p2p_ep_t), id,
-                                    pack_cb, arg);
-    case UCT_O2M_EP_BCAST_ROOT:
-        return uct_o2m_bcast_am_bcopy(ucs_derived_of(ep, uct_o2m_group_ep_t),
-                                      id, pack_cb, arg);
-    case UCT_O2M_EP_INCAST_SEND:
-        return uct_o2m_incast_am_bcopy(ucs_derived_of(ep, uct_o2m_group_ep_t),
-                                       id, pack_cb, arg);
-    default:
+    if (ucs_unlikely(!uct_o2m_ep_sends(ep))) {
         return uct_o2m_ep_no_send(ep);
     }
+
+    return ep->ops->am_bcopy(ep, id, pack_cb, arg);
 }
 
 ucs_status_t uct_o2m_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
@@ -295,21 +251,12 @@ ucs_status_t uct_o2m_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
         return UCS_ERR_UNSUPPORTED;
     }
 
-    switch (ep->type) {
-    case UCT_O2M_EP_P2P:
-        return uct_o2m_p2p_am_zcopy(ucs_derived_of(ep, uct_o2m_p2p_ep_t), id,
-                                    header, header_length, iov, iovcnt, comp);
-    case UCT_O2M_EP_BCAST_ROOT:
-        return uct_o2m_bcast_am_zcopy(ucs_derived_of(ep, uct_o2m_group_ep_t),
-                                      id, header, header_length, iov, iovcnt,
-                                      comp);
-    case UCT_O2M_EP_INCAST_SEND:
-        return uct_o2m_incast_am_zcopy(ucs_derived_of(ep, uct_o2m_group_ep_t),
-                                       id, header, header_length, iov, iovcnt,
-                                       comp);
-    default:
+    if (ucs_unlikely(!uct_o2m_ep_sends(ep))) {
         return uct_o2m_ep_no_send(ep);
     }
+
+    return ep->ops->am_zcopy(ep, id, header, header_length, iov, iovcnt,
+                             comp);
 }
 
 ucs_status_t uct_o2m_ep_flush(uct_ep_h tl_ep, unsigned flags,
@@ -331,20 +278,13 @@ ucs_status_t uct_o2m_ep_flush(uct_ep_h tl_ep, unsigned flags,
         return UCS_ERR_NO_RESOURCE;
     }
 
-    switch (ep->type) {
-    case UCT_O2M_EP_P2P:
-        status = uct_o2m_p2p_ep_flush_status(
-                ucs_derived_of(ep, uct_o2m_p2p_ep_t));
-        break;
-    case UCT_O2M_EP_BCAST_ROOT:
-    case UCT_O2M_EP_INCAST_SEND:
-        status = uct_o2m_group_flush_status(
-                ucs_derived_of(ep, uct_o2m_group_ep_t));
-        break;
-    default:
-        /* Receivers have nothing in flight */
+    /* Readers have nothing in flight; neither has a sender that has not
+     * sent (a fan-in sender may not have joined its group yet) */
+    if ((ep->ops->flush_status == NULL) || (ep->next_seq == 0)) {
         return UCS_OK;
     }
+
+    status = ep->ops->flush_status(ep);
 
     if (status == UCS_INPROGRESS) {
         uct_o2m_iface_t *iface = ucs_derived_of(tl_ep->iface,
@@ -397,11 +337,7 @@ ucs_status_t uct_o2m_ep_check(uct_ep_h tl_ep, unsigned flags,
     UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
 
     if (ep->status == UCS_OK) {
-        if (ep->type == UCT_O2M_EP_P2P) {
-            uct_o2m_p2p_ep_check_peer(ucs_derived_of(ep, uct_o2m_p2p_ep_t));
-        } else {
-            uct_o2m_group_check(ucs_derived_of(ep, uct_o2m_group_ep_t), 1);
-        }
+        ep->ops->check(ep, 1);
     }
 
     return UCS_OK;
@@ -411,9 +347,5 @@ void uct_o2m_ep_destroy(uct_ep_h tl_ep)
 {
     uct_o2m_ep_t *ep = ucs_derived_of(tl_ep, uct_o2m_ep_t);
 
-    if (ep->type == UCT_O2M_EP_P2P) {
-        uct_o2m_p2p_ep_destroy(ucs_derived_of(ep, uct_o2m_p2p_ep_t));
-    } else {
-        uct_o2m_group_destroy(ucs_derived_of(ep, uct_o2m_group_ep_t));
-    }
+    ep->ops->destroy(ep);
 }

@@ -8,6 +8,7 @@
 #endif
 
 #include "o2m_group.h"
+#include "o2m_p2p.h"
 #include "o2m_reduce.h"
 #include "o2m_check.h"
 #include "../../mc/udp/mc_udp.h"
@@ -277,20 +278,9 @@ static ucs_status_t uct_o2m_group_watch(uct_o2m_group_ep_t *ep,
     return uct_o2m_watch_get(iface->watches, proc, &ep->watches[index]);
 }
 
-ucs_status_t uct_o2m_group_flush_status(uct_o2m_group_ep_t *ep)
+uint64_t uct_o2m_group_done(const uct_o2m_group_ep_t *ep)
 {
-    if (ep->super.next_seq == 0) {
-        return UCS_OK;
-    }
-
-    /* A sender that has sent is attached */
-    if (ep->super.type == UCT_O2M_EP_BCAST_ROOT) {
-        uct_o2m_bcast_root_reclaim(ep);
-    } else {
-        uct_o2m_incast_send_update(ep);
-    }
-
-    return (ep->completed >= ep->super.next_seq) ? UCS_OK : UCS_INPROGRESS;
+    return uct_o2m_ep_sends(&ep->super) ? ep->super.next_seq : ep->rx_seq;
 }
 
 /*
@@ -398,14 +388,15 @@ uct_o2m_group_check_params(uct_o2m_iface_t *iface,
 
 static UCS_CLASS_INIT_FUNC(uct_o2m_group_ep_t, uct_o2m_iface_t *iface,
                            const uct_o2m_group_params_t *params,
-                           uct_o2m_ep_type_t type, uct_o2m_mode_t mode,
+                           const uct_o2m_group_ops_t *ops,
+                           uct_o2m_mode_t mode,
                            uct_o2m_op_t op, uct_o2m_dtype_t dtype,
                            size_t hdr_len)
 {
     ucs_status_t status;
     unsigned i;
 
-    UCS_CLASS_CALL_SUPER_INIT(uct_o2m_ep_t, iface, type);
+    UCS_CLASS_CALL_SUPER_INIT(uct_o2m_ep_t, iface, &ops->super);
 
     self->seg        = NULL;
     self->members    = NULL;
@@ -527,7 +518,7 @@ static UCS_CLASS_INIT_FUNC(uct_o2m_group_ep_t, uct_o2m_iface_t *iface,
             self->super.status = self->refused;
         } else if ((status != UCS_OK) && (status != UCS_ERR_NO_RESOURCE)) {
             goto err_put;
-        } else if ((status != UCS_OK) && (type == UCT_O2M_EP_BCAST_RECV)) {
+        } else if ((status != UCS_OK) && !uct_o2m_ep_sends(&self->super)) {
             self->wait_since = ucs_get_time();
         }
     }
@@ -569,9 +560,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_o2m_group_ep_t)
 
         if (self->seg != NULL) {
             /* How far we got, for the root to tell finished from failed */
-            self->members[self->my_index].done =
-                    (self->super.type == UCT_O2M_EP_BCAST_RECV) ?
-                    self->rx_seq : self->super.next_seq;
+            self->members[self->my_index].done = uct_o2m_group_done(self);
             __atomic_store_n(&self->members[self->my_index].state,
                              UCT_O2M_MEMBER_LEFT, __ATOMIC_RELEASE);
             uct_o2m_seg_detach(self->seg, self->seg_size);
@@ -590,9 +579,10 @@ static UCS_CLASS_CLEANUP_FUNC(uct_o2m_group_ep_t)
 
 UCS_CLASS_DEFINE(uct_o2m_group_ep_t, uct_o2m_ep_t);
 
-void uct_o2m_group_destroy(uct_o2m_group_ep_t *ep)
+void uct_o2m_group_destroy(uct_o2m_ep_t *ep)
 {
-    UCS_CLASS_DELETE(uct_o2m_group_ep_t, ep);
+    UCS_CLASS_DELETE(uct_o2m_group_ep_t,
+                     ucs_derived_of(ep, uct_o2m_group_ep_t));
 }
 
 ucs_status_t uct_o2m_ep_create(uct_iface_h tl_iface,
@@ -601,7 +591,7 @@ ucs_status_t uct_o2m_ep_create(uct_iface_h tl_iface,
 {
     uct_o2m_iface_t *iface;
     uct_o2m_group_ep_t *ep;
-    uct_o2m_ep_type_t type;
+    const uct_o2m_group_ops_t *ops;
     uct_o2m_mode_t mode;
     uct_o2m_op_t op;
     uct_o2m_dtype_t dtype;
@@ -638,12 +628,12 @@ ucs_status_t uct_o2m_ep_create(uct_iface_h tl_iface,
 
     is_root = (params->my_index == params->root_index);
     if (iface->is_incast) {
-        type = is_root ? UCT_O2M_EP_INCAST_ROOT : UCT_O2M_EP_INCAST_SEND;
+        ops = is_root ? &uct_o2m_incast_root_ops : &uct_o2m_incast_send_ops;
     } else {
-        type = is_root ? UCT_O2M_EP_BCAST_ROOT : UCT_O2M_EP_BCAST_RECV;
+        ops = is_root ? &uct_o2m_bcast_root_ops : &uct_o2m_bcast_recv_ops;
     }
 
-    status = UCS_CLASS_NEW(uct_o2m_group_ep_t, &ep, iface, params, type, mode,
+    status = UCS_CLASS_NEW(uct_o2m_group_ep_t, &ep, iface, params, ops, mode,
                            op, dtype, hdr_len);
     if (status != UCS_OK) {
         return status;
@@ -663,7 +653,7 @@ uct_o2m_ep_state_t uct_o2m_ep_state(uct_ep_h tl_ep, ucs_status_t *status_p)
 
     if ((tl_ep == NULL) ||
         (tl_ep->iface->ops.iface_get_address != uct_o2m_iface_get_address) ||
-        (ucs_derived_of(tl_ep, uct_o2m_ep_t)->type == UCT_O2M_EP_P2P)) {
+        (ucs_derived_of(tl_ep, uct_o2m_ep_t)->ops == &uct_o2m_p2p_ep_ops)) {
         ucs_error("uct_o2m_ep_state() needs a group endpoint of %s or %s",
                   UCT_O2M_BCAST_TL_NAME, UCT_O2M_INCAST_TL_NAME);
         if (status_p != NULL) {

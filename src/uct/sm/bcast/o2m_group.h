@@ -105,7 +105,33 @@ typedef struct uct_o2m_group_geom {
 } uct_o2m_group_geom_t;
 
 
-typedef struct uct_o2m_group_ep {
+typedef struct uct_o2m_group_ep uct_o2m_group_ep_t;
+
+
+/**
+ * The role of a group endpoint (the root or a member of a fan-out or a
+ * fan-in group): what every endpoint does, and what the group layer's
+ * liveness checks (o2m_liveness.c) ask of the root's or a member's role.
+ */
+typedef struct uct_o2m_group_ops {
+    uct_o2m_ep_ops_t super;
+    /* Root: whether it waits for the other members now */
+    int      (*root_waiting)(uct_o2m_group_ep_t *ep);
+    /* Root: a count that moves while the members make progress (the
+     * opt-in PEER_TIMEOUT runs while it stands still) */
+    uint64_t (*root_mark)(const uct_o2m_group_ep_t *ep);
+    /* Root: whether a member that left having got as far as @a done (its
+     * uct_o2m_group_done) left before what the root waits for */
+    int      (*left_early)(const uct_o2m_group_ep_t *ep, uint64_t done,
+                           int waiting);
+    /* Member: the root closed the group having got as far as @a final_seq
+     * (its uct_o2m_group_done); @a stalled: the user waits on us */
+    void     (*root_closed)(uct_o2m_group_ep_t *ep, uint64_t final_seq,
+                            int stalled);
+} uct_o2m_group_ops_t;
+
+
+struct uct_o2m_group_ep {
     uct_o2m_ep_t         super;
     uct_o2m_group_seg_t  *seg;        /* NULL until attached */
     size_t               seg_size;
@@ -143,8 +169,9 @@ typedef struct uct_o2m_group_ep {
                                          message or round to deliver */
     unsigned             rx_seen;     /* Fan-in CENTRALIZED root: slots of
                                          round rx_seq already seen */
-    void                 *scratch;    /* Fan-in LOCKED/ATOMIC sender: a
-                                         contribution before it is reduced */
+    uct_o2m_elem_t       *scratch;    /* Fan-in sender: a contribution
+                                         filled aside, before it is reduced
+                                         or copied into the slot */
     /* Opt-in PEER_TIMEOUT: when the current wait for a member that has
      * not joined began (0: not waiting), and the progress mark it saw */
     ucs_time_t           wait_since;
@@ -153,7 +180,7 @@ typedef struct uct_o2m_group_ep {
      * directory instead (root), or that it listed there (member); UCS_OK
      * otherwise */
     ucs_status_t         refused;
-} uct_o2m_group_ep_t;
+};
 
 
 /**
@@ -183,6 +210,12 @@ uct_o2m_group_is_root(const uct_o2m_group_ep_t *ep)
     return ep->my_index == ep->root_index;
 }
 
+static UCS_F_ALWAYS_INLINE const uct_o2m_group_ops_t *
+uct_o2m_group_ops(const uct_o2m_group_ep_t *ep)
+{
+    return ucs_container_of(ep->super.ops, uct_o2m_group_ops_t, super);
+}
+
 static UCS_F_ALWAYS_INLINE unsigned
 uct_o2m_group_num_peers(const uct_o2m_group_ep_t *ep)
 {
@@ -198,11 +231,13 @@ uct_o2m_group_elem(uct_o2m_group_ep_t *ep, uint64_t seq)
 /* Group endpoint life cycle (o2m_group.c) */
 ucs_status_t uct_o2m_group_attach(uct_o2m_group_ep_t *ep);
 int uct_o2m_group_try_attach(uct_o2m_group_ep_t *ep);
-ucs_status_t uct_o2m_group_flush_status(uct_o2m_group_ep_t *ep);
-void uct_o2m_group_destroy(uct_o2m_group_ep_t *ep);
+void uct_o2m_group_destroy(uct_o2m_ep_t *ep);
+/* How far this endpoint got: messages sent or rounds contributed (a
+ * sending role), messages consumed or rounds delivered (a reading role) */
+uint64_t uct_o2m_group_done(const uct_o2m_group_ep_t *ep);
 
 /* Liveness (o2m_liveness.c) */
-ucs_status_t uct_o2m_group_check(uct_o2m_group_ep_t *ep, int stalled);
+void uct_o2m_group_check(uct_o2m_ep_t *ep, int stalled);
 /* Fail the endpoint because of member @a member; a root tells the others */
 void uct_o2m_group_fail(uct_o2m_group_ep_t *ep, ucs_status_t status,
                         const char *why, unsigned member);
@@ -225,43 +260,19 @@ int uct_o2m_iface_evict_retired(uct_o2m_iface_t *iface, int by_id,
 void uct_o2m_iface_drain_retired(uct_o2m_iface_t *iface);
 
 /* Fan-out (bcast_ep.c) */
+extern const uct_o2m_group_ops_t uct_o2m_bcast_root_ops;
+extern const uct_o2m_group_ops_t uct_o2m_bcast_recv_ops;
 /* Layout of a group segment from its header's size, depth, mode and op and
  * the root's configuration (ring element size, RING_MAX); returns its size */
 size_t uct_o2m_bcast_seg_layout(uct_o2m_group_seg_t *hdr, size_t elem_size);
 void uct_o2m_bcast_seg_init(uct_o2m_group_ep_t *ep);
-ucs_status_t uct_o2m_bcast_am_short(uct_o2m_group_ep_t *ep, uint8_t id,
-                                    uint64_t header, const void *payload,
-                                    unsigned length);
-ssize_t uct_o2m_bcast_am_bcopy(uct_o2m_group_ep_t *ep, uint8_t id,
-                               uct_pack_callback_t pack_cb, void *arg);
-ucs_status_t uct_o2m_bcast_am_zcopy(uct_o2m_group_ep_t *ep, uint8_t id,
-                                    const void *header, unsigned header_length,
-                                    const uct_iov_t *iov, size_t iovcnt,
-                                    uct_completion_t *comp);
-int uct_o2m_bcast_root_has_space(uct_o2m_group_ep_t *ep);
-void uct_o2m_bcast_root_reclaim(uct_o2m_group_ep_t *ep);
-unsigned uct_o2m_bcast_root_progress(uct_o2m_group_ep_t *ep);
-unsigned uct_o2m_bcast_recv_progress(uct_o2m_group_ep_t *ep);
 
-/* Fan-in (incast_ep.c) */
+/* Fan-in (incast_ep.c, incast_root.c) */
+extern const uct_o2m_group_ops_t uct_o2m_incast_send_ops;
+extern const uct_o2m_group_ops_t uct_o2m_incast_root_ops;
 int uct_o2m_group_seg_shared(const uct_o2m_group_seg_t *hdr);
 size_t uct_o2m_incast_seg_layout(uct_o2m_group_seg_t *hdr, size_t elem_size,
                                  size_t ring_max);
 void uct_o2m_incast_seg_init(uct_o2m_group_ep_t *ep);
-ucs_status_t uct_o2m_incast_am_short(uct_o2m_group_ep_t *ep, uint8_t id,
-                                     uint64_t header, const void *payload,
-                                     unsigned length);
-ssize_t uct_o2m_incast_am_bcopy(uct_o2m_group_ep_t *ep, uint8_t id,
-                                uct_pack_callback_t pack_cb, void *arg);
-ucs_status_t uct_o2m_incast_am_zcopy(uct_o2m_group_ep_t *ep, uint8_t id,
-                                     const void *header,
-                                     unsigned header_length,
-                                     const uct_iov_t *iov, size_t iovcnt,
-                                     uct_completion_t *comp);
-int uct_o2m_incast_send_has_space(uct_o2m_group_ep_t *ep);
-void uct_o2m_incast_send_update(uct_o2m_group_ep_t *ep);
-unsigned uct_o2m_incast_send_progress(uct_o2m_group_ep_t *ep);
-unsigned uct_o2m_incast_root_progress(uct_o2m_group_ep_t *ep);
-int uct_o2m_incast_root_waiting(uct_o2m_group_ep_t *ep);
 
 #endif

@@ -8,7 +8,6 @@
 
 #include "o2m_iface.h"
 #include "o2m_group.h"
-#include "o2m_p2p.h"
 #include "o2m_check.h"
 
 #include <ucs/debug/log.h>
@@ -356,41 +355,17 @@ void uct_o2m_iface_dir_remove(uct_o2m_iface_t *iface, uint64_t group_id)
     }
 }
 
-static unsigned uct_o2m_iface_progress_ep(uct_o2m_ep_t *ep)
-{
-    uct_o2m_group_ep_t *gep = ucs_derived_of(ep, uct_o2m_group_ep_t);
-
-    switch (ep->type) {
-    case UCT_O2M_EP_P2P:
-        return uct_o2m_p2p_ep_progress(ucs_derived_of(ep, uct_o2m_p2p_ep_t));
-    case UCT_O2M_EP_BCAST_ROOT:
-        return uct_o2m_bcast_root_progress(gep);
-    case UCT_O2M_EP_BCAST_RECV:
-        return uct_o2m_bcast_recv_progress(gep);
-    case UCT_O2M_EP_INCAST_ROOT:
-        return uct_o2m_incast_root_progress(gep);
-    case UCT_O2M_EP_INCAST_SEND:
-        return uct_o2m_incast_send_progress(gep);
-    }
-
-    return 0;
-}
-
 void uct_o2m_iface_check_peers(uct_o2m_iface_t *iface)
 {
     uct_o2m_ep_t *ep, *tmp;
 
-    uct_o2m_p2p_rx_check(iface);
+    uct_o2m_iface_rx_check(iface);
     ucs_list_for_each_safe(ep, tmp, &iface->eps, list) {
         if (ep->status != UCS_OK) {
             continue;
         }
 
-        if (ep->type == UCT_O2M_EP_P2P) {
-            uct_o2m_p2p_ep_check_peer(ucs_derived_of(ep, uct_o2m_p2p_ep_t));
-        } else {
-            uct_o2m_group_check(ucs_derived_of(ep, uct_o2m_group_ep_t), 0);
-        }
+        ep->ops->check(ep, 0);
     }
 }
 
@@ -401,11 +376,11 @@ unsigned uct_o2m_iface_progress(uct_iface_h tl_iface)
     unsigned count;
     ucs_time_t now;
 
-    count = uct_o2m_p2p_rx_progress(iface);
+    count = uct_o2m_iface_rx_progress(iface);
 
     ucs_list_for_each_safe(ep, tmp, &iface->eps, list) {
         if (ep->status == UCS_OK) {
-            count += uct_o2m_iface_progress_ep(ep);
+            count += ep->ops->progress(ep);
         }
     }
 

@@ -275,10 +275,10 @@ void *uct_o2m_iface_rx_buf(uct_o2m_iface_t *iface, int idx, size_t size);
 ucs_status_t uct_o2m_zcopy_read(const uct_o2m_zdesc_t *zdesc, void *dst);
 
 /* Deliver what arrived in this interface's own receive FIFO */
-unsigned uct_o2m_p2p_rx_progress(uct_o2m_iface_t *iface);
+unsigned uct_o2m_iface_rx_progress(uct_o2m_iface_t *iface);
 
 /* Periodic: skip a receive FIFO element whose claimer died */
-void uct_o2m_p2p_rx_check(uct_o2m_iface_t *iface);
+void uct_o2m_iface_rx_check(uct_o2m_iface_t *iface);
 
 /* Deliver one element (also used by the fan-out receivers), inline data of
  * at most @a max_inline bytes.  A corrupt element: UCS_ERR_INVALID_PARAM

@@ -85,40 +85,12 @@ static int uct_o2m_group_wait_expired(uct_o2m_group_ep_t *ep, int waiting,
     return (now - ep->wait_since) > iface->config.peer_timeout;
 }
 
-/* Whether the root waits for the other members now */
-static int uct_o2m_group_root_waiting(uct_o2m_group_ep_t *ep)
-{
-    if (ep->super.type == UCT_O2M_EP_BCAST_ROOT) {
-        uct_o2m_bcast_root_reclaim(ep);
-        return ep->completed < ep->super.next_seq;
-    }
-
-    return uct_o2m_incast_root_waiting(ep);
-}
-
-/*
- * Whether a member that left did so before consuming (fan-out) or
- * contributing (fan-in) what the root waits for: only then is it a failure.
- */
-static int uct_o2m_group_left_early(const uct_o2m_group_ep_t *ep,
-                                    const uct_o2m_member_t *member,
-                                    int waiting)
-{
-    uint64_t done = __atomic_load_n(&member->done, __ATOMIC_RELAXED);
-
-    if (ep->super.type == UCT_O2M_EP_BCAST_ROOT) {
-        return done < ep->super.next_seq;
-    }
-
-    /* Fan-in: round rx_seq is awaited once some of it has arrived */
-    return waiting && (done <= ep->rx_seq);
-}
-
 static void uct_o2m_group_check_members(uct_o2m_group_ep_t *ep, int stalled)
 {
     uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
                                             uct_o2m_iface_t);
-    int waiting       = stalled || uct_o2m_group_root_waiting(ep);
+    const uct_o2m_group_ops_t *ops = uct_o2m_group_ops(ep);
+    int waiting       = stalled || ops->root_waiting(ep);
     int unjoined      = -1;
     uct_o2m_member_t *member;
     uint32_t state;
@@ -141,7 +113,11 @@ static void uct_o2m_group_check_members(uct_o2m_group_ep_t *ep, int stalled)
             }
             break;
         case UCT_O2M_MEMBER_LEFT:
-            if (uct_o2m_group_left_early(ep, member, waiting)) {
+            /* Only a member that left before consuming (fan-out) or
+             * contributing (fan-in) what the root waits for has failed */
+            if (ops->left_early(ep, __atomic_load_n(&member->done,
+                                                    __ATOMIC_RELAXED),
+                                waiting)) {
                 uct_o2m_group_fail(ep, UCS_ERR_CONNECTION_RESET,
                                    "member left the group before consuming "
                                    "or contributing what the root waits for",
@@ -165,84 +141,31 @@ static void uct_o2m_group_check_members(uct_o2m_group_ep_t *ep, int stalled)
     }
 
     if (uct_o2m_group_wait_expired(ep, waiting && (unjoined >= 0),
-                                   (ep->super.type == UCT_O2M_EP_BCAST_ROOT) ?
-                                   ep->completed : ep->rx_seq)) {
+                                   ops->root_mark(ep))) {
         uct_o2m_group_fail(ep, UCS_ERR_TIMED_OUT,
                            "member did not join in PEER_TIMEOUT", unjoined);
     }
 }
 
-/*
- * A non-root member of a group whose root destroyed its endpoint.  A
- * receiver that consumed everything has finished, which is no failure; but
- * if it is waiting for more (@a stalled, from uct_ep_check()), or the root
- * has exited too, nothing more will come: it must not wait forever.
- */
-static void uct_o2m_group_check_closed(uct_o2m_group_ep_t *ep, int stalled)
+void uct_o2m_group_check(uct_o2m_ep_t *o2m_ep, int stalled)
 {
-    uint64_t final_seq = __atomic_load_n(&ep->seg->final_seq,
-                                         __ATOMIC_RELAXED);
-
-    if (ep->super.type == UCT_O2M_EP_BCAST_RECV) {
-        if ((ep->rx_seq >= final_seq) &&
-            (stalled ||
-             uct_o2m_watch_has_exited(ep->watches[ep->root_index]))) {
-            uct_o2m_group_fail(ep, UCS_ERR_CONNECTION_RESET,
-                               "the root closed the group and this member "
-                               "consumed all it sent", ep->root_index);
-        }
-    } else if (ep->super.next_seq > final_seq) {
-        uct_o2m_group_fail(ep, UCS_ERR_CONNECTION_RESET,
-                           "the root closed the group before delivering "
-                           "every contribution", ep->root_index);
-    }
-}
-
-/* Fan-out root: a receiver that lost a message fails the group */
-static void uct_o2m_group_check_lost(uct_o2m_group_ep_t *ep)
-{
-    ucs_status_t status;
-    unsigned i;
-
-    if (ep->super.type != UCT_O2M_EP_BCAST_ROOT) {
-        return;
-    }
-
-    for (i = 0; i < ep->size; ++i) {
-        status = __atomic_load_n(&ep->members[i].lost_status,
-                                 __ATOMIC_ACQUIRE);
-        if (status != UCS_OK) {
-            /* Written by a peer: pass on error codes only */
-            if ((status > 0) || (status <= UCS_ERR_LAST)) {
-                status = UCS_ERR_IO_ERROR;
-            }
-            uct_o2m_group_fail(ep, status, "member lost a message", i);
-            return;
-        }
-    }
-}
-
-ucs_status_t uct_o2m_group_check(uct_o2m_group_ep_t *ep, int stalled)
-{
+    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
     uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
                                             uct_o2m_iface_t);
     ucs_status_t failed;
 
     if (ep->super.status != UCS_OK) {
-        return ep->super.status;
+        return;
     }
 
     if (uct_o2m_group_is_root(ep)) {
-        uct_o2m_group_check_lost(ep);
-        if (ep->super.status == UCS_OK) {
-            uct_o2m_group_check_members(ep, stalled);
-        }
-        return ep->super.status;
+        uct_o2m_group_check_members(ep, stalled);
+        return;
     }
 
     if (ep->seg == NULL) {
         if (uct_o2m_group_try_attach(ep) || (ep->super.status != UCS_OK)) {
-            return ep->super.status;
+            return;
         }
 
         if (uct_o2m_watch_has_exited(ep->watches[ep->root_index])) {
@@ -257,7 +180,7 @@ ucs_status_t uct_o2m_group_check(uct_o2m_group_ep_t *ep, int stalled)
                                "root did not create the group in "
                                "PEER_TIMEOUT", ep->root_index);
         }
-        return ep->super.status;
+        return;
     }
 
     failed = __atomic_load_n(&ep->seg->failed, __ATOMIC_ACQUIRE);
@@ -269,11 +192,12 @@ ucs_status_t uct_o2m_group_check(uct_o2m_group_ep_t *ep, int stalled)
         uct_o2m_group_fail(ep, failed, "root reported a failed group",
                            ep->root_index);
     } else if (__atomic_load_n(&ep->seg->closed, __ATOMIC_ACQUIRE)) {
-        uct_o2m_group_check_closed(ep, stalled);
+        /* Written by the root before "closed" */
+        uct_o2m_group_ops(ep)->root_closed(
+                ep, __atomic_load_n(&ep->seg->final_seq, __ATOMIC_RELAXED),
+                stalled);
     } else if (uct_o2m_watch_has_exited(ep->watches[ep->root_index])) {
         uct_o2m_group_fail(ep, UCS_ERR_CONNECTION_RESET, "root process died",
                            ep->root_index);
     }
-
-    return ep->super.status;
 }

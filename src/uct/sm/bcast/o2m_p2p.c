@@ -16,8 +16,10 @@
 
 /* Claim the next FIFO element of the peer, or NULL when it is full */
 static UCS_F_ALWAYS_INLINE uct_o2m_elem_t *
-uct_o2m_p2p_claim(uct_o2m_p2p_ep_t *ep, uint64_t *seq_p)
+uct_o2m_p2p_claim(uct_o2m_ep_t *o2m_ep, uint64_t *seq_p,
+                  ucs_status_t *status_p)
 {
+    uct_o2m_p2p_ep_t *ep     = ucs_derived_of(o2m_ep, uct_o2m_p2p_ep_t);
     uct_o2m_iface_seg_t *seg = ep->seg;
     uint64_t head            = __atomic_load_n(&seg->head, __ATOMIC_ACQUIRE);
     uct_o2m_elem_t *elem;
@@ -27,6 +29,7 @@ uct_o2m_p2p_claim(uct_o2m_p2p_ep_t *ep, uint64_t *seq_p)
         /* Signed: a stale head may be behind tail */
         if ((int64_t)(head - __atomic_load_n(&seg->tail, __ATOMIC_ACQUIRE)) >=
             (int64_t)ep->depth) {
+            *status_p = UCS_ERR_NO_RESOURCE;
             return NULL;
         }
 
@@ -57,52 +60,44 @@ uct_o2m_p2p_claim(uct_o2m_p2p_ep_t *ep, uint64_t *seq_p)
     return elem;
 }
 
-ucs_status_t uct_o2m_p2p_am_short(uct_o2m_p2p_ep_t *ep, uint8_t id,
-                                  uint64_t header, const void *payload,
-                                  unsigned length)
+/* A claimed element is always published: whatever must be refused is
+ * refused before claiming */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_o2m_p2p_publish(uct_o2m_ep_t *o2m_ep, uct_o2m_elem_t *elem, uint64_t seq)
 {
-    uct_o2m_elem_t *elem;
-    uint64_t seq;
+    uct_o2m_p2p_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_p2p_ep_t);
 
-    UCT_CHECK_LENGTH(length + sizeof(header), 0,
-                     ep->elem_size - sizeof(uct_o2m_elem_t), "am_short");
-
-    elem = uct_o2m_p2p_claim(ep, &seq);
-    if (elem == NULL) {
-        return UCS_ERR_NO_RESOURCE;
+    if (elem->flags & UCT_O2M_ELEM_FLAG_ZCOPY) {
+        /* Before publishing: a failure to read it comes after this count */
+        ep->zerr_mark = __atomic_load_n(&ep->seg->zerr_count,
+                                        __ATOMIC_ACQUIRE);
+    } else {
+        ucs_assertv(elem->length <= ep->elem_size - sizeof(uct_o2m_elem_t),
+                    "pack_cb packed %u bytes", elem->length);
     }
 
-    elem->length = length + sizeof(header);
-    elem->am_id  = id;
-    elem->flags  = 0;
-    memcpy(UCT_O2M_ELEM_DATA(elem), &header, sizeof(header));
-    uct_o2m_memcpy(UCS_PTR_BYTE_OFFSET(UCT_O2M_ELEM_DATA(elem),
-                                       sizeof(header)),
-                   payload, length);
     uct_o2m_elem_publish(elem, seq);
     return UCS_OK;
 }
 
-ssize_t uct_o2m_p2p_am_bcopy(uct_o2m_p2p_ep_t *ep, uint8_t id,
-                             uct_pack_callback_t pack_cb, void *arg)
+static ucs_status_t uct_o2m_p2p_am_short(uct_o2m_ep_t *o2m_ep, uint8_t id,
+                                         uint64_t header, const void *payload,
+                                         unsigned length)
 {
-    uct_o2m_elem_t *elem;
-    uint64_t seq;
-    size_t length;
+    UCT_CHECK_LENGTH(length + sizeof(header), 0,
+                     ucs_derived_of(o2m_ep, uct_o2m_p2p_ep_t)->elem_size -
+                     sizeof(uct_o2m_elem_t), "am_short");
 
-    elem = uct_o2m_p2p_claim(ep, &seq);
-    if (elem == NULL) {
-        return UCS_ERR_NO_RESOURCE;
-    }
+    return uct_o2m_ep_send_short(o2m_ep, uct_o2m_p2p_claim,
+                                 uct_o2m_p2p_publish, id, header, payload,
+                                 length);
+}
 
-    length = pack_cb(UCT_O2M_ELEM_DATA(elem), arg);
-    ucs_assertv(length <= ep->elem_size - sizeof(uct_o2m_elem_t),
-                "pack_cb packed %zu bytes", length);
-    elem->length = length;
-    elem->am_id  = id;
-    elem->flags  = 0;
-    uct_o2m_elem_publish(elem, seq);
-    return length;
+static ssize_t uct_o2m_p2p_am_bcopy(uct_o2m_ep_t *o2m_ep, uint8_t id,
+                                    uct_pack_callback_t pack_cb, void *arg)
+{
+    return uct_o2m_ep_send_bcopy(o2m_ep, uct_o2m_p2p_claim,
+                                 uct_o2m_p2p_publish, id, pack_cb, arg);
 }
 
 /* Whether the receiver could read zcopy message @a req (written by the
@@ -140,44 +135,21 @@ static ucs_status_t uct_o2m_p2p_zcopy_status(uct_o2m_p2p_ep_t *ep,
     return UCS_OK;
 }
 
-ucs_status_t uct_o2m_p2p_am_zcopy(uct_o2m_p2p_ep_t *ep, uint8_t id,
-                                  const void *header, unsigned header_length,
-                                  const uct_iov_t *iov, size_t iovcnt,
-                                  uct_completion_t *comp)
+/* The message is out: its completion waits for the receiver's tail, and
+ * for its record of the messages it could not read */
+static ucs_status_t uct_o2m_p2p_track_zcopy(uct_o2m_ep_t *o2m_ep, uint64_t seq,
+                                           uct_completion_t *comp)
 {
-    uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
-                                            uct_o2m_iface_t);
+    uct_o2m_p2p_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_p2p_ep_t);
     uct_o2m_zcopy_req_t mark;
-    uct_o2m_zdesc_t zdesc;
-    uct_o2m_elem_t *elem;
     ucs_status_t status;
-    uint64_t seq;
 
-    /* Validate before claiming: a claimed element must be published */
-    status = uct_o2m_zdesc_pack(&zdesc, header, header_length, iov, iovcnt,
-                                iface->config.max_zcopy);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    elem = uct_o2m_p2p_claim(ep, &seq);
-    if (elem == NULL) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-
-    memcpy(UCT_O2M_ELEM_DATA(elem), &zdesc, sizeof(zdesc));
-    elem->length = zdesc.length;
-    elem->am_id  = id;
-    elem->flags  = UCT_O2M_ELEM_FLAG_ZCOPY;
-    /* Before publishing: a failure to read it comes after this count */
     mark.seq       = seq;
-    mark.zerr_mark = __atomic_load_n(&ep->seg->zerr_count, __ATOMIC_ACQUIRE);
-    uct_o2m_elem_publish(elem, seq);
-
-    status = uct_o2m_ep_add_zcopy(&ep->super, &ep->super.zcopy_reqs, seq,
-                                  comp);
+    mark.zerr_mark = ep->zerr_mark;
+    status         = uct_o2m_ep_add_zcopy(&ep->super, &ep->super.zcopy_reqs,
+                                          seq, comp);
     if (status == UCS_ERR_NO_MEMORY) {
-        /* The message is out; only its completion is lost: wait for it */
+        /* Only its completion is lost: wait for it */
         while (__atomic_load_n(&ep->seg->tail, __ATOMIC_ACQUIRE) <= seq) {
             uct_o2m_cpu_relax();
         }
@@ -190,20 +162,36 @@ ucs_status_t uct_o2m_p2p_am_zcopy(uct_o2m_p2p_ep_t *ep, uint8_t id,
     return status;
 }
 
-int uct_o2m_p2p_ep_has_space(uct_o2m_p2p_ep_t *ep)
+static ucs_status_t
+uct_o2m_p2p_am_zcopy(uct_o2m_ep_t *o2m_ep, uint8_t id, const void *header,
+                     unsigned header_length, const uct_iov_t *iov,
+                     size_t iovcnt, uct_completion_t *comp)
 {
+    return uct_o2m_ep_send_zcopy(o2m_ep, uct_o2m_p2p_claim,
+                                 uct_o2m_p2p_publish, uct_o2m_p2p_track_zcopy,
+                                 id, header, header_length, iov, iovcnt,
+                                 comp);
+}
+
+static int uct_o2m_p2p_ep_has_space(uct_o2m_ep_t *o2m_ep)
+{
+    uct_o2m_p2p_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_p2p_ep_t);
+
     return (__atomic_load_n(&ep->seg->head, __ATOMIC_RELAXED) -
             __atomic_load_n(&ep->seg->tail, __ATOMIC_ACQUIRE)) < ep->depth;
 }
 
-ucs_status_t uct_o2m_p2p_ep_flush_status(uct_o2m_p2p_ep_t *ep)
+static ucs_status_t uct_o2m_p2p_ep_flush_status(uct_o2m_ep_t *o2m_ep)
 {
+    uct_o2m_p2p_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_p2p_ep_t);
+
     return (__atomic_load_n(&ep->seg->tail, __ATOMIC_ACQUIRE) >=
             ep->super.next_seq) ? UCS_OK : UCS_INPROGRESS;
 }
 
-unsigned uct_o2m_p2p_ep_progress(uct_o2m_p2p_ep_t *ep)
+static unsigned uct_o2m_p2p_ep_progress(uct_o2m_ep_t *o2m_ep)
 {
+    uct_o2m_p2p_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_p2p_ep_t);
     uct_o2m_zcopy_req_t *req;
     uint64_t tail;
 
@@ -231,8 +219,11 @@ unsigned uct_o2m_p2p_ep_progress(uct_o2m_p2p_ep_t *ep)
     return 0;
 }
 
-void uct_o2m_p2p_ep_check_peer(uct_o2m_p2p_ep_t *ep)
+/* Its peer is the receiver's process; stalled or not, nothing else */
+static void uct_o2m_p2p_ep_check(uct_o2m_ep_t *o2m_ep, int stalled)
 {
+    uct_o2m_p2p_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_p2p_ep_t);
+
     if (uct_o2m_watch_has_exited(ep->watch)) {
         ucs_debug("ep %p: peer process %d has exited", ep,
                   ep->peer->addr.pid);
@@ -249,7 +240,7 @@ static UCS_CLASS_INIT_FUNC(uct_o2m_p2p_ep_t, const uct_ep_params_t *params)
     UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
     addr = (const uct_o2m_iface_addr_t*)params->iface_addr;
 
-    UCS_CLASS_CALL_SUPER_INIT(uct_o2m_ep_t, iface, UCT_O2M_EP_P2P);
+    UCS_CLASS_CALL_SUPER_INIT(uct_o2m_ep_t, iface, &uct_o2m_p2p_ep_ops);
 
     status = uct_o2m_iface_map_peer(iface, addr, &self->peer);
     if (status != UCS_OK) {
@@ -304,7 +295,19 @@ ucs_status_t uct_o2m_ep_create_p2p(const uct_ep_params_t *params,
     return UCS_CLASS_NEW_FUNC_NAME(uct_o2m_p2p_ep_t)(params, ep_p);
 }
 
-void uct_o2m_p2p_ep_destroy(uct_o2m_p2p_ep_t *ep)
+static void uct_o2m_p2p_ep_destroy(uct_o2m_ep_t *o2m_ep)
 {
-    UCS_CLASS_DELETE_FUNC_NAME(uct_o2m_p2p_ep_t)(&ep->super.super.super);
+    UCS_CLASS_DELETE_FUNC_NAME(uct_o2m_p2p_ep_t)(&o2m_ep->super.super);
 }
+
+const uct_o2m_ep_ops_t uct_o2m_p2p_ep_ops = {
+    .name         = "point-to-point sender",
+    .am_short     = uct_o2m_p2p_am_short,
+    .am_bcopy     = uct_o2m_p2p_am_bcopy,
+    .am_zcopy     = uct_o2m_p2p_am_zcopy,
+    .has_space    = uct_o2m_p2p_ep_has_space,
+    .flush_status = uct_o2m_p2p_ep_flush_status,
+    .progress     = uct_o2m_p2p_ep_progress,
+    .check        = uct_o2m_p2p_ep_check,
+    .destroy      = uct_o2m_p2p_ep_destroy
+};

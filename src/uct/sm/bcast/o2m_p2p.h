@@ -33,6 +33,8 @@ typedef struct uct_o2m_p2p_ep {
     size_t              elem_size;
     uct_o2m_watch_t     *watch; /* The peer process */
     pid_t               self_pid; /* Named in the claims of FIFO elements */
+    uint64_t            zerr_mark; /* The receiver's zerr_count before the
+                                      last zcopy message was published */
 } uct_o2m_p2p_ep_t;
 
 
@@ -58,19 +60,7 @@ static UCS_F_ALWAYS_INLINE uint64_t uct_o2m_p2p_free_word(uint64_t seq,
 }
 
 
-ucs_status_t uct_o2m_p2p_am_short(uct_o2m_p2p_ep_t *ep, uint8_t id,
-                                  uint64_t header, const void *payload,
-                                  unsigned length);
-ssize_t uct_o2m_p2p_am_bcopy(uct_o2m_p2p_ep_t *ep, uint8_t id,
-                             uct_pack_callback_t pack_cb, void *arg);
-ucs_status_t uct_o2m_p2p_am_zcopy(uct_o2m_p2p_ep_t *ep, uint8_t id,
-                                  const void *header, unsigned header_length,
-                                  const uct_iov_t *iov, size_t iovcnt,
-                                  uct_completion_t *comp);
-int uct_o2m_p2p_ep_has_space(uct_o2m_p2p_ep_t *ep);
-ucs_status_t uct_o2m_p2p_ep_flush_status(uct_o2m_p2p_ep_t *ep);
-unsigned uct_o2m_p2p_ep_progress(uct_o2m_p2p_ep_t *ep);
-void uct_o2m_p2p_ep_check_peer(uct_o2m_p2p_ep_t *ep);
-void uct_o2m_p2p_ep_destroy(uct_o2m_p2p_ep_t *ep);
+/* The role of the endpoints UCP creates */
+extern const uct_o2m_ep_ops_t uct_o2m_p2p_ep_ops;
 
 #endif

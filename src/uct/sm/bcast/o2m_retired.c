@@ -214,8 +214,7 @@ void uct_o2m_group_root_close(uct_o2m_group_ep_t *ep)
             goto destroy;
         }
     } else {
-        ep->seg->final_seq = (ep->super.type == UCT_O2M_EP_BCAST_ROOT) ?
-                             ep->super.next_seq : ep->rx_seq;
+        ep->seg->final_seq = uct_o2m_group_done(ep);
         __atomic_store_n(&ep->seg->closed, 1, __ATOMIC_RELEASE);
     }
 

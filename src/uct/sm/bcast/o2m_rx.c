@@ -134,7 +134,7 @@ static void uct_o2m_p2p_rx_drop(uct_o2m_iface_t *iface, uint64_t seq,
     }
 }
 
-void uct_o2m_p2p_rx_check(uct_o2m_iface_t *iface)
+void uct_o2m_iface_rx_check(uct_o2m_iface_t *iface)
 {
     uct_o2m_iface_seg_t *seg = iface->seg;
     uint64_t tail            = iface->rx_tail;
@@ -199,7 +199,7 @@ static void uct_o2m_p2p_rx_lost(uct_o2m_iface_t *iface, uint64_t seq,
     __atomic_store_n(&seg->zerr_count, count + 1, __ATOMIC_RELEASE);
 }
 
-unsigned uct_o2m_p2p_rx_progress(uct_o2m_iface_t *iface)
+unsigned uct_o2m_iface_rx_progress(uct_o2m_iface_t *iface)
 {
     uct_o2m_iface_seg_t *seg = iface->seg;
     uint64_t tail            = iface->rx_tail;
