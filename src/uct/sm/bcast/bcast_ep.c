@@ -113,12 +113,6 @@ static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_o2m_bcast_root_publish(uct_o2m_ep_t *o2m_ep, uct_o2m_elem_t *elem,
                            uint64_t seq)
 {
-    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
-
-    ucs_assertv((elem->flags & UCT_O2M_ELEM_FLAG_ZCOPY) ||
-                (elem->length <= ep->max_length), "pack_cb packed %u bytes",
-                elem->length);
-
     uct_o2m_elem_publish(elem, seq);
     o2m_ep->next_seq = seq + 1;
     return UCS_OK;
@@ -142,8 +136,10 @@ static ssize_t uct_o2m_bcast_am_bcopy(uct_o2m_ep_t *o2m_ep, uint8_t id,
                                       uct_pack_callback_t pack_cb, void *arg)
 {
     return uct_o2m_ep_send_bcopy(o2m_ep, uct_o2m_bcast_root_claim,
-                                 uct_o2m_bcast_root_publish, id, pack_cb,
-                                 arg);
+                                 uct_o2m_bcast_root_publish,
+                                 ucs_derived_of(o2m_ep,
+                                                uct_o2m_group_ep_t)->max_length,
+                                 id, pack_cb, arg);
 }
 
 static ucs_status_t

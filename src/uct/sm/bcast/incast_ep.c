@@ -232,8 +232,7 @@ static void uct_o2m_incast_reduce_shared(uct_o2m_group_ep_t *ep, void *elem,
 
 /* Make the contribution in @a slot, its header written, count for the root */
 static UCS_F_ALWAYS_INLINE void
-uct_o2m_incast_commit(uct_o2m_group_ep_t *ep, void *elem,
-                      uct_o2m_elem_t *slot)
+uct_o2m_incast_commit(uct_o2m_group_ep_t *ep, uct_o2m_elem_t *slot)
 {
     uint64_t seq = ep->super.next_seq++;
 
@@ -241,8 +240,8 @@ uct_o2m_incast_commit(uct_o2m_group_ep_t *ep, void *elem,
         uct_o2m_elem_publish(slot, seq);
     } else {
         slot->seq = seq + 1;
-        __atomic_fetch_add(&uct_o2m_incast_ctl(elem)->arrived, 1,
-                           __ATOMIC_RELEASE);
+        __atomic_fetch_add(&uct_o2m_incast_ctl(uct_o2m_incast_elem(ep, seq))
+                                   ->arrived, 1, __ATOMIC_RELEASE);
     }
 }
 
@@ -331,23 +330,27 @@ uct_o2m_incast_publish(uct_o2m_ep_t *o2m_ep, uct_o2m_elem_t *filled,
     uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
     uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
                                             uct_o2m_iface_t);
-    void *elem             = uct_o2m_incast_elem(ep, seq);
-    uct_o2m_elem_t *slot   = uct_o2m_incast_slot(ep, elem, ep->my_pos);
     size_t length          = filled->length;
+    uct_o2m_elem_t *slot;
     ucs_status_t status;
+    void *elem;
 
     status = uct_o2m_incast_check_length(ep, length,
                                          (filled->flags &
                                           UCT_O2M_ELEM_FLAG_ZCOPY) ?
                                          iface->config.max_zcopy :
                                          ep->max_length);
-    if (ucs_likely(filled == slot)) {
+    if (ucs_likely(filled != ep->scratch)) {
+        /* Filled in place: our slot */
         if (status != UCS_OK) {
             return status;
         }
-        uct_o2m_incast_commit(ep, elem, slot);
+        uct_o2m_incast_commit(ep, filled);
         return UCS_OK;
     }
+
+    elem = uct_o2m_incast_elem(ep, seq);
+    slot = uct_o2m_incast_slot(ep, elem, ep->my_pos);
 
     if (ep->geom.shared_size == 0) {
         if (status != UCS_OK) {
@@ -355,7 +358,7 @@ uct_o2m_incast_publish(uct_o2m_ep_t *o2m_ep, uct_o2m_elem_t *filled,
         }
         memcpy(UCT_O2M_ELEM_DATA(slot), UCT_O2M_ELEM_DATA(filled), length);
         uct_o2m_ep_fill_hdr(slot, filled->am_id, length, 0);
-        uct_o2m_incast_commit(ep, elem, slot);
+        uct_o2m_incast_commit(ep, slot);
         return UCS_OK;
     }
 
@@ -377,7 +380,7 @@ uct_o2m_incast_publish(uct_o2m_ep_t *o2m_ep, uct_o2m_elem_t *filled,
 
     uct_o2m_ep_fill_hdr(slot, filled->am_id, length,
                         UCT_O2M_ELEM_FLAG_SHARED);
-    uct_o2m_incast_commit(ep, elem, slot);
+    uct_o2m_incast_commit(ep, slot);
     return UCS_OK;
 }
 
@@ -405,8 +408,10 @@ static ucs_status_t uct_o2m_incast_am_short(uct_o2m_ep_t *o2m_ep, uint8_t id,
 static ssize_t uct_o2m_incast_am_bcopy(uct_o2m_ep_t *o2m_ep, uint8_t id,
                                        uct_pack_callback_t pack_cb, void *arg)
 {
+    /* No assertion on the length: publish checks it */
     return uct_o2m_ep_send_bcopy(o2m_ep, uct_o2m_incast_claim,
-                                 uct_o2m_incast_publish, id, pack_cb, arg);
+                                 uct_o2m_incast_publish, SIZE_MAX, id,
+                                 pack_cb, arg);
 }
 
 /* A large contribution always goes through the slot: the root reads it */

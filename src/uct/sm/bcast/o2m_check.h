@@ -37,7 +37,7 @@ ucs_status_t uct_o2m_iface_geom_check(const uct_o2m_iface_seg_t *hdr,
 /**
  * Check the header of a group segment (a private copy of it) against the
  * segment's real size, and fill @a geom.  @a shared: whether senders of a
- * fan-in group reduce into the shared buffer (see incast_ep.c).
+ * fan-in group reduce into the shared buffer (see incast_ep.h).
  */
 ucs_status_t uct_o2m_group_geom_check(const uct_o2m_group_seg_t *hdr,
                                       size_t seg_size, int shared,

@@ -175,10 +175,11 @@ uct_o2m_ep_send_short(uct_o2m_ep_t *ep, uct_o2m_ep_claim_func_t claim,
     return publish(ep, elem, seq);
 }
 
+/* @a max_length: what pack_cb may write into the claimed element */
 static UCS_F_ALWAYS_INLINE ssize_t
 uct_o2m_ep_send_bcopy(uct_o2m_ep_t *ep, uct_o2m_ep_claim_func_t claim,
-                      uct_o2m_ep_publish_func_t publish, uint8_t id,
-                      uct_pack_callback_t pack_cb, void *arg)
+                      uct_o2m_ep_publish_func_t publish, size_t max_length,
+                      uint8_t id, uct_pack_callback_t pack_cb, void *arg)
 {
     uct_o2m_elem_t *elem;
     ucs_status_t status;
@@ -191,6 +192,7 @@ uct_o2m_ep_send_bcopy(uct_o2m_ep_t *ep, uct_o2m_ep_claim_func_t claim,
     }
 
     length = pack_cb(UCT_O2M_ELEM_DATA(elem), arg);
+    ucs_assertv(length <= max_length, "pack_cb packed %zu bytes", length);
     uct_o2m_ep_fill_hdr(elem, id, length, 0);
     status = publish(ep, elem, seq);
     return ucs_likely(status == UCS_OK) ? (ssize_t)length : status;

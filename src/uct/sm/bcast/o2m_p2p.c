@@ -71,9 +71,6 @@ uct_o2m_p2p_publish(uct_o2m_ep_t *o2m_ep, uct_o2m_elem_t *elem, uint64_t seq)
         /* Before publishing: a failure to read it comes after this count */
         ep->zerr_mark = __atomic_load_n(&ep->seg->zerr_count,
                                         __ATOMIC_ACQUIRE);
-    } else {
-        ucs_assertv(elem->length <= ep->elem_size - sizeof(uct_o2m_elem_t),
-                    "pack_cb packed %u bytes", elem->length);
     }
 
     uct_o2m_elem_publish(elem, seq);
@@ -97,7 +94,10 @@ static ssize_t uct_o2m_p2p_am_bcopy(uct_o2m_ep_t *o2m_ep, uint8_t id,
                                     uct_pack_callback_t pack_cb, void *arg)
 {
     return uct_o2m_ep_send_bcopy(o2m_ep, uct_o2m_p2p_claim,
-                                 uct_o2m_p2p_publish, id, pack_cb, arg);
+                                 uct_o2m_p2p_publish,
+                                 ucs_derived_of(o2m_ep,
+                                                uct_o2m_p2p_ep_t)->elem_size -
+                                 sizeof(uct_o2m_elem_t), id, pack_cb, arg);
 }
 
 /* Whether the receiver could read zcopy message @a req (written by the
