@@ -43,6 +43,29 @@ struct am_log {
     }
 };
 
+/*
+ * A child's sm_bcast and sm_incast interfaces (both with @a config), the
+ * addresses of every rank's, what each received, and the pids of the
+ * test's children (every child has been forked: each pid is known)
+ */
+struct both_ifaces {
+    uct_env            bcast, incast;
+    peer_addrs         baddrs, iaddrs;
+    am_log             blog, ilog;
+    std::vector<pid_t> pids;
+
+    both_ifaces(proc_group &pg, unsigned rank,
+                const std::map<std::string, std::string> &config = {}) :
+        bcast("sm_bcast", config), incast("sm_incast", config)
+    {
+        bcast.set_am_handler(AM_ID, am_log::cb, &blog);
+        incast.set_am_handler(AM_ID, am_log::cb, &ilog);
+        baddrs.exchange(pg, rank, bcast);
+        iaddrs.exchange(pg, rank, incast);
+        pids = pg.pids();
+    }
+};
+
 /* Word j of message k of group @a id, or of sender @a rank's contribution */
 uint64_t word(uint64_t id, uint64_t k, unsigned rank, size_t j)
 {
@@ -275,28 +298,19 @@ TEST(o2m_teardown, join_after_root_left)
     pg.run_ok([&](unsigned rank) {
         group_desc gb = {0x610, nprocs, 0, UCT_O2M_MODE_BATCHED, false};
         group_desc gi = {0x611, nprocs, 0, UCT_O2M_MODE_BATCHED, true};
-        uct_env bcast("sm_bcast", {{"CHECK_INTERVAL", "10ms"}});
-        uct_env incast("sm_incast", {{"CHECK_INTERVAL", "10ms"}});
-        peer_addrs baddrs, iaddrs;
-        am_log log;
-
-        bcast.set_am_handler(AM_ID, am_log::cb, &log);
-        baddrs.exchange(pg, rank, bcast);
-        iaddrs.exchange(pg, rank, incast);
-        /* Every child has been forked: its pid is known */
-        std::vector<pid_t> pids = pg.pids();
+        both_ifaces w(pg, rank, {{"CHECK_INTERVAL", "10ms"}});
 
         if (rank == 0) {
-            uct_ep_h ep  = create_ep(bcast, baddrs, gb, rank, pids);
-            uct_ep_h iep = create_ep(incast, iaddrs, gi, rank, pids);
+            uct_ep_h ep  = create_ep(w.bcast, w.baddrs, gb, rank, w.pids);
+            uct_ep_h iep = create_ep(w.incast, w.iaddrs, gi, rank, w.pids);
             pg.barrier(rank);
             for (uint64_t k = 0; k < count; ++k) {
-                CHILD_CHECK_OK(send_msg(bcast, ep, gb, rank, k));
+                CHILD_CHECK_OK(send_msg(w.bcast, ep, gb, rank, k));
             }
             /* No flush: the segment outlives the endpoint */
             uct_ep_destroy(ep);
             uct_ep_destroy(iep);
-            check_no_errors(bcast, rank, "root");
+            check_no_errors(w.bcast, rank, "root");
             return; /* interfaces close: wait for member 2 */
         }
 
@@ -305,24 +319,24 @@ TEST(o2m_teardown, join_after_root_left)
             usleep(300 * 1000);
         }
 
-        uct_ep_h ep = create_ep(bcast, baddrs, gb, rank, pids);
-        check_msgs(bcast, log, 0, gb, count, rank);
-        progress_for(bcast, 0.05);
-        check_no_errors(bcast, rank, "all consumed");
+        uct_ep_h ep = create_ep(w.bcast, w.baddrs, gb, rank, w.pids);
+        check_msgs(w.bcast, w.blog, 0, gb, count, rank);
+        progress_for(w.bcast, 0.05);
+        check_no_errors(w.bcast, rank, "all consumed");
 
         /* Waiting for an 11th message that will never come */
         CHILD_CHECK_OK(uct_ep_check(ep, 0, NULL));
-        bool ok = progress_wait(bcast, [&]() {
-            return !bcast.errors.empty();
+        bool ok = progress_wait(w.bcast, [&]() {
+            return !w.bcast.errors.empty();
         }, 30);
         CHILD_CHECK(ok, "rank %u: no error waiting on a closed group", rank);
-        CHILD_CHECK(has_error(bcast, UCS_ERR_CONNECTION_RESET), "error %s",
-                    ucs_status_string(bcast.errors.front()));
+        CHILD_CHECK(has_error(w.bcast, UCS_ERR_CONNECTION_RESET), "error %s",
+                    ucs_status_string(w.bcast.errors.front()));
         uct_ep_destroy(ep);
 
         /* A contribution to a closed fan-in group fails */
-        uct_ep_h iep = create_ep(incast, iaddrs, gi, rank, pids);
-        ucs_status_t status = send_msg(incast, iep, gi, rank, 0, 30);
+        uct_ep_h iep = create_ep(w.incast, w.iaddrs, gi, rank, w.pids);
+        ucs_status_t status = send_msg(w.incast, iep, gi, rank, 0, 30);
         CHILD_CHECK(status == UCS_ERR_CONNECTION_RESET, "rank %u: send to a "
                     "closed group: %s", rank, ucs_status_string(status));
         uct_ep_destroy(iep);
@@ -349,33 +363,23 @@ TEST(o2m_teardown, late_peers)
         group_desc ga = {0x700, nprocs, 0, UCT_O2M_MODE_BATCHED, false};
         group_desc gb = {0x701, nprocs, 1, UCT_O2M_MODE_CENTRALIZED, false};
         group_desc gc = {0x702, nprocs, 2, UCT_O2M_MODE_BATCHED, true};
-        uct_env bcast("sm_bcast");
-        uct_env incast("sm_incast");
-        peer_addrs baddrs, iaddrs;
-        am_log blog, ilog;
-
-        bcast.set_am_handler(AM_ID, am_log::cb, &blog);
-        incast.set_am_handler(AM_ID, am_log::cb, &ilog);
-        baddrs.exchange(pg, rank, bcast);
-        iaddrs.exchange(pg, rank, incast);
-        /* Every child has been forked: its pid is known */
-        std::vector<pid_t> pids = pg.pids();
+        both_ifaces w(pg, rank);
         pg.barrier(rank);
 
         if (rank == 0) {
             usleep((useconds_t)(late * 1e6));
-            uct_ep_h a = create_ep(bcast, baddrs, ga, rank, pids);
-            uct_ep_h b = create_ep(bcast, baddrs, gb, rank, pids);
-            uct_ep_h c = create_ep(incast, iaddrs, gc, rank, pids);
+            uct_ep_h a = create_ep(w.bcast, w.baddrs, ga, rank, w.pids);
+            uct_ep_h b = create_ep(w.bcast, w.baddrs, gb, rank, w.pids);
+            uct_ep_h c = create_ep(w.incast, w.iaddrs, gc, rank, w.pids);
             for (uint64_t k = 0; k < count; ++k) {
-                CHILD_CHECK_OK(send_msg(bcast, a, ga, rank, k));
-                CHILD_CHECK_OK(send_msg(incast, c, gc, rank, k));
+                CHILD_CHECK_OK(send_msg(w.bcast, a, ga, rank, k));
+                CHILD_CHECK_OK(send_msg(w.incast, c, gc, rank, k));
             }
-            check_msgs(bcast, blog, 0, gb, count, rank);
-            CHILD_CHECK_OK(flush_ep(bcast, a));
-            CHILD_CHECK_OK(flush_ep(incast, c));
-            check_no_errors(bcast, rank, "sm_bcast");
-            check_no_errors(incast, rank, "sm_incast");
+            check_msgs(w.bcast, w.blog, 0, gb, count, rank);
+            CHILD_CHECK_OK(flush_ep(w.bcast, a));
+            CHILD_CHECK_OK(flush_ep(w.incast, c));
+            check_no_errors(w.bcast, rank, "sm_bcast");
+            check_no_errors(w.incast, rank, "sm_incast");
             pg.barrier(rank);
             uct_ep_destroy(a);
             uct_ep_destroy(b);
@@ -383,37 +387,37 @@ TEST(o2m_teardown, late_peers)
             return;
         }
 
-        uct_ep_h a = create_ep(bcast, baddrs, ga, rank, pids);
-        uct_ep_h b = create_ep(bcast, baddrs, gb, rank, pids);
-        uct_ep_h c = create_ep(incast, iaddrs, gc, rank, pids);
+        uct_ep_h a = create_ep(w.bcast, w.baddrs, ga, rank, w.pids);
+        uct_ep_h b = create_ep(w.bcast, w.baddrs, gb, rank, w.pids);
+        uct_ep_h c = create_ep(w.incast, w.iaddrs, gc, rank, w.pids);
         if (rank == 1) {
             for (uint64_t k = 0; k < count; ++k) {
-                CHILD_CHECK_OK(send_msg(bcast, b, gb, rank, k));
-                CHILD_CHECK_OK(send_msg(incast, c, gc, rank, k));
+                CHILD_CHECK_OK(send_msg(w.bcast, b, gb, rank, k));
+                CHILD_CHECK_OK(send_msg(w.incast, c, gc, rank, k));
             }
-            CHILD_CHECK_OK(flush_ep(bcast, b, late + 30));
-            CHILD_CHECK_OK(flush_ep(incast, c, late + 30));
-            check_msgs(bcast, blog, 0, ga, count, rank, late + 30);
+            CHILD_CHECK_OK(flush_ep(w.bcast, b, late + 30));
+            CHILD_CHECK_OK(flush_ep(w.incast, c, late + 30));
+            check_msgs(w.bcast, w.blog, 0, ga, count, rank, late + 30);
         } else {
-            check_msgs(incast, ilog, 0, gc, count, rank, late + 30);
+            check_msgs(w.incast, w.ilog, 0, gc, count, rank, late + 30);
             /* Group A's messages and group B's are interleaved: sort */
-            bool ok = progress_wait(bcast, [&]() {
-                return blog.msgs.size() >= 2 * count;
+            bool ok = progress_wait(w.bcast, [&]() {
+                return w.blog.msgs.size() >= 2 * count;
             }, late + 30);
-            CHILD_CHECK(ok, "rank 2: %zu bcast messages", blog.msgs.size());
+            CHILD_CHECK(ok, "rank 2: %zu bcast messages", w.blog.msgs.size());
             am_log la, lb;
-            for (const auto &m : blog.msgs) {
+            for (const auto &m : w.blog.msgs) {
                 bool in_a = false;
                 for (uint64_t k = 0; k < count; ++k) {
                     in_a |= (m == expected_msg(ga, k));
                 }
                 (in_a ? la : lb).msgs.push_back(m);
             }
-            check_msgs(bcast, la, 0, ga, count, rank, 1);
-            check_msgs(bcast, lb, 0, gb, count, rank, 1);
+            check_msgs(w.bcast, la, 0, ga, count, rank, 1);
+            check_msgs(w.bcast, lb, 0, gb, count, rank, 1);
         }
-        check_no_errors(bcast, rank, "sm_bcast");
-        check_no_errors(incast, rank, "sm_incast");
+        check_no_errors(w.bcast, rank, "sm_bcast");
+        check_no_errors(w.incast, rank, "sm_incast");
         pg.barrier(rank);
         uct_ep_destroy(a);
         uct_ep_destroy(b);
@@ -436,20 +440,9 @@ TEST(o2m_teardown, create_use_destroy_rounds)
     proc_group pg(nprocs);
 
     pg.run_ok([&](unsigned rank) {
-        uct_env bcast("sm_bcast", {{"CHECK_INTERVAL", "1ms"},
-                                   {"MAX_GROUPS", "8"}});
-        uct_env incast("sm_incast", {{"CHECK_INTERVAL", "1ms"},
-                                     {"MAX_GROUPS", "8"}});
+        both_ifaces w(pg, rank, {{"CHECK_INTERVAL", "1ms"},
+                                 {"MAX_GROUPS", "8"}});
         std::mt19937 rng(rank * 7919 + 1);
-        peer_addrs baddrs, iaddrs;
-        am_log blog, ilog;
-
-        bcast.set_am_handler(AM_ID, am_log::cb, &blog);
-        incast.set_am_handler(AM_ID, am_log::cb, &ilog);
-        baddrs.exchange(pg, rank, bcast);
-        iaddrs.exchange(pg, rank, incast);
-        /* Every child has been forked: its pid is known */
-        std::vector<pid_t> pids = pg.pids();
         pg.barrier(rank);
 
         auto nap = [&]() {
@@ -466,39 +459,40 @@ TEST(o2m_teardown, create_use_destroy_rounds)
                              false};
             group_desc gi = {0x20000u + round, nprocs,
                              (round + 1) % nprocs, mode, true};
-            size_t bfirst = blog.msgs.size(), ifirst = ilog.msgs.size();
+            size_t bfirst = w.blog.msgs.size(), ifirst = w.ilog.msgs.size();
 
             nap();
-            uct_ep_h be = create_ep(bcast, baddrs, gb, rank, pids);
-            uct_ep_h ie = create_ep(incast, iaddrs, gi, rank, pids);
+            uct_ep_h be = create_ep(w.bcast, w.baddrs, gb, rank, w.pids);
+            uct_ep_h ie = create_ep(w.incast, w.iaddrs, gi, rank, w.pids);
             if (rank == gb.root) {
                 for (uint64_t k = 0; k < 2; ++k) {
-                    CHILD_CHECK_OK(send_msg(bcast, be, gb, rank, k));
+                    CHILD_CHECK_OK(send_msg(w.bcast, be, gb, rank, k));
                 }
                 uct_ep_destroy(be);
             }
             if (rank != gi.root) {
-                CHILD_CHECK_OK(send_msg(incast, ie, gi, rank, 0));
+                CHILD_CHECK_OK(send_msg(w.incast, ie, gi, rank, 0));
                 nap();
                 uct_ep_destroy(ie);
             }
             if (rank != gb.root) {
-                check_msgs(bcast, blog, bfirst, gb, 2, rank);
+                check_msgs(w.bcast, w.blog, bfirst, gb, 2, rank);
                 nap();
                 uct_ep_destroy(be);
             }
             if (rank == gi.root) {
-                check_msgs(incast, ilog, ifirst, gi, 1, rank);
+                check_msgs(w.incast, w.ilog, ifirst, gi, 1, rank);
                 uct_ep_destroy(ie);
             }
-            CHILD_CHECK(blog.msgs.size() == bfirst + ((rank != gb.root) ? 2 : 0),
+            CHILD_CHECK(w.blog.msgs.size() ==
+                        bfirst + ((rank != gb.root) ? 2 : 0),
                         "round %u: %zu bcast messages", round,
-                        blog.msgs.size() - bfirst);
-            CHILD_CHECK(ilog.msgs.size() == ifirst + (rank == gi.root),
+                        w.blog.msgs.size() - bfirst);
+            CHILD_CHECK(w.ilog.msgs.size() == ifirst + (rank == gi.root),
                         "round %u: %zu incast results", round,
-                        ilog.msgs.size() - ifirst);
-            check_no_errors(bcast, rank, "sm_bcast round");
-            check_no_errors(incast, rank, "sm_incast round");
+                        w.ilog.msgs.size() - ifirst);
+            check_no_errors(w.bcast, rank, "sm_bcast round");
+            check_no_errors(w.incast, rank, "sm_incast round");
         }
         pg.barrier(rank);
     }, 180);
