@@ -73,6 +73,55 @@ void deny_cma()
     CHILD_CHECK(deny_syscall(SYS_process_vm_readv, EPERM), "seccomp: %m");
 }
 
+ucs_status_t ignore_am(void *arg, void *data, size_t length, unsigned flags)
+{
+    return UCS_OK;
+}
+
+/*
+ * Rank @a rank's endpoint of group @a id of the 3 children over @a env
+ * (sm_bcast; sm_incast: a gather), the root (rank 0) created first; the
+ * messages on AM id 1 are dropped
+ */
+uct_ep_h join_group(proc_group &pg, unsigned rank, uct_env &env, uint64_t id,
+                    bool incast)
+{
+    uct_o2m_group_params_t params;
+    peer_addrs addrs;
+    uct_ep_h ep;
+
+    env.set_am_handler(1, ignore_am, NULL);
+    addrs.exchange(pg, rank, env);
+    params = addrs.group_params(id, 3, rank);
+    if (incast) {
+        params.field_mask |= UCT_O2M_GROUP_FIELD_OP;
+        params.op          = UCT_O2M_OP_GATHER;
+    }
+    group_ep_create_root_first(pg, rank, env, params, &ep);
+    return ep;
+}
+
+/* A zcopy of @a length bytes (AM id @a am_id) on @a ep that the receiver
+ * cannot read: it completes (bounded) with an error */
+void zcopy_unread(uct_env &env, uct_ep_h ep, uint8_t am_id, size_t length,
+                  char fill, unsigned rank)
+{
+    std::vector<char> buf(length, fill);
+    uct_iov_t iov = {buf.data(), buf.size(), NULL, 1, 0};
+    ucs_status_t status;
+    zcomp comp;
+
+    status = uct_ep_am_zcopy(ep, am_id, NULL, 0, &iov, 1, 0, &comp.super);
+    CHILD_CHECK(status == UCS_INPROGRESS, "rank %u: am_zcopy: %s", rank,
+                ucs_status_string(status));
+    CHILD_CHECK(env.progress_until([&] { return comp.done; }),
+                "rank %u: zcopy completion (the receiver could not read)",
+                rank);
+    CHILD_CHECK(is_error(comp.status), "rank %u: the zcopy the receiver "
+                "could not read completed with %s", rank,
+                ucs_status_string(comp.status));
+}
+
 TEST_F(cma, probe)
 {
     proc_group pg(1);
@@ -162,22 +211,11 @@ TEST_F(cma, p2p_read_fails)
             return;
         }
 
-        std::vector<char> buf(256 << 10, 'x');
-        uct_iov_t iov = {buf.data(), buf.size(), NULL, 1, 0};
-        ucs_status_t status;
-        zcomp comp;
         uct_ep_h ep;
 
         pg.barrier(rank);
         CHILD_CHECK_OK(addrs.p2p_ep_create(env, 0, &ep));
-
-        status = uct_ep_am_zcopy(ep, 2, NULL, 0, &iov, 1, 0, &comp.super);
-        CHILD_CHECK(status == UCS_INPROGRESS, "am_zcopy: %s",
-                    ucs_status_string(status));
-        CHILD_CHECK(env.progress_until([&] { return comp.done; }),
-                    "zcopy completion");
-        CHILD_CHECK(is_error(comp.status), "zcopy the receiver could not "
-                    "read completed with %s", ucs_status_string(comp.status));
+        zcopy_unread(env, ep, 2, 256 << 10, 'x', rank);
 
         CHILD_CHECK_OK(uct_ep_am_short(ep, 1, 0, NULL, 0));
         CHILD_CHECK(env.progress_until([&] {
@@ -194,34 +232,15 @@ TEST_F(cma, bcast_read_fails)
 
     pg.run_ok([&](unsigned rank) {
         uct_env env("sm_bcast", {{"CHECK_INTERVAL", "10ms"}});
-        uct_o2m_group_params_t params;
-        peer_addrs addrs;
-        uct_ep_h ep;
+        uct_ep_h ep = join_group(pg, rank, env, 0xc3a, false);
 
-        env.set_am_handler(1, [](void *arg, void *data, size_t length,
-                                 unsigned flags) { return UCS_OK; }, NULL);
-        addrs.exchange(pg, rank, env);
-
-        params = addrs.group_params(0xc3a, 3, rank);
-        group_ep_create_root_first(pg, rank, env, params, &ep);
         if (rank == 2) {
             deny_cma();
         }
         pg.barrier(rank);
 
         if (rank == 0) {
-            std::vector<char> buf(256 << 10, 'y');
-            uct_iov_t iov = {buf.data(), buf.size(), NULL, 1, 0};
-            ucs_status_t status;
-            zcomp comp;
-
-            status = uct_ep_am_zcopy(ep, 1, NULL, 0, &iov, 1, 0, &comp.super);
-            CHILD_CHECK(status == UCS_INPROGRESS, "am_zcopy: %s",
-                        ucs_status_string(status));
-            CHILD_CHECK(env.progress_until([&] { return comp.done; }),
-                        "zcopy completion (a receiver could not read)");
-            CHILD_CHECK(is_error(comp.status), "completion: %s",
-                        ucs_status_string(comp.status));
+            zcopy_unread(env, ep, 1, 256 << 10, 'y', rank);
             CHILD_CHECK(is_error(uct_ep_flush(ep, 0, NULL)), "flush");
             __atomic_store_n(shared, 1, __ATOMIC_RELEASE);
         } else {
@@ -243,18 +262,8 @@ TEST_F(cma, incast_read_fails)
 
     pg.run_ok([&](unsigned rank) {
         uct_env env("sm_incast", {{"CHECK_INTERVAL", "10ms"}});
-        uct_o2m_group_params_t params;
-        peer_addrs addrs;
-        uct_ep_h ep;
+        uct_ep_h ep = join_group(pg, rank, env, 0xc3b, true);
 
-        env.set_am_handler(1, [](void *arg, void *data, size_t length,
-                                 unsigned flags) { return UCS_OK; }, NULL);
-        addrs.exchange(pg, rank, env);
-
-        params             = addrs.group_params(0xc3b, 3, rank);
-        params.field_mask |= UCT_O2M_GROUP_FIELD_OP;
-        params.op          = UCT_O2M_OP_GATHER;
-        group_ep_create_root_first(pg, rank, env, params, &ep);
         if (rank == 0) {
             deny_cma();
         }
@@ -265,19 +274,7 @@ TEST_F(cma, incast_read_fails)
                 return !env.errors.empty();
             }), "root: no error");
         } else {
-            std::vector<char> buf(128 << 10, 'z');
-            uct_iov_t iov = {buf.data(), buf.size(), NULL, 1, 0};
-            ucs_status_t status;
-            zcomp comp;
-
-            status = uct_ep_am_zcopy(ep, 1, NULL, 0, &iov, 1, 0, &comp.super);
-            CHILD_CHECK(status == UCS_INPROGRESS, "am_zcopy: %s",
-                        ucs_status_string(status));
-            CHILD_CHECK(env.progress_until([&] { return comp.done; }),
-                        "rank %u: zcopy completion (the root could not "
-                        "read)", rank);
-            CHILD_CHECK(is_error(comp.status), "rank %u: completion: %s",
-                        rank, ucs_status_string(comp.status));
+            zcopy_unread(env, ep, 1, 128 << 10, 'z', rank);
             CHILD_CHECK(is_error(uct_ep_flush(ep, 0, NULL)), "flush");
         }
         uct_ep_destroy(ep);
