@@ -953,9 +953,9 @@ static void mc_perf_usage(FILE *stream)
 "  -s SIZES     fanout message sizes, 16 B .. 8 KiB (default 64,1k,8k)\n"
 "  -v VARIANTS  fanout variants: mcast,p2p,tcp (default all)\n"
 "  -b BYTES     fanout bytes per receiver and cell (default 8m)\n"
-"  -m MSGS      repair: messages (default 20000)\n"
+"  -m MSGS      repair: messages (default 10000)\n"
 "  -S SIZE      repair: message size (default 1k)\n"
-"  -r RATE      repair: messages per second (default 10000; 0: back to\n"
+"  -r RATE      repair: messages per second (default 2000; 0: back to\n"
 "               back)\n"
 "  -d DEV       network device (default lo; eth0 on the multi-host bed)\n"
 "  -N NS,...    network namespace of rank 0, 1, ... (a path, or a name\n"
@@ -1042,8 +1042,8 @@ static void mc_perf_parse_opts(int argc, char **argv)
     mc_perf_opts.vars         = (1u << MC_PERF_VAR_LAST) - 1;
     mc_perf_opts.dev          = "lo";
     mc_perf_opts.repair_size  = 1024;
-    mc_perf_opts.repair_msgs  = 20000;
-    mc_perf_opts.repair_rate  = 10000;
+    mc_perf_opts.repair_msgs  = 10000;
+    mc_perf_opts.repair_rate  = 2000;
     mc_perf_opts.fanout_bytes = 8ul << 20;
     mc_perf_opts.timeout      = 300;
 
