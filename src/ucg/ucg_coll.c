@@ -1,6 +1,6 @@
 /**
- * UCG executor: collective requests and the phase machine (the
- * point-to-point primitives the phase algorithms use: ucg_p2p_ucp.c).
+ * UCG executor: collective requests and the phase machine.  The phases are
+ * in phase/, each known here only through its row in ucg_phase_table.
  *
  * A collective is a plan (ucg_plan.h) run phase by phase.  A member that is
  * in no set of a phase skips it.  Phases post nonblocking operations and are
@@ -8,6 +8,7 @@
  * groups, or started one after another on one group) progress together.
  */
 #include "ucg_coll.h"
+#include "phase/ucg_p2p.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/sys/compiler_def.h>
@@ -18,19 +19,25 @@
 /* Scratch bytes (per buffer) a group's spare collective keeps */
 #define UCG_COLL_SPARE_SCRATCH_MAX (64 * 1024)
 
-/* Sequence numbers at most this far after a collective's are later ones */
-#define UCG_COLL_SEQ_HALF 0x8000
-
 /* Progress calls between two reads of the clock for members' liveness */
 #define UCG_COLL_CHECK_SKIP 64
 
 
-static const ucg_phase_ops_t *ucg_coll_phase_ops(ucg_phase_method_t method)
+/* Phases with host-local endpoints start once their endpoints are joined
+ * (ucg_sm_gate.c) */
+static ucs_status_t ucg_coll_phase_start(ucg_coll_t *coll)
 {
-    if (ucg_sm_phase_ops[method].start != NULL) {
-        return &ucg_sm_phase_ops[method];
-    }
-    return &ucg_p2p_phase_ops[method];
+    const ucg_phase_ops_t *ops = ucg_coll_phase_ops(coll);
+
+    return (ops->sm_eps != NULL) ? ucg_sm_gate_start(coll) : ops->start(coll);
+}
+
+static ucs_status_t ucg_coll_phase_progress(ucg_coll_t *coll)
+{
+    const ucg_phase_ops_t *ops = ucg_coll_phase_ops(coll);
+
+    return (ops->sm_eps != NULL) ? ucg_sm_gate_progress(coll) :
+           ops->progress(coll);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -57,184 +64,6 @@ void *ucg_coll_scratch(ucg_coll_t *coll, unsigned idx, size_t size)
     coll->scratch[idx]     = buf;
     coll->scratch_len[idx] = size;
     return buf;
-}
-
-
-/* ------------------------------------------------------------------------ */
-/* Abort: a member that cannot run a collective tells the others            */
-/* ------------------------------------------------------------------------ */
-
-/*
- * A collective that fails on one member only (out of memory at its start,
- * a send UCP refused, a start on a group that failed here) would leave the
- * other members waiting for it.  That member sends every other member an
- * abort message (a tagged message with a tag no collective uses, found by
- * a probe at the liveness checks of a group with started collectives:
- * nothing is posted on the way of the collectives), and on every member
- * the collectives of the group from that one on fail: what the members of
- * the failed collective had already sent (a fan-in slot filled by some
- * members only, messages nobody will receive) would be taken by a later
- * collective.  Earlier collectives (nonblocking, still running) are not
- * affected.  A member whose collectives fail by an abort message sends
- * none for them; one whose collective failed here sends one at each later
- * start too, for members that completed the failed collective without it
- * (a bcast leaf) before its first abort reached them.
- */
-typedef struct ucg_coll_abort_msg {
-    uint32_t epoch;    /* of the group (its id and the seq: in the tag) */
-    uint32_t rank;     /* the sender's rank in the group */
-    int32_t  status;   /* its error, for the log line */
-} UCS_S_PACKED ucg_coll_abort_msg_t;
-
-/* Tag of the abort of collective @a seq of group @a id: phase, step and
- * source all ones (no plan has 16 phases: UCG_PLAN_MAX_PHASES) */
-static ucp_tag_t ucg_coll_abort_tag(uint16_t id, uint16_t seq)
-{
-    UCS_STATIC_ASSERT(UCG_PLAN_MAX_PHASES < 16);
-    return ((uint64_t)id << 48) | ((uint64_t)seq << 32) |
-           UCS_MASK(UCG_TAG_SRC_BITS + UCG_TAG_STEP_BITS + 4);
-}
-
-/* Whether the collective @a seq of @a group is at or after an abort */
-static int ucg_coll_seq_aborted(const ucg_group_t *group, uint16_t seq)
-{
-    return group->aborted &&
-           ((uint16_t)(seq - group->abort_seq) < UCG_COLL_SEQ_HALF);
-}
-
-/* Collectives from @a seq on fail (or from an earlier one already) */
-static void ucg_coll_abort_from(ucg_group_h group, uint16_t seq, int local)
-{
-    if (!group->aborted ||
-        ((uint16_t)(seq - group->abort_seq) >= UCG_COLL_SEQ_HALF)) {
-        group->aborted     = 1;
-        group->abort_seq   = seq;
-        group->abort_local = local;
-    }
-}
-
-static void ucg_coll_abort_sent(void *request, ucs_status_t status,
-                                void *user_data)
-{
-    ucs_free(user_data);
-    ucp_request_free(request);
-}
-
-/* The collective @a seq failed here (@a reason), or was not run: tell the
- * members of @a group (but those that exited); from it on, collectives of
- * the group fail here too */
-static void ucg_coll_abort_send(ucg_group_h group, uint16_t seq,
-                                ucs_status_t reason)
-{
-    ucp_request_param_t param;
-    ucg_coll_abort_msg_t *msg;
-    ucs_status_ptr_t req;
-    unsigned r;
-    ucp_ep_h ep;
-
-    ucg_coll_abort_from(group, seq, 1);
-    for (r = 0; r < group->size; ++r) {
-        if ((r == group->rank) || ucg_group_member_exited(group, r) ||
-            (ucg_group_p2p_ep(group, r, &ep) != UCS_OK)) {
-            continue;
-        }
-
-        msg = ucs_malloc(sizeof(*msg), "ucg abort");
-        if (msg == NULL) {
-            ucs_error("ucg group %u: out of memory for the abort of seq %u; "
-                      "members may wait for this one", group->id, seq);
-            return;
-        }
-        msg->epoch  = group->epoch;
-        msg->rank   = group->rank;
-        msg->status = reason;
-
-        memset(&param, 0, sizeof(param));
-        param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                             UCP_OP_ATTR_FIELD_USER_DATA;
-        param.cb.send      = ucg_coll_abort_sent;
-        param.user_data    = msg;
-        req = ucp_tag_send_nbx(ep, msg, sizeof(*msg),
-                               ucg_coll_abort_tag(group->id, seq), &param);
-        if (UCS_PTR_IS_ERR(req)) {
-            ucs_diag("ucg group %u: abort of seq %u to rank %u: %s",
-                     group->id, seq, r,
-                     ucs_status_string(UCS_PTR_STATUS(req)));
-            ucs_free(msg);
-        } else if (req == NULL) {
-            ucs_free(msg);
-        } /* else ucg_coll_abort_sent releases both */
-    }
-}
-
-/* Take the abort messages UCP has for @a group (any seq, any sender) */
-static void ucg_coll_abort_probe(ucg_group_h group)
-{
-    ucp_worker_h worker     = group->context->ucp_worker;
-    const ucp_tag_t mask    = ~((ucp_tag_t)UCS_MASK(16) << 32);
-    ucp_request_param_t param;
-    ucg_coll_abort_msg_t msg;
-    ucp_tag_recv_info_t info;
-    ucp_tag_message_h probe;
-    ucs_status_ptr_t req;
-    ucs_status_t status;
-    uint16_t seq;
-
-    for (;;) {
-        probe = ucp_tag_probe_nb(worker, ucg_coll_abort_tag(group->id, 0),
-                                 mask, 1, &info);
-        if (probe == NULL) {
-            return;
-        }
-
-        memset(&param, 0, sizeof(param));
-        memset(&msg, 0, sizeof(msg));
-        req = ucp_tag_msg_recv_nbx(worker, &msg, sizeof(msg), probe, &param);
-        if (UCS_PTR_IS_PTR(req)) {
-            /* an eager message of a few bytes: complete or about to be */
-            do {
-                ucp_worker_progress(worker);
-                status = ucp_request_check_status(req);
-            } while (status == UCS_INPROGRESS);
-            ucp_request_free(req);
-        } else {
-            status = UCS_PTR_STATUS(req);
-        }
-
-        seq = (uint16_t)(info.sender_tag >> 32);
-        if ((status != UCS_OK) || (info.length != sizeof(msg))) {
-            ucs_error("ucg group %u: dropping an abort message of %zu "
-                      "bytes (expected %zu): %s", group->id, info.length,
-                      sizeof(msg), ucs_status_string(status));
-            continue;
-        }
-
-        /* one of an earlier group with this id, or from nobody */
-        if ((msg.epoch != group->epoch) || (msg.rank >= group->size) ||
-            (msg.rank == group->rank)) {
-            ucs_debug("ucg group %u: dropping an abort of epoch %u rank %u",
-                      group->id, msg.epoch, msg.rank);
-            continue;
-        }
-
-        if (!group->aborted) {
-            ucs_error("UCG group %u rank %u: rank %u could not run "
-                      "collective seq %u (%s): it and the later ones fail",
-                      group->id, group->rank, msg.rank, seq,
-                      ucs_status_string((ucs_status_t)msg.status));
-        }
-        ucg_coll_abort_from(group, seq, 0);
-    }
-}
-
-void ucg_group_abort_next(ucg_group_h group, ucs_status_t reason)
-{
-    uint16_t seq = group->next_seq++;
-
-    ucs_diag("ucg group %u rank %u: seq %u is not run here (%s); the other "
-             "members are told", group->id, group->rank, seq,
-             ucs_status_string(reason));
-    ucg_coll_abort_send(group, seq, reason);
 }
 
 
@@ -481,245 +310,6 @@ err:
 
 
 /* ------------------------------------------------------------------------ */
-/* Buffers of an instance                                                   */
-/* ------------------------------------------------------------------------ */
-
-/* Whether this member must hold blocks of other ranks in some phase */
-static int ucg_coll_holds_other_blocks(const ucg_coll_t *coll)
-{
-    unsigned me = coll->group->rank;
-    const ucg_phase_set_t *set;
-    const ucg_phase_t *phase;
-    unsigned i, r, idx;
-
-    for (i = 0; i < coll->plan->num_phases; ++i) {
-        phase = &coll->plan->phases[i];
-        set   = ucg_phase_find_set(phase, me, &idx);
-        if (set == NULL) {
-            continue;
-        }
-        if (((phase->method == UCG_PHASE_SM_GATHER) ||
-             (phase->method == UCG_PHASE_P2P_GATHER) ||
-             (phase->method == UCG_PHASE_P2P_SCATTER) ||
-             (phase->method == UCG_PHASE_FOLD)) && (set->root == idx)) {
-            return 1;
-        }
-        if ((phase->method == UCG_PHASE_SM_BCAST) &&
-            (coll->params.type == UCG_COLL_SCATTER) && (set->root == idx)) {
-            return 1;
-        }
-        if (phase->owner != NULL) {
-            for (r = 0; r < coll->group->size; ++r) {
-                if ((r != me) && (phase->owner[r] == me)) {
-                    return 1;
-                }
-            }
-        }
-    }
-
-    return 0;
-}
-
-/* The first phase from @a i on in which this member has a set (and that
- * set and its index there), or num_phases */
-static unsigned ucg_coll_my_phase(const ucg_coll_t *coll, unsigned i,
-                                  const ucg_phase_set_t **set_p,
-                                  unsigned *idx_p)
-{
-    for (; i < coll->plan->num_phases; ++i) {
-        *set_p = ucg_phase_find_set(&coll->plan->phases[i], coll->group->rank,
-                                    idx_p);
-        if (*set_p != NULL) {
-            break;
-        }
-    }
-    return i;
-}
-
-/*
- * Whether this member of a reduce only contributes its vector to host-local
- * fan-ins (it is no set's root): it then never writes acc, which can be the
- * user's send buffer instead of a copy.
- */
-static int ucg_coll_only_contributes(const ucg_coll_t *coll)
-{
-    const ucg_phase_set_t *set;
-    ucg_phase_method_t method;
-    unsigned i, idx;
-
-    for (i = ucg_coll_my_phase(coll, 0, &set, &idx);
-         i < coll->plan->num_phases;
-         i = ucg_coll_my_phase(coll, i + 1, &set, &idx)) {
-        method = coll->plan->phases[i].method;
-        if (((method != UCG_PHASE_SM_REDUCE) &&
-             (method != UCG_PHASE_SM_REDUCE_CMA)) || (set->root == idx)) {
-            return 0;
-        }
-    }
-
-    return 1;
-}
-
-/*
- * Whether the first phase of this member is an SM_REDUCE_CMA of which it is
- * the root: that phase reads a member's vector straight into acc and
- * reduces this member's own into it, instead of a copy into acc first.
- */
-static int ucg_coll_cma_root_first(const ucg_coll_t *coll)
-{
-    const ucg_phase_set_t *set;
-    unsigned i, idx;
-
-    i = ucg_coll_my_phase(coll, 0, &set, &idx);
-    return (i < coll->plan->num_phases) &&
-           (coll->plan->phases[i].method == UCG_PHASE_SM_REDUCE_CMA) &&
-           (set->root == idx);
-}
-
-/*
- * gbuf for a member that only holds its own block: a base such that
- * gbuf + rank * block is @a own (only that block is ever accessed).
- */
-static void *ucg_coll_own_block_base(ucg_coll_t *coll, const void *own)
-{
-    return (void*)((uintptr_t)own - (uintptr_t)coll->group->rank *
-                   coll->block);
-}
-
-/* gbuf of the block collectives and of rank-ordered (FOLD) reductions */
-static ucs_status_t ucg_coll_setup_gbuf(ucg_coll_t *coll, const void *own,
-                                        int own_in_place)
-{
-    size_t size = coll->group->size;
-    void *own_slot;
-
-    coll->block = coll->len;
-    if (!ucg_coll_holds_other_blocks(coll)) {
-        coll->gbuf = ucg_coll_own_block_base(coll, own);
-        return UCS_OK;
-    }
-
-    coll->gbuf = ucg_coll_scratch(coll, 1, size * coll->block);
-    if (coll->gbuf == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    own_slot = UCS_PTR_BYTE_OFFSET(coll->gbuf,
-                                   coll->group->rank * coll->block);
-    if (!own_in_place || (own != own_slot)) {
-        memcpy(own_slot, own, coll->block);
-    }
-    return UCS_OK;
-}
-
-static ucs_status_t ucg_coll_setup_buffers(ucg_coll_t *coll)
-{
-    const ucg_coll_params_t *params = &coll->params;
-    unsigned me                     = coll->group->rank;
-    int is_root                     = (params->root == me);
-    size_t size                     = coll->group->size;
-    const void *src;
-
-    coll->data     = NULL;
-    coll->data_len = 0;
-    coll->acc      = NULL;
-    coll->own      = NULL;
-    coll->gbuf     = NULL;
-    coll->block    = coll->len;
-
-    switch (params->type) {
-    case UCG_COLL_BARRIER:
-        return UCS_OK;
-    case UCG_COLL_BCAST:
-        coll->data     = params->rbuf;
-        coll->data_len = coll->len;
-        return UCS_OK;
-    case UCG_COLL_REDUCE:
-    case UCG_COLL_ALLREDUCE:
-        src = (params->sbuf == UCG_IN_PLACE) ? params->rbuf : params->sbuf;
-        if ((params->type == UCG_COLL_ALLREDUCE) || is_root) {
-            coll->acc = params->rbuf;
-        } else if (ucg_op_is_commutative(&coll->op) &&
-                   ucg_coll_only_contributes(coll)) {
-            coll->acc = (void*)src; /* only read: see above */
-        } else {
-            coll->acc = ucg_coll_scratch(coll, 0, coll->len);
-            if (coll->acc == NULL) {
-                return UCS_ERR_NO_MEMORY;
-            }
-        }
-        coll->data     = coll->acc;
-        coll->data_len = coll->len;
-        if (!ucg_op_is_commutative(&coll->op) && (size > 1)) {
-            /* Rank-ordered: gather every member's vector, then FOLD */
-            return ucg_coll_setup_gbuf(coll, src, 0);
-        }
-        if (src == coll->acc) {
-            return UCS_OK;
-        } else if ((params->type == UCG_COLL_REDUCE) &&
-                   ucg_coll_cma_root_first(coll)) {
-            coll->own = src;
-            return UCS_OK;
-        }
-        memcpy(coll->acc, src, coll->len);
-        return UCS_OK;
-    case UCG_COLL_GATHER:
-        if (is_root) {
-            coll->gbuf = params->rbuf;
-            if (params->sbuf != UCG_IN_PLACE) {
-                memcpy(UCS_PTR_BYTE_OFFSET(coll->gbuf, me * coll->len),
-                       params->sbuf, coll->len);
-            }
-            return UCS_OK;
-        }
-        return ucg_coll_setup_gbuf(coll, params->sbuf, 0);
-    case UCG_COLL_SCATTER:
-        if (is_root) {
-            coll->gbuf = (void*)params->sbuf;
-            if (params->rbuf != UCG_IN_PLACE) {
-                memcpy(params->rbuf,
-                       UCS_PTR_BYTE_OFFSET(coll->gbuf, me * coll->len),
-                       coll->len);
-            }
-        } else if (ucg_coll_holds_other_blocks(coll)) {
-            coll->gbuf = ucg_coll_scratch(coll, 1, size * coll->len);
-            if (coll->gbuf == NULL) {
-                return UCS_ERR_NO_MEMORY;
-            }
-        } else {
-            coll->gbuf = ucg_coll_own_block_base(coll, params->rbuf);
-        }
-        return UCS_OK;
-    case UCG_COLL_ALLGATHER:
-        coll->gbuf = params->rbuf;
-        if (params->sbuf != UCG_IN_PLACE) {
-            memcpy(UCS_PTR_BYTE_OFFSET(coll->gbuf, me * coll->len),
-                   params->sbuf, coll->len);
-        }
-        coll->data     = coll->gbuf;
-        coll->data_len = size * coll->len;
-        return UCS_OK;
-    default:
-        return UCS_ERR_INVALID_PARAM;
-    }
-}
-
-/* Results that the phases leave elsewhere than the user's buffers */
-static void ucg_coll_finish_buffers(ucg_coll_t *coll)
-{
-    const ucg_coll_params_t *params = &coll->params;
-    unsigned me                     = coll->group->rank;
-
-    if ((params->type == UCG_COLL_SCATTER) && (params->root != me) &&
-        (coll->len > 0) && (coll->gbuf == coll->scratch[1])) {
-        /* A leader received its host's blocks in its scratch */
-        memcpy(params->rbuf, UCS_PTR_BYTE_OFFSET(coll->gbuf, me * coll->len),
-               coll->len);
-    }
-}
-
-
-/* ------------------------------------------------------------------------ */
 /* Phase machine                                                            */
 /* ------------------------------------------------------------------------ */
 
@@ -745,13 +335,11 @@ static void ucg_coll_complete(ucg_coll_t *coll, ucs_status_t status)
 /* Enter the phases from phase_idx on until one is in progress */
 static ucs_status_t ucg_coll_advance(ucg_coll_t *coll)
 {
-    const ucg_phase_ops_t *ops;
     ucs_status_t status;
 
     for (;;) {
         if (coll->set != NULL) {
-            ops    = ucg_coll_phase_ops(coll->phase->method);
-            status = ops->progress(coll);
+            status = ucg_coll_phase_progress(coll);
             if (status == UCS_OK) {
                 /* A phase is over when its requests are */
                 status = ucg_p2p_test(coll);
@@ -774,8 +362,7 @@ static ucs_status_t ucg_coll_advance(ucg_coll_t *coll)
         }
 
         /* start() posts what it can; progress() says when it is over */
-        ops    = ucg_coll_phase_ops(coll->phase->method);
-        status = ops->start(coll);
+        status = ucg_coll_phase_start(coll);
         if ((status != UCS_OK) && (status != UCS_INPROGRESS)) {
             return status;
         }
@@ -901,7 +488,7 @@ ucs_status_t ucg_coll_start(ucg_coll_h coll)
 static int ucg_coll_uses_ucp(const ucg_coll_t *coll)
 {
     return (coll->num_reqs > 0) || (coll->phase == NULL) ||
-           (ucg_sm_phase_ops[coll->phase->method].start == NULL);
+           (ucg_coll_phase_ops(coll)->flags & UCG_PHASE_FLAG_UCP);
 }
 
 unsigned ucg_coll_progress_all(ucg_context_h context)

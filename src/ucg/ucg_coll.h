@@ -1,6 +1,8 @@
 /**
- * UCG executor: collective requests, phase machine, point-to-point
- * primitives.  The wire formats (tag layout, sm header) are in ucg_def.h.
+ * UCG executor: collective requests and the phase machine (ucg_coll.c), the
+ * buffers of an instance (ucg_coll_buf.c), aborts (ucg_coll_abort.c).  The
+ * phases are in phase/ (ucg_phase.h); the wire formats (tag layout, sm
+ * header) in ucg_def.h.
  */
 #ifndef UCG_COLL_H_
 #define UCG_COLL_H_
@@ -9,6 +11,7 @@
 #include "ucg_def.h"
 #include "ucg_dt.h"
 #include "ucg_plan.h"
+#include "phase/ucg_phase.h"
 
 typedef struct ucg_coll ucg_coll_t;
 
@@ -19,93 +22,6 @@ typedef struct ucg_sm_unexp {
     size_t              length;       /* of data[] (the whole message) */
     char                data[0];
 } ucg_sm_unexp_t;
-
-/*
- * Per-phase state: one member per phase family, zeroed at the start of every
- * phase; only the family of the current phase (coll->phase->method) reads
- * its member.
- */
-
-/* P2P_BCAST, P2P_REDUCE: a k-nomial tree (ucg_p2p.c) */
-typedef struct ucg_p2p_tree_state {
-    unsigned   parent;      /* set index of the parent, or UCG_P2P_NO_PARENT */
-    unsigned   children;    /* number of children */
-    unsigned   vrank;       /* (my_idx - root) mod set size */
-    unsigned   radix;
-    size_t     top;         /* distance of the largest child subtree; 0:
-                               leaf */
-    size_t     nfrags;
-    size_t     frag_len;    /* bcast: bytes, reduce: elements per fragment */
-    size_t     frag;        /* fragments received and forwarded (bcast) or
-                               reduced (reduce); a leaf: posted */
-    void       *slots;      /* reduce: two fragments per child */
-} ucg_p2p_tree_state_t;
-
-/* P2P_ALLREDUCE_RD: recursive doubling (ucg_p2p.c) */
-typedef struct ucg_p2p_rd_state {
-    unsigned   stage;       /* the posted one; == stages: done */
-    unsigned   stages;
-    unsigned   role;        /* UCG_P2P_RD_ROLE_* */
-    unsigned   newidx;      /* index among the members of the rounds */
-    unsigned   rounds;
-    unsigned   extra;       /* members beyond the largest power of two */
-    int        cur_in_tmp;  /* the current value is in tmp, not in acc */
-    void       *tmp;        /* one vector */
-} ucg_p2p_rd_state_t;
-
-/* P2P_ALLREDUCE_RING, P2P_ALLGATHER_RING (ucg_p2p.c) */
-typedef struct ucg_p2p_ring_state {
-    unsigned   stage;       /* the posted one */
-    void       *tmp;        /* allreduce: a received segment */
-} ucg_p2p_ring_state_t;
-
-/* P2P_BARRIER: dissemination (ucg_p2p.c) */
-typedef struct ucg_p2p_barrier_state {
-    unsigned   round;       /* the posted one; == rounds: done */
-    unsigned   rounds;
-} ucg_p2p_barrier_state_t;
-
-struct ucg_sm_cma_desc;
-
-/* SM_* phases (ucg_sm.c): a stream of fragments on one endpoint */
-typedef struct ucg_sm_state {
-    int          open;      /* the endpoints are resolved and the phase's own
-                               start() was called */
-    uct_ep_h     ep;        /* the endpoint this member sends on */
-    unsigned     role;      /* UCG_SM_ROLE_* */
-    int          turn;      /* may contribute to its fan-in endpoint */
-    size_t       total;     /* bytes of the stream */
-    size_t       frag_len;  /* bytes per fragment */
-    unsigned     nfrags;
-    size_t       next;      /* fragments sent or received */
-    ucs_status_t status;    /* of the deliveries */
-    union {
-        /* SM_ALLREDUCE: fragments received and expected, the set members'
-         * vectors by set index, whether they are reduced */
-        struct {
-            unsigned     recvd;
-            unsigned     expect;
-            void         *vecs;
-            int          done;
-        } allreduce;
-        /* SM_*_CMA: stage (0: descriptors, 1: acknowledgements or
-         * release), the status of this member's reads, the received
-         * descriptors (the root's, or the members' in member order) */
-        struct {
-            unsigned     stage;
-            ucs_status_t read;
-            struct ucg_sm_cma_desc *descs;
-        } cma;
-    };
-} ucg_sm_state_t;
-
-typedef union ucg_phase_state {
-    ucg_p2p_tree_state_t    tree;
-    ucg_p2p_rd_state_t      rd;
-    ucg_p2p_ring_state_t    ring;
-    ucg_p2p_barrier_state_t barrier;
-    ucg_sm_state_t          sm;
-} ucg_phase_state_t;
 
 #define UCG_COLL_MAX_SCRATCH 4
 
@@ -127,7 +43,7 @@ struct ucg_coll {
     const ucg_phase_set_t *set;      /* my set in it, NULL: not involved */
     ucg_phase_t         sm_subst;    /* the point-to-point phase that stands
                                         in for an SM phase whose endpoints
-                                        were refused (ucg_sm.c) */
+                                        were refused (ucg_sm_gate.c) */
     unsigned            my_idx;      /* my index in set->ranks */
     ucg_phase_state_t   ps;
 
@@ -149,34 +65,6 @@ struct ucg_coll {
     void                *scratch[UCG_COLL_MAX_SCRATCH];
     size_t              scratch_len[UCG_COLL_MAX_SCRATCH];
 };
-
-/** A phase algorithm: start() is called once when the phase begins (with
- *  coll->set non-NULL) and returns UCS_OK (or UCS_INPROGRESS) when it
- *  started, or an error; then progress() is called, at least once, until it
- *  returns UCS_OK (the phase is over for this member) or an error. */
-typedef struct ucg_phase_ops {
-    ucs_status_t (*start)(ucg_coll_t *coll);
-    ucs_status_t (*progress)(ucg_coll_t *coll);
-} ucg_phase_ops_t;
-
-/* P2P_* phases: ucg_p2p.c; SM_* and FOLD phases: ucg_sm.c */
-extern const ucg_phase_ops_t ucg_p2p_phase_ops[UCG_PHASE_LAST];
-extern const ucg_phase_ops_t ucg_sm_phase_ops[UCG_PHASE_LAST];
-
-/** Post a send / receive of @a len bytes to / from group rank @a peer, with
- *  the algorithm's @a step (0..255).  Completion: ucg_p2p_test(). */
-ucs_status_t ucg_p2p_send(ucg_coll_t *coll, unsigned peer, unsigned step,
-                          const void *buf, size_t len);
-ucs_status_t ucg_p2p_recv(ucg_coll_t *coll, unsigned peer, unsigned step,
-                          void *buf, size_t len);
-
-/** UCS_OK when every request posted in this phase completed, UCS_INPROGRESS,
- *  or the error of a failed one (a receive truncated included). */
-ucs_status_t ucg_p2p_test(ucg_coll_t *coll);
-
-/** After an error: cancel the outstanding requests of @a coll, and leave
- *  none that UCP may still use (force-closed or parked, see there) */
-void ucg_p2p_cancel_all(ucg_coll_t *coll);
 
 /** A buffer of at least @a size bytes kept until ucg_coll_finalize();
  *  indices 0 and 1 are the executor's (acc, gbuf), 2 and 3 the phases'.
@@ -216,16 +104,36 @@ void ucg_coll_parked_free(ucg_context_h context);
 /** Fail and release the started collectives of a group being destroyed */
 void ucg_coll_group_cleanup(ucg_group_h group);
 
-/** Deliver a message of the current SM phase of @a coll (ucg_sm.c); an
- *  error is kept in the phase state and returned by its progress() */
-void ucg_sm_deliver(ucg_coll_t *coll, const void *data, size_t length);
+/** The row of the current phase of @a coll (started, in a set) */
+static inline const ucg_phase_ops_t *ucg_coll_phase_ops(const ucg_coll_t *coll)
+{
+    return &ucg_phase_table[coll->phase->method];
+}
 
-/** Admit the host-local endpoints of @a coll's plan in its group (see
- *  ucg_group_sm_admit): 1 when the plan may run, 0 when it needs more
- *  endpoints than the roots have reserved */
-int ucg_sm_admit(ucg_coll_t *coll);
+/* Sequence numbers at most this far after a collective's are later ones */
+#define UCG_COLL_SEQ_HALF 0x8000
 
-/** Whether @a coll, in an SM phase, is waiting for messages of it */
-int ucg_sm_expects(const ucg_coll_t *coll);
+/** Whether the collective @a seq of @a group is at or after an abort */
+static inline int ucg_coll_seq_aborted(const ucg_group_t *group, uint16_t seq)
+{
+    return group->aborted &&
+           ((uint16_t)(seq - group->abort_seq) < UCG_COLL_SEQ_HALF);
+}
+
+/** The collective @a seq failed here (@a reason), or was not run: tell the
+ *  members of @a group (but those that exited); from it on, collectives of
+ *  the group fail here too (ucg_coll_abort.c) */
+void ucg_coll_abort_send(ucg_group_h group, uint16_t seq, ucs_status_t reason);
+
+/** Take the abort messages UCP has for @a group (ucg_coll_abort.c) */
+void ucg_coll_abort_probe(ucg_group_h group);
+
+/** The data of a started @a coll: what its phases read and write (see
+ *  ucg_plan.h), in the user's buffers or scratch (ucg_coll_buf.c) */
+ucs_status_t ucg_coll_setup_buffers(ucg_coll_t *coll);
+
+/** Results that the phases of @a coll (complete) left elsewhere than the
+ *  user's buffers (ucg_coll_buf.c) */
+void ucg_coll_finish_buffers(ucg_coll_t *coll);
 
 #endif

@@ -233,7 +233,7 @@ static ucs_status_t ucg_context_sm_err_handler(void *arg, uct_ep_h ep,
     ucg_group_t *group;
 
     /* A root that could not create the group: nothing was sent on it, and
-     * its phases run point-to-point instead (ucg_sm.c) */
+     * its phases run point-to-point instead (phase/ucg_sm_gate.c) */
     if (uct_o2m_ep_state(ep, NULL) == UCT_O2M_EP_STATE_REFUSED) {
         ucs_debug("o2m endpoint %p refused by its root: %s", ep,
                   ucs_status_string(status));

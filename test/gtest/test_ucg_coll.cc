@@ -13,6 +13,7 @@
 
 extern "C" {
 #include "ucg_group.h"
+#include "phase/ucg_phase.h"
 #include "o2m_group.h"
 #include <ucs/config/global_opts.h>
 }
@@ -1928,3 +1929,75 @@ TEST(ucg_coll_big, size_16m_p2p)
 }
 
 } // namespace
+
+
+/*
+ * The phase table: every method has a row that the executor can run, a
+ * phase with host-local endpoints has what the sm receive path and the
+ * endpoint gate call, and point-to-point rows hold the functions
+ * ucg_p2p_sim drives (its p2p_row()).
+ */
+TEST(ucg_phase_table, rows)
+{
+    for (int m = 0; m < UCG_PHASE_LAST; ++m) {
+        const ucg_phase_ops_t *ops = &ucg_phase_table[m];
+        bool sm                    = (ops->sm_eps != NULL);
+
+        EXPECT_TRUE(ops->start != NULL) << ucg_phase_method_names[m];
+        EXPECT_TRUE(ops->progress != NULL) << ucg_phase_method_names[m];
+        EXPECT_EQ(sm, ops->expects != NULL) << ucg_phase_method_names[m];
+        EXPECT_EQ(sm, ops->deliver != NULL) << ucg_phase_method_names[m];
+        if (sm) {
+            /* its stand-in runs on the same set without endpoints */
+            EXPECT_TRUE(ucg_phase_table[ops->standin].sm_eps == NULL)
+                    << ucg_phase_method_names[m];
+            EXPECT_TRUE(ucg_phase_table[ops->standin].flags &
+                        UCG_PHASE_FLAG_UCP) << ucg_phase_method_names[m];
+            EXPECT_FALSE(ops->flags & UCG_PHASE_FLAG_UCP)
+                    << ucg_phase_method_names[m];
+        } else {
+            EXPECT_TRUE(ops->contributed == NULL)
+                    << ucg_phase_method_names[m];
+        }
+    }
+
+    /* the fan-in phases: they take turns on their sm_incast endpoints */
+    EXPECT_TRUE(ucg_phase_table[UCG_PHASE_SM_REDUCE].contributed != NULL);
+    EXPECT_TRUE(ucg_phase_table[UCG_PHASE_SM_GATHER].contributed != NULL);
+    EXPECT_TRUE(ucg_phase_table[UCG_PHASE_SM_BCAST_CMA].contributed != NULL);
+    EXPECT_TRUE(ucg_phase_table[UCG_PHASE_SM_REDUCE_CMA].contributed !=
+                NULL);
+    EXPECT_TRUE(ucg_phase_table[UCG_PHASE_SM_BCAST].contributed == NULL);
+    EXPECT_TRUE(ucg_phase_table[UCG_PHASE_SM_ALLREDUCE].contributed == NULL);
+}
+
+TEST(ucg_phase_table, p2p_rows)
+{
+    static const struct {
+        ucg_phase_method_t method;
+        ucs_status_t       (*start)(struct ucg_coll*);
+        ucs_status_t       (*progress)(struct ucg_coll*);
+    } rows[] = {
+        {UCG_PHASE_P2P_BCAST, ucg_p2p_bcast_start, ucg_p2p_bcast_progress},
+        {UCG_PHASE_P2P_REDUCE, ucg_p2p_reduce_start, ucg_p2p_reduce_progress},
+        {UCG_PHASE_P2P_ALLREDUCE_RD, ucg_p2p_allreduce_rd_start,
+         ucg_p2p_allreduce_rd_progress},
+        {UCG_PHASE_P2P_ALLREDUCE_RING, ucg_p2p_allreduce_ring_start,
+         ucg_p2p_allreduce_ring_progress},
+        {UCG_PHASE_P2P_GATHER, ucg_p2p_gather_start, ucg_p2p_wait_progress},
+        {UCG_PHASE_P2P_SCATTER, ucg_p2p_scatter_start, ucg_p2p_wait_progress},
+        {UCG_PHASE_P2P_ALLGATHER_RING, ucg_p2p_allgather_ring_start,
+         ucg_p2p_allgather_ring_progress},
+        {UCG_PHASE_P2P_ALLGATHER_LINEAR, ucg_p2p_allgather_linear_start,
+         ucg_p2p_wait_progress},
+        {UCG_PHASE_P2P_BARRIER, ucg_p2p_barrier_start,
+         ucg_p2p_barrier_progress}
+    };
+
+    for (const auto &row : rows) {
+        const ucg_phase_ops_t *ops = &ucg_phase_table[row.method];
+        EXPECT_TRUE(ops->start == row.start) << row.method;
+        EXPECT_TRUE(ops->progress == row.progress) << row.method;
+        EXPECT_TRUE(ops->flags & UCG_PHASE_FLAG_UCP) << row.method;
+    }
+}

@@ -1,11 +1,11 @@
 /**
  * UCG point-to-point primitives over UCP tag matching: the P2P_* phases
- * (ucg_p2p.c) and the point-to-point stand-ins of refused SM phases post
+ * (ucg_p2p_*.c) and the point-to-point stand-ins of refused SM phases post
  * sends and receives here and test them together.  Tags follow the layout
  * of ucg_def.h.  After an error, what is outstanding is cancelled, force-
  * closed or parked with its buffers until UCP completes it.
  */
-#include "ucg_coll.h"
+#include "ucg_p2p.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/sys/math.h>

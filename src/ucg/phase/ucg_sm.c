@@ -1,0 +1,378 @@
+/**
+ * UCG host-local phases: what they share.
+ *
+ * Every SM phase moves a "stream" of bytes in fragments of at most
+ * phase->frag_size bytes, each behind a ucg_sm_hdr_t, on the sm_bcast or
+ * sm_incast endpoints of its set (the phases: ucg_sm_bcast.c,
+ * ucg_sm_fanin.c, ucg_sm_allreduce.c, ucg_sm_cma.c; their endpoints:
+ * ucg_sm_gate.c).  A stream of 0 bytes is one message with only the header
+ * (barriers).  Here: the stream (begin, send, progress), the order of
+ * contributions to fan-in endpoints, and the receive path of the sm
+ * interfaces (the AM handler, messages that arrive early).
+ *
+ * Fan-in rounds are formed by the transport from the k-th contribution of
+ * every sender, so all senders must contribute to a fan-in endpoint in the
+ * same order.  Collectives start in the same order on every member, so a
+ * collective contributes to an endpoint only when no collective started
+ * before it still has to: contributions then go in start order everywhere.
+ * Fan-out needs no such rule: messages carry their collective's sequence.
+ */
+#include "ucg_sm.h"
+
+#include <ucs/debug/log.h>
+#include <string.h>
+
+
+/* Which fan-in endpoint a member contributes to in a phase */
+typedef struct ucg_sm_key {
+    unsigned        root;
+    uct_o2m_mode_t  mode;
+    uct_o2m_op_t    op;
+    uct_o2m_dtype_t dtype;
+} ucg_sm_key_t;
+
+typedef struct ucg_sm_key_arg {
+    ucg_sm_key_t key;
+    int          found;
+} ucg_sm_key_arg_t;
+
+typedef struct ucg_sm_pack_arg {
+    ucg_coll_t *coll;
+    size_t     offset;
+    size_t     length;
+} ucg_sm_pack_arg_t;
+
+
+/* ------------------------------------------------------------------------ */
+/* Order of fan-in contributions                                            */
+/* ------------------------------------------------------------------------ */
+
+static ucs_status_t ucg_sm_key_cb(void *arg, ucg_sm_tl_t tl,
+                                  const ucg_phase_set_t *set,
+                                  uct_o2m_mode_t mode, uct_o2m_op_t op,
+                                  uct_o2m_dtype_t dtype)
+{
+    ucg_sm_key_arg_t *karg = arg;
+
+    if ((tl == UCG_SM_INCAST) && !karg->found) {
+        karg->key.root  = set->ranks[set->root];
+        karg->key.mode  = mode;
+        karg->key.op    = op;
+        karg->key.dtype = dtype;
+        karg->found     = 1;
+    }
+    return UCS_OK;
+}
+
+/* The fan-in endpoint this member of @a coll contributes to in phase
+ * @a phase_idx (the first sm_incast endpoint of its set, when it is not the
+ * set root): 0 if none */
+static int ucg_sm_contrib_key(const ucg_coll_t *coll, unsigned phase_idx,
+                              ucg_sm_key_t *key)
+{
+    const ucg_phase_t *phase   = &coll->plan->phases[phase_idx];
+    const ucg_phase_ops_t *ops = &ucg_phase_table[phase->method];
+    const ucg_phase_set_t *set;
+    ucg_sm_key_arg_t karg;
+    unsigned idx;
+
+    if (ops->contributed == NULL) {
+        return 0;
+    }
+
+    set = ucg_phase_find_set(phase, coll->group->rank, &idx);
+    if ((set == NULL) || (idx == set->root)) {
+        return 0;
+    }
+
+    memset(&karg, 0, sizeof(karg));
+    ops->sm_eps(coll, phase, set, ucg_sm_key_cb, &karg);
+    *key = karg.key;
+    return karg.found;
+}
+
+/* Whether @a coll, in a fan-in phase, has made all its contributions */
+static int ucg_sm_contributed(const ucg_coll_t *coll)
+{
+    /* Still waiting for its endpoints: it has not even begun */
+    if (!coll->ps.sm.open) {
+        return 0;
+    }
+
+    return ucg_coll_phase_ops(coll)->contributed(coll);
+}
+
+/* Whether every collective started before @a coll is done contributing to
+ * the fan-in endpoint of @a key */
+static int ucg_sm_my_turn(const ucg_coll_t *coll, const ucg_sm_key_t *key)
+{
+    const ucg_coll_t *prev;
+    ucg_sm_key_t prev_key;
+    unsigned p;
+
+    ucs_list_for_each(prev, &coll->group->colls, list) {
+        if (prev == coll) {
+            return 1;
+        }
+
+        for (p = prev->phase_idx; p < prev->plan->num_phases; ++p) {
+            /* A phase that runs point-to-point contributes nothing */
+            if (!ucg_sm_contrib_key(prev, p, &prev_key) ||
+                ((p == prev->phase_idx) &&
+                 ((prev->phase == &prev->sm_subst) ||
+                  ucg_sm_contributed(prev)))) {
+                continue;
+            }
+            if (!memcmp(&prev_key, key, sizeof(*key))) {
+                return 0;
+            }
+        }
+    }
+
+    return 1;
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* The stream                                                               */
+/* ------------------------------------------------------------------------ */
+
+size_t ucg_sm_frag_max(const ucg_coll_t *coll)
+{
+    size_t frag = coll->phase->frag_size;
+
+    if (frag == 0) {
+        frag = coll->group->context->sm_max_bcopy - sizeof(ucg_sm_hdr_t);
+    }
+    return frag;
+}
+
+static size_t ucg_sm_pack(void *dest, void *arg)
+{
+    ucg_sm_pack_arg_t *pack = arg;
+    ucg_coll_t *coll        = pack->coll;
+    ucg_sm_hdr_t *hdr       = dest;
+
+    memset(hdr, 0, sizeof(*hdr));
+    hdr->group_id = coll->group->id;
+    hdr->seq      = coll->seq;
+    hdr->phase    = coll->phase_idx;
+    hdr->epoch    = coll->group->epoch;
+    hdr->frag     = coll->ps.sm.next;
+    hdr->src      = coll->my_idx;
+
+    coll->ps.sm.pack(coll, hdr + 1, pack->offset, pack->length);
+    return sizeof(*hdr) + pack->length;
+}
+
+ucs_status_t ucg_sm_send(ucg_coll_t *coll)
+{
+    uct_ep_h ep = coll->ps.sm.ep;
+    ucg_sm_pack_arg_t pack;
+    ucg_sm_key_t key;
+    ssize_t ret;
+
+    if (!coll->ps.sm.turn) {
+        if (ucg_sm_contrib_key(coll, coll->phase_idx, &key) &&
+            !ucg_sm_my_turn(coll, &key)) {
+            return UCS_INPROGRESS;
+        }
+        coll->ps.sm.turn = 1;
+    }
+
+    pack.coll = coll;
+    while (coll->ps.sm.next < coll->ps.sm.nfrags) {
+        pack.offset = coll->ps.sm.next * coll->ps.sm.frag_len;
+        pack.length = ucs_min(coll->ps.sm.frag_len,
+                              coll->ps.sm.total - pack.offset);
+        ret         = uct_ep_am_bcopy(ep, UCG_SM_AM_ID, ucg_sm_pack, &pack, 0);
+        if (ret == UCS_ERR_NO_RESOURCE) {
+            return UCS_INPROGRESS; /* ring full: retried from progress */
+        } else if (ret < 0) {
+            ucs_error("ucg group %u %s seq %u phase %u: send failed: %s",
+                      coll->group->id, ucg_coll_name(coll->params.type),
+                      coll->seq, coll->phase_idx,
+                      ucs_status_string((ucs_status_t)ret));
+            return (ucs_status_t)ret;
+        }
+        ++coll->ps.sm.next;
+    }
+
+    return UCS_OK;
+}
+
+ucs_status_t ucg_sm_recv_error(ucg_coll_t *coll, const char *what,
+                               size_t value)
+{
+    ucs_error("ucg group %u %s seq %u phase %u fragment %zu: %s (%zu)",
+              coll->group->id, ucg_coll_name(coll->params.type), coll->seq,
+              coll->phase_idx, coll->ps.sm.next, what, value);
+    return UCS_ERR_IO_ERROR;
+}
+
+ucs_status_t ucg_sm_stream_begin(ucg_coll_t *coll, ucg_sm_tl_t tl,
+                                 uct_o2m_mode_t mode, uct_o2m_op_t op,
+                                 uct_o2m_dtype_t dtype, size_t total,
+                                 size_t frag, ucg_sm_pack_t pack)
+{
+    int is_root = (coll->my_idx == coll->set->root);
+    ucs_status_t status;
+    uct_ep_h ep;
+
+    status = ucg_group_sm_ep(coll->group, tl, coll->set, mode, op, dtype,
+                             &ep);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    coll->ps.sm.ep       = ep;
+    coll->ps.sm.total    = total;
+    coll->ps.sm.frag_len = frag;
+    coll->ps.sm.nfrags   = ucs_max(1, ucs_div_round_up(total, frag));
+    coll->ps.sm.next     = 0;
+    coll->ps.sm.turn     = 0;
+    coll->ps.sm.pack     = pack;
+    coll->ps.sm.role     = ((tl == UCG_SM_BCAST) == is_root) ?
+                           UCG_SM_ROLE_SEND : UCG_SM_ROLE_RECV;
+
+    if (coll->ps.sm.role == UCG_SM_ROLE_RECV) {
+        ucg_sm_take_early(coll);
+    }
+    return UCS_OK;
+}
+
+ucs_status_t ucg_sm_stream_progress(ucg_coll_t *coll)
+{
+    if (coll->ps.sm.role == UCG_SM_ROLE_SEND) {
+        return ucg_sm_send(coll);
+    }
+
+    if (coll->ps.sm.status != UCS_OK) {
+        return coll->ps.sm.status;
+    }
+
+    return (coll->ps.sm.next < coll->ps.sm.nfrags) ? UCS_INPROGRESS :
+           UCS_OK;
+}
+
+int ucg_sm_stream_expects(const ucg_coll_t *coll)
+{
+    return (coll->ps.sm.role == UCG_SM_ROLE_RECV) &&
+           (coll->ps.sm.next < coll->ps.sm.nfrags);
+}
+
+int ucg_sm_stream_contributed(const ucg_coll_t *coll)
+{
+    return coll->ps.sm.next >= coll->ps.sm.nfrags;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Receive path: the AM handler of the sm interfaces                        */
+/* ------------------------------------------------------------------------ */
+
+/* A message of the current phase of @a coll: an error is kept in the phase
+ * state and returned by its progress() */
+static void ucg_sm_deliver(ucg_coll_t *coll, const void *data, size_t length)
+{
+    if (coll->ps.sm.status == UCS_OK) {
+        ucg_coll_phase_ops(coll)->deliver(coll, data, length);
+    }
+}
+
+/* Whether @a coll, in a phase with sm messages, is waiting for some */
+static int ucg_sm_expects(const ucg_coll_t *coll)
+{
+    const ucg_phase_ops_t *ops = ucg_coll_phase_ops(coll);
+
+    return (ops->expects != NULL) && ops->expects(coll);
+}
+
+/* Messages of this phase that arrived before it began */
+void ucg_sm_take_early(ucg_coll_t *coll)
+{
+    ucs_queue_head_t *queue = &coll->group->sm_unexp;
+    ucs_queue_iter_t iter;
+    ucg_sm_unexp_t *msg;
+
+    ucs_queue_for_each_safe(msg, iter, queue, queue) {
+        if (!ucg_sm_expects(coll)) {
+            break;
+        }
+        if ((msg->hdr.seq == coll->seq) &&
+            (msg->hdr.phase == coll->phase_idx)) {
+            ucs_queue_del_iter(queue, iter);
+            ucg_sm_deliver(coll, msg->data, msg->length);
+            ucs_free(msg);
+        }
+    }
+}
+
+/* A message that no collective is ready for: keep a copy.  Without memory
+ * for it the message is lost, and the collective that needs it would wait
+ * for it forever: the group fails instead (nothing lost silently). */
+static ucs_status_t ucg_sm_keep(ucg_group_h group, const void *data,
+                                size_t length)
+{
+    ucg_sm_unexp_t *msg;
+
+    msg = ucs_malloc(sizeof(*msg) + length, "ucg sm unexp");
+    if (msg == NULL) {
+        ucs_error("UCG group %u rank %u: out of memory for an early message "
+                  "of %zu bytes; the group fails", group->id, group->rank,
+                  length);
+        if (group->failed == UCS_OK) {
+            group->failed = UCS_ERR_NO_MEMORY;
+        }
+        return UCS_OK;
+    }
+
+    memcpy(&msg->hdr, data, sizeof(msg->hdr));
+    memcpy(msg->data, data, length);
+    msg->length = length;
+    ucs_queue_push(&group->sm_unexp, &msg->queue);
+    return UCS_OK;
+}
+
+ucs_status_t ucg_sm_am_cb(void *arg, void *data, size_t length,
+                          unsigned flags)
+{
+    ucg_context_h context   = arg;
+    const ucg_sm_hdr_t *hdr = data;
+    ucg_group_h group;
+    ucg_coll_t *coll;
+
+    if (length < sizeof(*hdr)) {
+        ucs_error("ucg: sm message of %zu bytes is shorter than its header",
+                  length);
+        return UCS_OK;
+    }
+
+    /* A member receives only on the endpoints of its own groups, which a
+     * group creates after it is in the context and destroys before it
+     * leaves it: a message of no live group (or of an earlier group that
+     * had the id of a live one) is late or forged, and no group of this
+     * context may ever take it */
+    group = ucg_context_find_group(context, hdr->group_id);
+    if ((group == NULL) || (hdr->epoch != group->epoch)) {
+        ++context->sm_dropped;
+        ucs_debug("ucg: dropping an sm message of %zu bytes for group %u "
+                  "epoch %u (%s)", length, hdr->group_id,
+                  (unsigned)hdr->epoch, (group == NULL) ? "no such group" :
+                  "the group has another epoch");
+        return UCS_OK;
+    }
+
+    ucs_list_for_each(coll, &group->colls, list) {
+        if (coll->seq != hdr->seq) {
+            continue;
+        }
+        if ((coll->phase_idx == hdr->phase) && (coll->set != NULL) &&
+            ucg_sm_expects(coll)) {
+            ucg_sm_deliver(coll, data, length);
+            return UCS_OK;
+        }
+        break;
+    }
+
+    return ucg_sm_keep(group, data, length);
+}

@@ -1,0 +1,81 @@
+/**
+ * What the host-local phases (ucg_sm_*.c) share: the stream of fragments
+ * they send and receive on their sm_bcast / sm_incast endpoints (ucg_sm.c).
+ */
+#ifndef UCG_SM_H_
+#define UCG_SM_H_
+
+#include "ucg_coll.h"
+
+#include <ucs/sys/math.h>
+
+/* Scratch buffer of SM_ALLREDUCE and SM_REDUCE_CMA (ucg_coll_scratch: 2
+ * and 3 are phases') */
+#define UCG_SM_SCRATCH_IDX        2
+
+/* ucg_sm_state_t::role */
+enum {
+    UCG_SM_ROLE_SEND,  /* root of SM_BCAST, contributor of SM_REDUCE/GATHER */
+    UCG_SM_ROLE_RECV,
+    UCG_SM_ROLE_BOTH   /* SM_ALLREDUCE */
+};
+
+/** Fills the payload of the stream's fragment at @a offset (@a length
+ *  bytes) from the phase's data */
+typedef void (*ucg_sm_pack_t)(const ucg_coll_t *coll, void *payload,
+                              size_t offset, size_t length);
+
+/** Takes the fragment at stream offset @a offset (@a frag_len bytes) from
+ *  the message @a data of @a length bytes (header included) */
+typedef ucs_status_t (*ucg_sm_recv_t)(ucg_coll_t *coll, const void *data,
+                                      size_t length, size_t frag_len,
+                                      size_t offset);
+
+/**
+ * Begin a stream of @a total bytes in fragments of @a frag on the @a tl
+ * endpoint of the set: its root sends on sm_bcast and receives on
+ * sm_incast; a sender's fragments are filled by @a pack.
+ */
+ucs_status_t ucg_sm_stream_begin(ucg_coll_t *coll, ucg_sm_tl_t tl,
+                                 uct_o2m_mode_t mode, uct_o2m_op_t op,
+                                 uct_o2m_dtype_t dtype, size_t total,
+                                 size_t frag, ucg_sm_pack_t pack);
+
+/** Send what is left of the stream: UCS_OK when all is sent,
+ *  UCS_INPROGRESS while the ring is full or it is not this collective's turn
+ *  on its fan-in endpoint, or an error */
+ucs_status_t ucg_sm_send(ucg_coll_t *coll);
+
+/** Largest fragment payload of the current phase (bytes) */
+size_t ucg_sm_frag_max(const ucg_coll_t *coll);
+
+/** Log a bad message of the current phase (one line); UCS_ERR_IO_ERROR */
+ucs_status_t ucg_sm_recv_error(ucg_coll_t *coll, const char *what,
+                               size_t value);
+
+/** Deliver the messages of the current phase that arrived before it began */
+void ucg_sm_take_early(ucg_coll_t *coll);
+
+/** A message of a stream: the next fragment, taken by @a recv */
+static inline void ucg_sm_stream_deliver(ucg_coll_t *coll, const void *data,
+                                         size_t length, ucg_sm_recv_t recv)
+{
+    const ucg_sm_hdr_t *hdr = data;
+    ucg_sm_state_t *sm      = &coll->ps.sm;
+    size_t offset, frag_len;
+    ucs_status_t status;
+
+    if (hdr->frag != sm->next) {
+        status = ucg_sm_recv_error(coll, "out of order, got fragment",
+                                   hdr->frag);
+    } else {
+        offset   = sm->next * sm->frag_len;
+        frag_len = ucs_min(sm->frag_len, sm->total - offset);
+        status   = recv(coll, data, length, frag_len, offset);
+    }
+
+    sm->status = status;
+    ++sm->next;
+}
+
+#endif
