@@ -8,7 +8,11 @@
  *  - a sender that has not sent has nothing to flush;
  *  - uct_o2m_ep_state() refuses a point-to-point endpoint.
  */
-#include "test_traffic.h"
+#include "common/harness.h"
+#include "common/uct_env.h"
+#include "common/peers.h"
+#include "common/residue.h"
+#include "common/log_capture.h"
 
 using namespace o2m_test;
 
