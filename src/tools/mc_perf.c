@@ -160,6 +160,7 @@ static struct {
     int        cpus[MC_PERF_MAX_PROCS];
     unsigned   ncpus;
     int        bind;
+    int        no_bind;
 } mc_perf_opts;
 
 
@@ -962,6 +963,8 @@ static void mc_perf_usage(FILE *stream)
 "               under /var/run/netns): run the ranks on the bed's hosts\n"
 "  -L LABEL     printed with the repair results (e.g. the loss applied)\n"
 "  -q           quick: little data (a check that every byte arrives)\n"
+"  -U           do not pin the processes (by default, one per CPU when\n"
+"               they are not more than the CPUs)\n"
 "  -T SECONDS   bound of every wait and of the whole run (default 300)\n"
 "  -h           this help\n"
 "Environment: UCX_MC_UDP_* configure the transport (docs/multicast.md).\n");
@@ -1047,7 +1050,7 @@ static void mc_perf_parse_opts(int argc, char **argv)
     mc_perf_opts.fanout_bytes = 8ul << 20;
     mc_perf_opts.timeout      = 300;
 
-    while ((c = getopt(argc, argv, "t:n:s:v:b:m:S:r:d:N:L:qT:h")) != -1) {
+    while ((c = getopt(argc, argv, "t:n:s:v:b:m:S:r:d:N:L:qUT:h")) != -1) {
         switch (c) {
         case 't':
             mc_perf_opts.tests = mc_perf_parse_names(optarg, tests, 2, 't');
@@ -1095,6 +1098,9 @@ static void mc_perf_parse_opts(int argc, char **argv)
         case 'q':
             mc_perf_opts.quick = 1;
             break;
+        case 'U':
+            mc_perf_opts.no_bind = 1;
+            break;
         case 'T':
             mc_perf_opts.timeout = atof(optarg);
             break;
@@ -1128,7 +1134,8 @@ static void mc_perf_parse_opts(int argc, char **argv)
     }
     perf_sup.wait_timeout = mc_perf_opts.timeout;
     mc_perf_opts.bind     = perf_usable_cpus(mc_perf_opts.cpus,
-                                             &mc_perf_opts.ncpus);
+                                             &mc_perf_opts.ncpus) &&
+                            !mc_perf_opts.no_bind;
 }
 
 
