@@ -38,6 +38,7 @@
 #include "common/traffic.h"
 #include "common/residue.h"
 #include "common/log_capture.h"
+#include "common/o2m_values.h"
 
 extern "C" {
 #include <ucs/debug/log_def.h>
@@ -65,23 +66,6 @@ extern "C" {
 using namespace o2m_test;
 
 namespace {
-
-const uct_o2m_mode_t all_modes[] = {
-    UCT_O2M_MODE_BATCHED, UCT_O2M_MODE_CENTRALIZED, UCT_O2M_MODE_LOCKED,
-    UCT_O2M_MODE_ATOMIC
-};
-
-const uct_o2m_op_t all_ops[] = {
-    UCT_O2M_OP_GATHER, UCT_O2M_OP_SUM,  UCT_O2M_OP_PROD, UCT_O2M_OP_MIN,
-    UCT_O2M_OP_MAX,    UCT_O2M_OP_BAND, UCT_O2M_OP_BOR,  UCT_O2M_OP_BXOR,
-    UCT_O2M_OP_LAND,   UCT_O2M_OP_LOR,  UCT_O2M_OP_LXOR
-};
-
-const uct_o2m_dtype_t all_dtypes[] = {
-    UCT_O2M_DT_INT8,  UCT_O2M_DT_UINT8,  UCT_O2M_DT_INT16, UCT_O2M_DT_UINT16,
-    UCT_O2M_DT_INT32, UCT_O2M_DT_UINT32, UCT_O2M_DT_INT64, UCT_O2M_DT_UINT64,
-    UCT_O2M_DT_FLOAT, UCT_O2M_DT_DOUBLE
-};
 
 const unsigned fifo_depth = 4;        /* FIFO_SIZE of every interface here */
 const double   member_wait_timeout = 10; /* seconds, see class member */

@@ -6,6 +6,8 @@
  * plain kernels (any alignment, sizes around the vector block) and for the
  * atomic ones (single thread, and 4 threads reducing into one destination).
  */
+#include "common/o2m_values.h"
+
 #include <gtest/gtest.h>
 
 extern "C" {
@@ -23,24 +25,11 @@ extern "C" {
 #include <type_traits>
 #include <vector>
 
+using o2m_test::all_dtypes;
+using o2m_test::all_modes;
+using o2m_test::all_ops;
+
 namespace {
-
-const uct_o2m_op_t all_ops[] = {
-    UCT_O2M_OP_GATHER, UCT_O2M_OP_SUM,  UCT_O2M_OP_PROD, UCT_O2M_OP_MIN,
-    UCT_O2M_OP_MAX,    UCT_O2M_OP_BAND, UCT_O2M_OP_BOR,  UCT_O2M_OP_BXOR,
-    UCT_O2M_OP_LAND,   UCT_O2M_OP_LOR,  UCT_O2M_OP_LXOR
-};
-
-const uct_o2m_dtype_t all_dtypes[] = {
-    UCT_O2M_DT_INT8,  UCT_O2M_DT_UINT8,  UCT_O2M_DT_INT16, UCT_O2M_DT_UINT16,
-    UCT_O2M_DT_INT32, UCT_O2M_DT_UINT32, UCT_O2M_DT_INT64, UCT_O2M_DT_UINT64,
-    UCT_O2M_DT_FLOAT, UCT_O2M_DT_DOUBLE
-};
-
-const uct_o2m_mode_t all_modes[] = {
-    UCT_O2M_MODE_BATCHED, UCT_O2M_MODE_CENTRALIZED, UCT_O2M_MODE_LOCKED,
-    UCT_O2M_MODE_ATOMIC
-};
 
 /* The reductions (GATHER excluded) */
 const uct_o2m_op_t reduce_ops[] = {
