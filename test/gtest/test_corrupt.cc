@@ -216,16 +216,7 @@ void attach_root_first(proc_group &pg, unsigned rank, uct_env &env,
 ucs_status_t p2p_ep_create(uct_env &env, const std::vector<char> &dev,
                            const corrupt_shared *sh, uct_ep_h *ep)
 {
-    uct_ep_params_t ep_params;
-
-    memset(&ep_params, 0, sizeof(ep_params));
-    ep_params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                           UCT_EP_PARAM_FIELD_DEV_ADDR |
-                           UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    ep_params.iface      = env.iface();
-    ep_params.dev_addr   = (const uct_device_addr_t*)dev.data();
-    ep_params.iface_addr = (const uct_iface_addr_t*)&sh->owner_addr;
-    return uct_ep_create(&ep_params, ep);
+    return env.ep_create(dev.data(), &sh->owner_addr, ep);
 }
 
 /* Victim side: progress until the error handler reports @a expected */
@@ -912,17 +903,9 @@ TEST(corrupt_seg, unsealed_segment_refused)
         pg.barrier(rank);
 
         if (rank == 1) {
-            uct_ep_params_t ep_params;
             uct_ep_h ep = NULL;
 
-            memset(&ep_params, 0, sizeof(ep_params));
-            ep_params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                                   UCT_EP_PARAM_FIELD_DEV_ADDR |
-                                   UCT_EP_PARAM_FIELD_IFACE_ADDR;
-            ep_params.iface      = env.iface();
-            ep_params.dev_addr   = (const uct_device_addr_t*)dev.data();
-            ep_params.iface_addr = (const uct_iface_addr_t*)&sh->owner_addr;
-            ucs_status_t status = uct_ep_create(&ep_params, &ep);
+            ucs_status_t status = p2p_ep_create(env, dev, sh, &ep);
             CHILD_CHECK(status == UCS_ERR_INVALID_PARAM,
                         "p2p ep to an unsealed segment: %s",
                         ucs_status_string(status));

@@ -413,7 +413,6 @@ TEST_F(misc, segments_private_and_released)
             peer_addrs addrs;
             uct_o2m_group_params_t p;
             uct_ep_h group_ep, p2p_ep;
-            uct_ep_params_t ep_params;
 
             addrs.exchange(pg, rank, env);
             memset(&p, 0, sizeof(p));
@@ -434,16 +433,7 @@ TEST_F(misc, segments_private_and_released)
                 CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &group_ep));
             }
 
-            memset(&ep_params, 0, sizeof(ep_params));
-            ep_params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                                   UCT_EP_PARAM_FIELD_DEV_ADDR |
-                                   UCT_EP_PARAM_FIELD_IFACE_ADDR;
-            ep_params.iface      = env.iface();
-            ep_params.dev_addr   = (const uct_device_addr_t*)
-                                   addrs.dev[1 - rank].data();
-            ep_params.iface_addr = (const uct_iface_addr_t*)
-                                   addrs.iface[1 - rank].data();
-            CHILD_CHECK_OK(uct_ep_create(&ep_params, &p2p_ep));
+            CHILD_CHECK_OK(addrs.p2p_ep_create(env, 1 - rank, &p2p_ep));
 
             /* Every segment this process owns is owner-only */
             std::vector<std::string> mine = o2m_fds();

@@ -47,38 +47,21 @@ peer_addrs::group_params(uint64_t group_id, unsigned size, unsigned rank) const
 ucs_status_t peer_addrs::p2p_ep_create(const uct_env &env, unsigned peer,
                                        uct_ep_h *ep) const
 {
-    uct_ep_params_t params;
-
-    memset(&params, 0, sizeof(params));
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                        UCT_EP_PARAM_FIELD_DEV_ADDR |
-                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    params.iface      = env.iface();
-    params.dev_addr   = (const uct_device_addr_t*)dev[peer].data();
-    params.iface_addr = (const uct_iface_addr_t*)iface[peer].data();
-    return uct_ep_create(&params, ep);
+    return env.ep_create(dev[peer].data(), iface[peer].data(), ep);
 }
 
 uct_ep_h create_p2p_ep(uct_env &env, const peer_addrs &addrs,
                        unsigned peer, ucs_status_t *status_p)
 {
-    uct_ep_params_t params;
     ucs_status_t status;
     uct_ep_h ep = NULL;
 
-    memset(&params, 0, sizeof(params));
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                        UCT_EP_PARAM_FIELD_DEV_ADDR |
-                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    params.iface      = env.iface();
-    params.dev_addr   = (const uct_device_addr_t*)addrs.dev[peer].data();
-    params.iface_addr = (const uct_iface_addr_t*)addrs.iface[peer].data();
-
-    CHILD_CHECK(uct_iface_is_reachable(env.iface(), params.dev_addr,
-                                       params.iface_addr),
+    CHILD_CHECK(uct_iface_is_reachable(env.iface(),
+                    (const uct_device_addr_t*)addrs.dev[peer].data(),
+                    (const uct_iface_addr_t*)addrs.iface[peer].data()),
                 "peer %u is not reachable", peer);
 
-    status = uct_ep_create(&params, &ep);
+    status = addrs.p2p_ep_create(env, peer, &ep);
     if (status_p != NULL) {
         *status_p = status;
         return ep;

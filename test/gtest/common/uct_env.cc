@@ -146,6 +146,21 @@ void uct_env::set_am_handler(uint8_t id, uct_am_callback_t cb, void *arg)
     CHILD_CHECK_OK(status);
 }
 
+ucs_status_t uct_env::ep_create(const void *dev_addr, const void *iface_addr,
+                                uct_ep_h *ep) const
+{
+    uct_ep_params_t params;
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    params.iface      = m_iface;
+    params.dev_addr   = (const uct_device_addr_t*)dev_addr;
+    params.iface_addr = (const uct_iface_addr_t*)iface_addr;
+    return uct_ep_create(&params, ep);
+}
+
 ucs_status_t uct_env::err_handler(void *arg, uct_ep_h ep, ucs_status_t status)
 {
     static_cast<uct_env*>(arg)->errors.push_back(status);

@@ -41,6 +41,11 @@ public:
 
     void set_am_handler(uint8_t id, uct_am_callback_t cb, void *arg);
 
+    /* A point-to-point endpoint to the interface at these addresses, as
+     * UCP creates it; uct_ep_create's status */
+    ucs_status_t ep_create(const void *dev_addr, const void *iface_addr,
+                           uct_ep_h *ep) const;
+
     /* Error handler calls seen on this interface */
     std::vector<ucs_status_t> errors;
 
