@@ -736,14 +736,17 @@ INSTANTIATE_TEST_SUITE_P(field, corrupt_incast_slot,
 
 
 /*
- * Geometry is read once: after a member attached, the root's header is
- * overwritten with nonsense, and the group goes on working.
+ * A group of 3 (root 0) over sm_bcast: once every member attached, rank 2
+ * runs @a tamper on the group's shared memory; then the root sends @a count
+ * messages (and flushes, with @a flush), which rank 1 must all receive
+ * without an error
  */
-TEST(corrupt_group, geometry_changed_after_attach_is_ignored)
+static void
+run_tampered_group(int count, bool flush,
+                   const std::function<void(corrupt_shared*)> &tamper)
 {
     proc_group pg(3, sizeof(corrupt_shared) + 4096);
     corrupt_shared *sh = static_cast<corrupt_shared*>(pg.shared());
-    const int count = 100;
 
     pg.run_ok([&](unsigned rank) {
         uct_env env("sm_bcast", corrupt_config());
@@ -754,16 +757,8 @@ TEST(corrupt_group, geometry_changed_after_attach_is_ignored)
         publish_owner(pg, rank, env, sh);
         attach_root_first(pg, rank, env, am_group_params(sh, dev, rank), 2,
                           &ep);
-
         if (rank == 2) {
-            foreign_group fg(sh->owner_addr);
-            uct_o2m_group_seg_t *h = fg.hdr();
-            h->acks_offset    = 1ull << 50;
-            h->elems_offset   = 1ull << 50;
-            h->members_offset = 1ull << 50;
-            h->elem_stride    = 1ull << 40;
-            h->depth          = 7;
-            h->max_length     = 0xfffffff0u;
+            tamper(sh);
         }
         pg.barrier(rank);
 
@@ -776,10 +771,9 @@ TEST(corrupt_group, geometry_changed_after_attach_is_ignored)
                 });
                 CHILD_CHECK(ok, "send %d", i);
             }
-            bool ok = progress_wait(env, [&]() {
+            CHILD_CHECK(!flush || progress_wait(env, [&]() {
                 return uct_ep_flush(ep, 0, NULL) == UCS_OK;
-            });
-            CHILD_CHECK(ok, "flush");
+            }), "flush");
         } else if (rank == 1) {
             bool ok = progress_wait(env, [&]() {
                 return sh->am_calls == count;
@@ -796,6 +790,24 @@ TEST(corrupt_group, geometry_changed_after_attach_is_ignored)
     }, 60);
 }
 
+/*
+ * Geometry is read once: after a member attached, the root's header is
+ * overwritten with nonsense, and the group goes on working.
+ */
+TEST(corrupt_group, geometry_changed_after_attach_is_ignored)
+{
+    run_tampered_group(100, true, [](corrupt_shared *sh) {
+        foreign_group fg(sh->owner_addr);
+        uct_o2m_group_seg_t *h = fg.hdr();
+        h->acks_offset    = 1ull << 50;
+        h->elems_offset   = 1ull << 50;
+        h->members_offset = 1ull << 50;
+        h->elem_stride    = 1ull << 40;
+        h->depth          = 7;
+        h->max_length     = 0xfffffff0u;
+    });
+}
+
 
 /*
  * Segment size: a peer cannot shrink a segment under our mappings (which
@@ -804,75 +816,36 @@ TEST(corrupt_group, geometry_changed_after_attach_is_ignored)
  */
 TEST(corrupt_seg, resize_refused_group_goes_on)
 {
-    proc_group pg(3, sizeof(corrupt_shared) + 4096);
-    corrupt_shared *sh = static_cast<corrupt_shared*>(pg.shared());
-    const int count = 10;
+    run_tampered_group(10, false, [](corrupt_shared *sh) {
+        foreign_group fg(sh->owner_addr);
+        char path[64];
+        int fds[2], i;
 
-    pg.run_ok([&](unsigned rank) {
-        uct_env env("sm_bcast", corrupt_config());
-        std::vector<char> dev = env.dev_addr();
-        uct_ep_h ep = NULL;
-
-        env.set_am_handler(AM_ID, count_am, sh);
-        publish_owner(pg, rank, env, sh);
-        attach_root_first(pg, rank, env, am_group_params(sh, dev, rank), 2,
-                          &ep);
-
-        if (rank == 2) {
-            foreign_group fg(sh->owner_addr);
-            char path[64];
-            int fds[2], i;
-
-            snprintf(path, sizeof(path), "/proc/%d/fd/%d",
-                     (int)sh->owner_addr.pid, sh->owner_addr.seg_fd);
-            fds[0] = open(path, O_RDWR | O_CLOEXEC);
-            uct_o2m_iface_seg_t *ih = fg.iface.at<uct_o2m_iface_seg_t>();
-            for (i = 0; i < (int)ih->max_groups; ++i) {
-                uct_o2m_dir_entry_t *e = fg.iface.at<uct_o2m_dir_entry_t>(
-                        ih->dir_offset + (i * sizeof(*e)));
-                if (e->in_use && (e->group_id == GROUP_ID)) {
-                    break;
-                }
-            }
+        snprintf(path, sizeof(path), "/proc/%d/fd/%d",
+                 (int)sh->owner_addr.pid, sh->owner_addr.seg_fd);
+        fds[0] = open(path, O_RDWR | O_CLOEXEC);
+        uct_o2m_iface_seg_t *ih = fg.iface.at<uct_o2m_iface_seg_t>();
+        for (i = 0; i < (int)ih->max_groups; ++i) {
             uct_o2m_dir_entry_t *e = fg.iface.at<uct_o2m_dir_entry_t>(
                     ih->dir_offset + (i * sizeof(*e)));
-            snprintf(path, sizeof(path), "/proc/%d/fd/%d",
-                     (int)sh->owner_addr.pid, e->seg_fd);
-            fds[1] = open(path, O_RDWR | O_CLOEXEC);
-            for (i = 0; i < 2; ++i) {
-                CHILD_CHECK(fds[i] >= 0, "open: %m");
-                CHILD_CHECK(ftruncate(fds[i], 0) != 0,
-                            "segment %d could be shrunk", i);
-                CHILD_CHECK(ftruncate(fds[i], 1 << 30) != 0,
-                            "segment %d could be grown", i);
-                close(fds[i]);
+            if (e->in_use && (e->group_id == GROUP_ID)) {
+                break;
             }
         }
-        pg.barrier(rank);
-
-        if (rank == 0) {
-            for (int i = 0; i < count; ++i) {
-                uint64_t word = i;
-                bool ok = progress_wait(env, [&]() {
-                    return uct_ep_am_short(ep, AM_ID, i, &word,
-                                           sizeof(word)) == UCS_OK;
-                });
-                CHILD_CHECK(ok, "send %d", i);
-            }
-        } else if (rank == 1) {
-            bool ok = progress_wait(env, [&]() {
-                return sh->am_calls == count;
-            });
-            CHILD_CHECK(ok, "received %d of %d", sh->am_calls, count);
-            CHILD_CHECK(env.errors.empty(), "error %s",
-                        ucs_status_string(env.errors.front()));
+        uct_o2m_dir_entry_t *e = fg.iface.at<uct_o2m_dir_entry_t>(
+                ih->dir_offset + (i * sizeof(*e)));
+        snprintf(path, sizeof(path), "/proc/%d/fd/%d",
+                 (int)sh->owner_addr.pid, e->seg_fd);
+        fds[1] = open(path, O_RDWR | O_CLOEXEC);
+        for (i = 0; i < 2; ++i) {
+            CHILD_CHECK(fds[i] >= 0, "open: %m");
+            CHILD_CHECK(ftruncate(fds[i], 0) != 0,
+                        "segment %d could be shrunk", i);
+            CHILD_CHECK(ftruncate(fds[i], 1 << 30) != 0,
+                        "segment %d could be grown", i);
+            close(fds[i]);
         }
-        pg.barrier(rank);
-
-        if (ep != NULL) {
-            uct_ep_destroy(ep);
-        }
-    }, 60);
+    });
 }
 
 TEST(corrupt_seg, unsealed_segment_refused)
