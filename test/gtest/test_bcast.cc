@@ -790,6 +790,59 @@ struct kill_shared {
 /* Bound on noticing a dead member with CHECK_INTERVAL=10ms */
 const double DETECT_TIMEOUT = 3.0;
 
+/* Every rank's endpoint of group @a id of all the children, rooted at 0:
+ * the root creates its endpoint first */
+uct_ep_h create_group_root_first(proc_group &pg, unsigned rank, uct_env &env,
+                                 const peer_addrs &addrs, uint64_t id,
+                                 uct_o2m_mode_t mode)
+{
+    uct_ep_h ep = NULL;
+
+    if (rank == 0) {
+        ep = create_group_ep(env, addrs, id, pg.size(), 0, 0, 0, mode);
+    }
+    pg.barrier(rank);
+    if (rank != 0) {
+        ep = create_group_ep(env, addrs, id, pg.size(), rank, 0, 0, mode);
+    }
+    return ep;
+}
+
+/*
+ * A survivor: progress until this process sees an error; rank @a killer
+ * kills rank @a victim once it is ready (the kill is published first: the
+ * others may notice at once).  The error must come after the kill, and
+ * within DETECT_TIMEOUT of it.
+ */
+void wait_error_after_kill(proc_group &pg, unsigned rank, uct_env &env,
+                           kill_shared *sh, unsigned killer, unsigned victim,
+                           const std::function<size_t()> &received)
+{
+    bool ok = progress_wait(env, [&]() {
+        if ((rank == killer) && sh->victim_ready && !sh->killed) {
+            sh->kill_time = now_sec();
+            __atomic_store_n(&sh->killed, 1, __ATOMIC_SEQ_CST);
+            CHILD_CHECK(kill(pg.pids()[victim], SIGKILL) == 0, "kill");
+        }
+        return !env.errors.empty();
+    });
+    CHILD_CHECK(ok, "rank %u: no error in %.0f s after rank %u's death "
+                "(received %zu)", rank, wait_timeout, victim, received());
+    CHILD_CHECK(sh->killed, "rank %u: error before the kill", rank);
+    CHILD_CHECK(now_sec() - sh->kill_time < DETECT_TIMEOUT,
+                "rank %u: rank %u's death noticed after %.2f s", rank,
+                victim, now_sec() - sh->kill_time);
+}
+
+/* Every child exited with success but @a victim, killed */
+void expect_only_killed(const std::vector<int> &status, unsigned victim)
+{
+    for (unsigned r = 0; r < status.size(); ++r) {
+        EXPECT_EQ((r == victim) ? 128 + SIGKILL : 0, status[r])
+                << "rank " << r;
+    }
+}
+
 TEST_P(bcast_failure, kill_receiver)
 {
     const uct_o2m_mode_t mode = GetParam();
@@ -808,13 +861,7 @@ TEST_P(bcast_failure, kill_receiver)
         schedule_t sched = stream_schedule(100000, oattr.max_short, 3);
         rx.expect(9, (rank == 0) ? NULL : &sched);
 
-        if (rank == 0) {
-            ep = create_group_ep(env, addrs, 0x99, 4, 0, 0, 0, mode);
-        }
-        pg.barrier(rank);
-        if (rank != 0) {
-            ep = create_group_ep(env, addrs, 0x99, 4, rank, 0, 0, mode);
-        }
+        ep = create_group_root_first(pg, rank, env, addrs, 0x99, mode);
         pg.barrier(rank); /* The last barrier: rank 3 dies */
 
         if (rank == 0) {
@@ -861,30 +908,14 @@ TEST_P(bcast_failure, kill_receiver)
             CHILD_CHECK(0, "victim was not killed");
         } else {
             /* Receive until the group fails */
-            bool ok = progress_wait(env, [&]() {
-                if ((rank == 2) && sh->victim_ready && !sh->killed) {
-                    /* Published first: the others may notice at once */
-                    sh->kill_time = now_sec();
-                    __atomic_store_n(&sh->killed, 1, __ATOMIC_SEQ_CST);
-                    CHILD_CHECK(kill(pg.pids()[3], SIGKILL) == 0, "kill");
-                }
-                return !env.errors.empty();
-            });
-            CHILD_CHECK(ok, "rank %u: no error in %.0f s (received %zu)",
-                        rank, wait_timeout, rx.received());
-            CHILD_CHECK(sh->killed, "error before the kill");
-            CHILD_CHECK(now_sec() - sh->kill_time < DETECT_TIMEOUT,
-                        "rank %u: failure noticed after %.2f s", rank,
-                        now_sec() - sh->kill_time);
+            wait_error_after_kill(pg, rank, env, sh, 2, 3,
+                                  [&]() { return rx.received(); });
             CHILD_CHECK(is_error(uct_ep_flush(ep, 0, NULL)), "flush");
             uct_ep_destroy(ep);
         }
     }, 60);
 
-    EXPECT_EQ(0, status[0]);
-    EXPECT_EQ(0, status[1]);
-    EXPECT_EQ(0, status[2]);
-    EXPECT_EQ(128 + SIGKILL, status[3]);
+    expect_only_killed(status, 3);
 }
 
 TEST_P(bcast_failure, kill_root)
@@ -906,13 +937,7 @@ TEST_P(bcast_failure, kill_root)
         sched.push_back(msg_zcopy(1 << 20, 0, 2));
         rx.expect(11, (rank == 0) ? NULL : &sched);
 
-        if (rank == 0) {
-            ep = create_group_ep(env, addrs, 0x98, 4, 0, 0, 0, mode);
-        }
-        pg.barrier(rank);
-        if (rank != 0) {
-            ep = create_group_ep(env, addrs, 0x98, 4, rank, 0, 0, mode);
-        }
+        ep = create_group_root_first(pg, rank, env, addrs, 0x98, mode);
         pg.barrier(rank); /* The last barrier: rank 0 dies */
 
         if (rank == 0) {
@@ -925,21 +950,8 @@ TEST_P(bcast_failure, kill_root)
             CHILD_CHECK(0, "root was not killed");
         } else {
             rx.wait_all();
-            bool ok = progress_wait(env, [&]() {
-                if ((rank == 1) && sh->victim_ready && !sh->killed) {
-                    /* Published first: the others may notice at once */
-                    sh->kill_time = now_sec();
-                    __atomic_store_n(&sh->killed, 1, __ATOMIC_SEQ_CST);
-                    CHILD_CHECK(kill(pg.pids()[0], SIGKILL) == 0, "kill");
-                }
-                return !env.errors.empty();
-            });
-            CHILD_CHECK(ok, "rank %u: no error in %.0f s after the root's "
-                        "death", rank, wait_timeout);
-            CHILD_CHECK(sh->killed, "rank %u: error before the kill", rank);
-            CHILD_CHECK(now_sec() - sh->kill_time < DETECT_TIMEOUT,
-                        "rank %u: dead root noticed after %.2f s", rank,
-                        now_sec() - sh->kill_time);
+            wait_error_after_kill(pg, rank, env, sh, 1, 0,
+                                  [&]() { return rx.received(); });
             CHILD_CHECK(has_error(env, UCS_ERR_CONNECTION_RESET),
                         "rank %u: error %s", rank,
                         ucs_status_string(env.errors.front()));
@@ -949,10 +961,7 @@ TEST_P(bcast_failure, kill_root)
         }
     }, 60);
 
-    EXPECT_EQ(128 + SIGKILL, status[0]);
-    EXPECT_EQ(0, status[1]);
-    EXPECT_EQ(0, status[2]);
-    EXPECT_EQ(0, status[3]);
+    expect_only_killed(status, 0);
 }
 
 /* A member that never creates its endpoint: the root fails with
