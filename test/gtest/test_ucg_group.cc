@@ -104,68 +104,6 @@ void check_same(oob_ctx &oob, T value, const char *what)
     }
 }
 
-unsigned count_fds()
-{
-    unsigned count = 0;
-    DIR *dir       = opendir("/proc/self/fd");
-    struct dirent *entry;
-
-    while ((dir != NULL) && ((entry = readdir(dir)) != NULL)) {
-        count += (entry->d_name[0] != '.');
-    }
-    if (dir != NULL) {
-        closedir(dir);
-    }
-    return count;
-}
-
-/* Segments of the o2m transports mapped or open in this process */
-unsigned o2m_resources()
-{
-    char path[300], link[300];
-    unsigned count = 0;
-    struct dirent *entry;
-    std::string line;
-    ssize_t len;
-    DIR *dir;
-    FILE *maps;
-    char buf[512];
-
-    dir = opendir("/proc/self/fd");
-    while ((dir != NULL) && ((entry = readdir(dir)) != NULL)) {
-        snprintf(path, sizeof(path), "/proc/self/fd/%s", entry->d_name);
-        len = readlink(path, link, sizeof(link) - 1);
-        if (len > 0) {
-            link[len] = '\0';
-            count    += (strstr(link, "ucx-o2m") != NULL);
-        }
-    }
-    if (dir != NULL) {
-        closedir(dir);
-    }
-
-    maps = fopen("/proc/self/maps", "r");
-    while ((maps != NULL) && (fgets(buf, sizeof(buf), maps) != NULL)) {
-        count += (strstr(buf, "ucx-o2m") != NULL);
-    }
-    if (maps != NULL) {
-        fclose(maps);
-    }
-    return count;
-}
-
-std::vector<std::string> new_shm_files(const std::vector<std::string> &before)
-{
-    std::vector<std::string> added;
-
-    for (const std::string &name : dev_shm_files()) {
-        if (std::find(before.begin(), before.end(), name) == before.end()) {
-            added.push_back(name);
-        }
-    }
-    return added;
-}
-
 /* Progress the UCP worker until a request completes */
 void wait_ucp_request(ucg_context_h context, ucs_status_ptr_t req,
                       const char *what)
@@ -231,41 +169,11 @@ void run_with_env(const std::vector<std::pair<const char*, const char*>> &env,
     }, 60);
 }
 
+/* Every test: nothing of the project's left in /dev/shm, and no process
+ * of the test holds a segment once its children exited */
 class ucg_group_test : public ::testing::Test {
 protected:
-    void SetUp() override {
-        m_shm_before = dev_shm_files();
-    }
-
-    void TearDown() override {
-        std::vector<std::string> added = new_shm_files(m_shm_before);
-
-        /* Only files with the project's prefix count, and only those that
-         * stay (a process of another run may be on its way out) */
-        if (!added.empty()) {
-            usleep(200000);
-            std::vector<std::string> again = new_shm_files(m_shm_before);
-            std::vector<std::string> stayed;
-            for (const std::string &name : added) {
-                if (std::find(again.begin(), again.end(), name) !=
-                    again.end()) {
-                    stayed.push_back(name);
-                }
-            }
-            added = stayed;
-        }
-
-        EXPECT_TRUE(added.empty()) << "new file in /dev/shm: "
-                                   << (added.empty() ? "" : added[0]);
-
-        /* Every child has exited: no process of the test holds a segment */
-        std::vector<std::string> held = o2m_held_by_test();
-        EXPECT_TRUE(held.empty()) << "segment still held: "
-                                  << (held.empty() ? "" : held[0]);
-    }
-
-private:
-    std::vector<std::string> m_shm_before;
+    shm_residue_check m_shm;
 };
 
 
@@ -352,7 +260,7 @@ TEST_F(ucg_group_test, create_destroy_many)
         ucg_context_destroy(context);
         CHILD_CHECK(count_fds() == fds, "%u descriptors before, %u after",
                     fds, count_fds());
-        CHILD_CHECK(o2m_resources() == 0, "o2m segments left behind");
+        CHILD_CHECK(o2m_held(getpid()).empty(), "o2m segments left behind");
     }, 120);
 }
 
@@ -653,7 +561,7 @@ TEST_F(ucg_group_test, o2m_settings)
             if (status != UCS_OK) {
                 CHILD_CHECK(count_fds() == fds, "%s: descriptors leaked",
                             what.c_str());
-                CHILD_CHECK(o2m_resources() == 0, "%s: segments leaked",
+                CHILD_CHECK(o2m_held(getpid()).empty(), "%s: segments leaked",
                             what.c_str());
                 return;
             }
@@ -1065,7 +973,7 @@ TEST_F(ucg_group_test, sm_ep)
         progress_until(context, [&]() { return count_fds() == fds; },
                        "descriptors back to what they were");
         ucg_context_destroy(context);
-        CHILD_CHECK(o2m_resources() == 0, "o2m segments left behind");
+        CHILD_CHECK(o2m_held(getpid()).empty(), "o2m segments left behind");
     }, 60);
 }
 
@@ -1127,7 +1035,7 @@ TEST_F(ucg_group_test, check_detects_dead_member)
         CHILD_CHECK(ucs_time_to_sec(ucs_get_time() - start) <
                     2 * peer_timeout + slack, "teardown took %.1f s",
                     ucs_time_to_sec(ucs_get_time() - start));
-        CHILD_CHECK(o2m_resources() == 0, "o2m segments left behind");
+        CHILD_CHECK(o2m_held(getpid()).empty(), "o2m segments left behind");
     }, 60);
 
     ASSERT_EQ(3u, status.size());
