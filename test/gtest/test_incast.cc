@@ -554,31 +554,9 @@ public:
 
     static void check_no_residue()
     {
-        std::ifstream maps("/proc/self/maps");
-        std::string line;
-        char path[300], target[256];
-        struct dirent *entry;
-        ssize_t len;
-        DIR *dir;
+        std::vector<std::string> held = o2m_held(getpid());
 
-        while (std::getline(maps, line)) {
-            CHILD_CHECK(line.find("ucx-o2m") == std::string::npos,
-                        "still mapped: %s", line.c_str());
-        }
-
-        dir = opendir("/proc/self/fd");
-        CHILD_CHECK(dir != NULL, "opendir /proc/self/fd");
-        while ((entry = readdir(dir)) != NULL) {
-            snprintf(path, sizeof(path), "/proc/self/fd/%s", entry->d_name);
-            len = readlink(path, target, sizeof(target) - 1);
-            if (len > 0) {
-                target[len] = '\0';
-                CHILD_CHECK(strstr(target, "ucx-o2m") == NULL,
-                            "still open: fd %s -> %s", entry->d_name,
-                            target);
-            }
-        }
-        closedir(dir);
+        CHILD_CHECK(held.empty(), "still held: %s", held.front().c_str());
     }
 
     uct_env &env() { return *m_env; }

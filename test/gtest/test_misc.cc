@@ -280,44 +280,6 @@ ucs_status_t open_with(const std::string &tl, const std::string &name,
     return status;
 }
 
-/* Links of our memfds among this process's descriptors */
-std::vector<std::string> o2m_fds()
-{
-    std::vector<std::string> fds;
-    struct dirent *entry;
-    char path[300], link[300];
-    DIR *dir = opendir("/proc/self/fd");
-    ssize_t len;
-
-    while ((dir != NULL) && ((entry = readdir(dir)) != NULL)) {
-        snprintf(path, sizeof(path), "/proc/self/fd/%s", entry->d_name);
-        len = readlink(path, link, sizeof(link) - 1);
-        if (len > 0) {
-            link[len] = '\0';
-            if (strstr(link, "ucx-o2m") != NULL) {
-                fds.push_back(std::string(entry->d_name) + " -> " + link);
-            }
-        }
-    }
-    if (dir != NULL) {
-        closedir(dir);
-    }
-    return fds;
-}
-
-/* Mappings of our segments in this process */
-unsigned o2m_mappings()
-{
-    std::ifstream maps("/proc/self/maps");
-    std::string line;
-    unsigned count = 0;
-
-    while (std::getline(maps, line)) {
-        count += (line.find("ucx-o2m") != std::string::npos);
-    }
-    return count;
-}
-
 TEST_F(misc, bad_config_fails_cleanly)
 {
     proc_group pg(1);
@@ -346,8 +308,7 @@ TEST_F(misc, bad_config_fails_cleanly)
         }
         CHILD_CHECK(count_fds() == fds, "%u descriptors before, %u after",
                     fds, count_fds());
-        CHILD_CHECK(o2m_fds().empty() && (o2m_mappings() == 0),
-                    "segments left behind");
+        CHILD_CHECK(o2m_held(getpid()).empty(), "segments left behind");
 
         /* Odd values that are fine */
         CHILD_CHECK_OK(open_with("sm_bcast", "SEG_SIZE", "1k"));
@@ -436,7 +397,7 @@ TEST_F(misc, segments_private_and_released)
             CHILD_CHECK_OK(addrs.p2p_ep_create(env, 1 - rank, &p2p_ep));
 
             /* Every segment this process owns is owner-only */
-            std::vector<std::string> mine = o2m_fds();
+            std::vector<std::string> mine = o2m_fds(getpid());
             CHILD_CHECK(mine.size() == ((rank == 0) ? 2u : 1u),
                         "rank %u owns %zu segments", rank, mine.size());
             for (const std::string &fd : mine) {
@@ -449,7 +410,8 @@ TEST_F(misc, segments_private_and_released)
                             fd.c_str(), st.st_mode & 0777);
                 CHILD_CHECK(st.st_uid == getuid(), "owner");
             }
-            CHILD_CHECK(o2m_mappings() >= mine.size() + 1, "mappings");
+            CHILD_CHECK(o2m_maps(getpid()).size() >= mine.size() + 1,
+                        "mappings");
 
             /* A message each way, so everything is really in use */
             schedule_t sched = {msg_short(1), msg_zcopy(20000, 4)};
@@ -469,10 +431,10 @@ TEST_F(misc, segments_private_and_released)
             pg.barrier(rank);
         }
 
-        CHILD_CHECK(o2m_fds().empty(), "descriptors left: %s",
-                    o2m_fds().front().c_str());
-        CHILD_CHECK(o2m_mappings() == 0, "%u mappings left",
-                    o2m_mappings());
+        CHILD_CHECK(o2m_fds(getpid()).empty(), "descriptors left: %s",
+                    o2m_fds(getpid()).front().c_str());
+        CHILD_CHECK(o2m_maps(getpid()).empty(), "%zu mappings left",
+                    o2m_maps(getpid()).size());
         CHILD_CHECK(count_fds() == fds, "%u descriptors before, %u after",
                     fds, count_fds());
     }, 60);

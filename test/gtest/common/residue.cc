@@ -41,15 +41,14 @@ std::vector<std::string> dev_shm_files()
     return files;
 }
 
-std::vector<std::string> o2m_held(pid_t pid)
+std::vector<std::string> o2m_fds(pid_t pid)
 {
     std::string dir = "/proc/" + std::to_string(pid);
     std::string pattern = std::string("/memfd:") + o2m_name_prefix;
-    std::vector<std::string> held;
+    std::vector<std::string> open;
     struct dirent *entry;
-    char link[4096], line[4096];
+    char link[4096];
     ssize_t len;
-    FILE *maps;
     DIR *fds;
 
     /* A process that exits meanwhile simply has nothing */
@@ -60,24 +59,46 @@ std::vector<std::string> o2m_held(pid_t pid)
         if (len > 0) {
             link[len] = '\0';
             if (strstr(link, pattern.c_str()) != NULL) {
-                held.push_back(std::string("fd ") + entry->d_name + " -> " +
-                               link);
+                open.push_back(std::string(entry->d_name) + " -> " + link);
             }
         }
     }
     if (fds != NULL) {
         closedir(fds);
     }
+    return open;
+}
 
-    maps = fopen((dir + "/maps").c_str(), "r");
+std::vector<std::string> o2m_maps(pid_t pid)
+{
+    std::string path = "/proc/" + std::to_string(pid) + "/maps";
+    std::string pattern = std::string("/memfd:") + o2m_name_prefix;
+    std::vector<std::string> mapped;
+    char line[4096];
+    FILE *maps;
+
+    maps = fopen(path.c_str(), "r");
     while ((maps != NULL) && (fgets(line, sizeof(line), maps) != NULL)) {
         if (strstr(line, pattern.c_str()) != NULL) {
             line[strcspn(line, "\n")] = '\0';
-            held.push_back(line);
+            mapped.push_back(line);
         }
     }
     if (maps != NULL) {
         fclose(maps);
+    }
+    return mapped;
+}
+
+std::vector<std::string> o2m_held(pid_t pid)
+{
+    std::vector<std::string> held;
+
+    for (const std::string &fd : o2m_fds(pid)) {
+        held.push_back("fd " + fd);
+    }
+    for (const std::string &line : o2m_maps(pid)) {
+        held.push_back(line);
     }
     return held;
 }

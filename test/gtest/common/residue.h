@@ -28,6 +28,13 @@ extern const char *const o2m_name_prefix;
 /* Names in /dev/shm that start with o2m_name_prefix */
 std::vector<std::string> dev_shm_files();
 
+/* The o2m segments process @a pid has open: "N -> /memfd:ucx-o2m-..." for
+ * descriptor N */
+std::vector<std::string> o2m_fds(pid_t pid);
+
+/* The /proc/<pid>/maps lines of the o2m segments process @a pid maps */
+std::vector<std::string> o2m_maps(pid_t pid);
+
 /* The o2m segments process @a pid holds: "fd N -> /memfd:ucx-o2m-..." for
  * open descriptors and the /proc/<pid>/maps lines of its mappings */
 std::vector<std::string> o2m_held(pid_t pid);
