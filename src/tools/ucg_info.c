@@ -30,6 +30,7 @@
 enum {
     OPT_HOSTS = 256,
     OPT_NO_O2M,
+    OPT_MC,
     OPT_NONCOMM,
     OPT_SM_MAX_BCOPY,
     OPT_DT_SIZE
@@ -49,6 +50,7 @@ typedef struct {
     ucg_op_t    op;
     int         op_set;
     int         no_o2m;
+    int         mc;
     int         noncommutative;
     size_t      sm_max_bcopy;
 } ucg_info_opts_t;
@@ -122,6 +124,8 @@ static void ucg_info_usage(FILE *stream)
     fprintf(stream,
 "  --noncommutative    the reduction is not commutative (a user op)\n"
 "  --no-o2m            sm_bcast / sm_incast unavailable: flat plans\n"
+"  --mc                the hosts are real hosts and mc_udp is usable\n"
+"                      (as with UCX_UCG_MC=yes; never with MC=no)\n"
 "  --sm-max-bcopy <n>  their largest bcopy message (default: %d)\n"
 "\n"
 "The configuration comes from the UCX_UCG_* environment variables.\n",
@@ -169,6 +173,7 @@ static int ucg_info_parse_args(int argc, char **argv, ucg_info_opts_t *opts)
     static const struct option long_opts[] = {
         {"hosts",           required_argument, NULL, OPT_HOSTS},
         {"no-o2m",          no_argument,       NULL, OPT_NO_O2M},
+        {"mc",              no_argument,       NULL, OPT_MC},
         {"noncommutative",  no_argument,       NULL, OPT_NONCOMM},
         {"sm-max-bcopy",    required_argument, NULL, OPT_SM_MAX_BCOPY},
         {"dt-size",         required_argument, NULL, OPT_DT_SIZE},
@@ -259,6 +264,9 @@ static int ucg_info_parse_args(int argc, char **argv, ucg_info_opts_t *opts)
             break;
         case OPT_NO_O2M:
             opts->no_o2m = 1;
+            break;
+        case OPT_MC:
+            opts->mc = 1;
             break;
         case OPT_NONCOMM:
             opts->noncommutative = 1;
@@ -391,6 +399,9 @@ static int ucg_info_plans(const ucg_info_opts_t *opts,
         return -1;
     }
     free(labels);
+    /* As ucg_group_create decides for a group that spans hosts */
+    topo.mc = (config->mc != UCS_NO) &&
+              (opts->mc || (config->mc == UCS_YES)) && (topo.num_hosts > 1);
 
     ret = 0;
     for (type = 0; (type < UCG_COLL_LAST) && (ret == 0); ++type) {

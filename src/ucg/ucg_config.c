@@ -295,6 +295,29 @@ ucs_config_field_t ucg_config_table[] = {
      "every member; inf: no bound but SM_GROUP_EPS.",
      ucs_offsetof(ucg_config_t, sm_group_mem), UCS_CONFIG_TYPE_MEMUNITS},
 
+    {"MC", "try",
+     "Broadcasts between host leaders over IP multicast (the mc_udp\n"
+     "transport, docs/multicast.md):\n"
+     " try - when the group spans real hosts, mc_udp can be opened and\n"
+     "       UCX_TLS allows it;\n"
+     " yes - also between virtual hosts (HOSTS); creating a context fails\n"
+     "       when mc_udp cannot be used;\n"
+     " no  - never: the leaders broadcast point-to-point.\n"
+     "A leader that cannot join a group makes every leader of that\n"
+     "broadcast use point-to-point instead (all or none).",
+     ucs_offsetof(ucg_config_t, mc), UCS_CONFIG_TYPE_TERNARY},
+
+    {"MC_DEVICE", "auto",
+     "Network device of mc_udp.  auto: the first device of UCX_NET_DEVICES\n"
+     "that mc_udp has, else its first device other than loopback, else\n"
+     "loopback (which reaches this host only).",
+     ucs_offsetof(ucg_config_t, mc_device), UCS_CONFIG_TYPE_STRING},
+
+    {"MC_MAX_SIZE", "inf",
+     "Broadcasts between host leaders of at most this many bytes use\n"
+     "mc_udp; larger ones stay point-to-point (pipelined k-nomial tree).",
+     ucs_offsetof(ucg_config_t, mc_max_size), UCS_CONFIG_TYPE_MEMUNITS},
+
     {"LOG_PLANS", "n",
      "Print every new plan (ucs_info level, visible with UCX_LOG_LEVEL=info).",
      ucs_offsetof(ucg_config_t, log_plans), UCS_CONFIG_TYPE_BOOL},
@@ -590,7 +613,8 @@ ucs_status_t ucg_config_check(const ucg_config_t *config)
         {"SM_ALLREDUCE_MAX",      &config->sm_allreduce_max},
         {"SM_BCAST_CMA_THRESH",   &config->sm_bcast_cma_thresh},
         {"SM_REDUCE_CMA_THRESH",  &config->sm_reduce_cma_thresh},
-        {"SM_LOCKED_THRESH",      &config->sm_locked_thresh}
+        {"SM_LOCKED_THRESH",      &config->sm_locked_thresh},
+        {"MC_MAX_SIZE",           &config->mc_max_size}
     };
     uint64_t label;
     int type, method, is_auto;

@@ -83,6 +83,13 @@ struct ucg_config {
     unsigned         sm_group_eps;     /* SM_GROUP_EPS */
     size_t           sm_group_mem;     /* SM_GROUP_MEM (SIZE_MAX: inf) */
 
+    /* Multicast between hosts (ucg_mc.c) */
+    ucs_ternary_auto_value_t mc;       /* MC: mc_udp for the broadcasts
+                                          between host leaders */
+    char             *mc_device;       /* MC_DEVICE: its device, or auto */
+    size_t           mc_max_size;      /* MC_MAX_SIZE: larger broadcasts
+                                          stay point-to-point */
+
     /* Diagnostics */
     int              log_plans;        /* LOG_PLANS: print each new plan */
 };

@@ -8,6 +8,7 @@
 
 #include "ucg_context.h"
 #include "ucg_coll.h"
+#include "ucg_mc.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -145,6 +146,15 @@ static const char *ucg_context_tls_env(const ucg_config_t *config,
         value = getenv(name);
     }
     return value;
+}
+
+int ucg_context_tls_allows(const ucg_config_t *config, const char *name)
+{
+    char var[64];
+    const char *tls;
+
+    tls = ucg_context_tls_env(config, var, sizeof(var));
+    return (tls == NULL) || ucg_tls_list_allows(tls, name);
 }
 
 /* Whether UCX_TLS lets UCG use sm_bcast and sm_incast; logs why not */
@@ -645,6 +655,12 @@ ucs_status_t ucg_context_create(const ucg_context_params_t *params,
         goto err_ucp_cleanup;
     }
 
+    status = ucg_mc_context_init(context);
+    if (status != UCS_OK) {
+        ucg_context_o2m_close(context);
+        goto err_ucp_cleanup;
+    }
+
     ucs_debug("UCG context %p: ucp worker %p%s, o2m %s, host id 0x%" PRIx64,
               context, context->ucp_worker, context->own_ucp ? " (own)" : "",
               context->o2m ? "on" : "off", context->host_id);
@@ -678,6 +694,8 @@ void ucg_context_destroy(ucg_context_h context)
         ucg_group_destroy(group);
     }
 
+    /* Before the UCP connections: setups may have requests on them */
+    ucg_mc_context_cleanup(context);
     ucg_context_close_p2p_conns(context);
     ucg_coll_parked_progress(context, 1);
     /* No message arrives once the interfaces are closed */
@@ -704,6 +722,7 @@ unsigned ucg_progress(ucg_context_h context)
     if (context->uct_worker != NULL) {
         count += uct_worker_progress(context->uct_worker);
     }
+    count += ucg_mc_progress(context);
 
     return count + ucg_coll_progress_all(context);
 }

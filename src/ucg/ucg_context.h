@@ -72,7 +72,13 @@ struct ucg_context {
      * calls, counted by ucp_idle_polls */
     int                 need_ucp;
     unsigned            ucp_idle_polls;
+    /* mc_udp between host leaders (ucg_mc.c), NULL when not used */
+    struct ucg_mc_ctx   *mc;
 };
+
+/** Whether UCX_TLS (the context's prefix, else UCX_) allows transport
+ *  @a name: unset, "all", a list naming it, or a "^" list that does not */
+int ucg_context_tls_allows(const ucg_config_t *config, const char *name);
 
 /** A UCP endpoint to a peer worker.  Groups share them (communicators of
  *  the same processes need no new connections), and they are closed with

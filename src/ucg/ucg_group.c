@@ -9,6 +9,7 @@
 
 #include "ucg_group.h"
 #include "ucg_coll.h"
+#include "ucg_mc.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -56,7 +57,8 @@ typedef struct ucg_group_rec {
     uint32_t sm_max_members;   /* MAX_MEMBERS of the sm interfaces */
     uint32_t sm_budget[UCG_SM_LAST]; /* directory entries reserved for the
                                         endpoints this member roots */
-    uint32_t reserved2;
+    uint8_t  mc;               /* UCG_MC_NONE, _NET or _LOOPBACK */
+    uint8_t  reserved2[3];
     /* Ring geometry of the sm interfaces: what the segments this member
      * roots cost; and its SM_GROUP_MEM */
     uint64_t sm_ring_max[UCG_SM_LAST];
@@ -460,6 +462,7 @@ static ucs_status_t ucg_group_pack_local(ucg_group_t *group,
     rec->proposed_id = context->next_group_id;
     rec->proposed_epoch = context->next_group_epoch;
     rec->o2m         = context->o2m;
+    rec->mc          = ucg_mc_local_kind(context);
     rec->created_count = __atomic_fetch_add(&ucg_group_created_count, 1,
                                             __ATOMIC_RELAXED);
 
@@ -903,6 +906,8 @@ ucs_status_t ucg_group_create(ucg_context_h context,
         if (o2m && !ucg_group_hosts_are_real(group)) {
             group->topo.o2m = 0;
         }
+        group->topo.mc = ucg_mc_group_usable(group, &recs[0].mc,
+                                             sizeof(*recs));
         local_status = ucg_group_sm_limits(group, recs);
         if (local_status == UCS_OK) {
             local_status = ucg_group_watch_members(group);
@@ -1046,6 +1051,7 @@ void ucg_group_destroy(ucg_group_h group)
     group->next_check = 0;
     ucg_group_check(group);
     ucg_group_destroy_sm_eps(group);
+    ucg_mc_group_cleanup(group);
     /* Drop what arrived for the group while flushing */
     ucg_coll_group_cleanup(group);
     ucg_group_destroy_plans(group);

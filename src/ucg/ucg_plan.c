@@ -35,6 +35,7 @@ const char *ucg_phase_method_names[] = {
     [UCG_PHASE_P2P_ALLGATHER_LINEAR]  = "p2p_allgather_linear",
     [UCG_PHASE_P2P_BARRIER]           = "p2p_barrier",
     [UCG_PHASE_FOLD]                  = "fold",
+    [UCG_PHASE_MC_BCAST]              = "mc_bcast",
     [UCG_PHASE_LAST]                  = NULL
 };
 
@@ -154,6 +155,7 @@ ucs_status_t ucg_topo_init(ucg_topo_t *topo, unsigned size,
     topo->sm_max_bcopy = o2m ? sm_max_bcopy : 0;
     topo->sm_max_members = UINT_MAX;
     topo->sm_cma         = 1;
+    topo->mc             = 0;
     topo->host_of    = ucs_malloc(sizeof(unsigned) * size, "ucg_topo_host_of");
     topo->host_size  = ucs_malloc(sizeof(unsigned) * num_hosts,
                                   "ucg_topo_host_size");
@@ -269,7 +271,8 @@ enum {
     UCG_PLAN_CLASS_AR_RING   = UCS_BIT(1), /* >= ALLREDUCE_RING_THRESH */
     UCG_PLAN_CLASS_SM_LOCKED = UCS_BIT(2), /* >= SM_LOCKED_THRESH */
     UCG_PLAN_CLASS_SM_AR     = UCS_BIT(3), /* <= SM_ALLREDUCE_MAX */
-    UCG_PLAN_CLASS_SM_CMA    = UCS_BIT(4)  /* >= SM_{BCAST,REDUCE}_CMA_THRESH */
+    UCG_PLAN_CLASS_SM_CMA    = UCS_BIT(4), /* >= SM_{BCAST,REDUCE}_CMA_THRESH */
+    UCG_PLAN_CLASS_MC_BIG    = UCS_BIT(5)  /* > MC_MAX_SIZE */
 };
 
 unsigned ucg_plan_size_class(const ucg_config_t *config, ucg_coll_type_t type,
@@ -289,6 +292,9 @@ unsigned ucg_plan_size_class(const ucg_config_t *config, ucg_coll_type_t type,
     case UCG_COLL_BCAST:
         if (ucg_plan_p2p_bcast_frag(config, msg_size) != 0) {
             cls |= UCG_PLAN_CLASS_P2P_FRAG;
+        }
+        if (msg_size > config->mc_max_size) {
+            cls |= UCG_PLAN_CLASS_MC_BIG;
         }
         if (type == UCG_COLL_BCAST) {
             if (ucg_plan_reaches(msg_size, config->sm_bcast_cma_thresh)) {
@@ -1095,6 +1101,44 @@ static void ucg_plan_clear_phases(ucg_plan_t *plan)
     plan->num_phases = 0;
 }
 
+/*
+ * Broadcasts between hosts on mc_udp: every P2P_BCAST phase whose set spans
+ * several hosts (the host leaders; or every member in a flat plan) becomes
+ * MC_BCAST when the group may use mc_udp and the message is not larger than
+ * MC_MAX_SIZE.  The phase keeps its radix and fragment size for the
+ * point-to-point phase that stands in for it where the leaders cannot all
+ * join the multicast group (ucg_mc.c).
+ */
+static void ucg_plan_use_mc(const ucg_config_t *config,
+                            const ucg_topo_t *topo, ucg_plan_t *plan)
+{
+    const ucg_phase_set_t *set;
+    ucg_phase_t *phase;
+    unsigned i, j;
+    int spans;
+
+    if (!topo->mc || (plan->key.msg_size > config->mc_max_size)) {
+        return;
+    }
+
+    for (i = 0; i < plan->num_phases; ++i) {
+        phase = &plan->phases[i];
+        if ((phase->method != UCG_PHASE_P2P_BCAST) || (phase->num_sets != 1)) {
+            continue;
+        }
+
+        set   = &phase->sets[0];
+        spans = 0;
+        for (j = 1; j < set->count; ++j) {
+            spans |= (topo->host_of[set->ranks[j]] !=
+                      topo->host_of[set->ranks[0]]);
+        }
+        if (spans) {
+            phase->method = UCG_PHASE_MC_BCAST;
+        }
+    }
+}
+
 ucs_status_t ucg_plan_create(const ucg_config_t *config,
                              const ucg_topo_t *topo,
                              const ucg_plan_key_t *key, ucg_plan_t **plan_p)
@@ -1185,6 +1229,10 @@ ucs_status_t ucg_plan_create(const ucg_config_t *config,
         plan->hier = 0;
         b.sm_frag  = 0;
         status     = ucg_plan_build(&b, hier, root);
+    }
+
+    if (status == UCS_OK) {
+        ucg_plan_use_mc(config, topo, plan);
     }
 
     /* SM_REDUCE fragments hold whole elements */
@@ -1310,6 +1358,8 @@ static const char *ucg_plan_phase_transport(ucg_phase_method_t method)
         return UCT_O2M_INCAST_TL_NAME;
     case UCG_PHASE_FOLD:
         return "local";
+    case UCG_PHASE_MC_BCAST:
+        return UCT_MC_UDP_TL_NAME;
     default:
         return "ucp";
     }
@@ -1378,11 +1428,15 @@ void ucg_plan_print(const ucg_plan_t *plan, const ucg_topo_t *topo,
                                 uct_o2m_mode_name(phase->sm_ack_mode));
             }
         }
-        if (phase->radix != 0) {
+        if (phase->method == UCG_PHASE_MC_BCAST) {
+            /* radix and fragments are those of its point-to-point stand-in;
+             * mc_udp fragments are agreed when the leaders join */
+        } else if (phase->radix != 0) {
             len += snprintf(attrs + len, sizeof(attrs) - len, " radix %u",
                             phase->radix);
         }
-        if (phase->frag_size != 0) {
+        if ((phase->frag_size != 0) &&
+            (phase->method != UCG_PHASE_MC_BCAST)) {
             len += snprintf(attrs + len, sizeof(attrs) - len, " frag %zu",
                             phase->frag_size);
         }

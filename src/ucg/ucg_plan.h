@@ -61,6 +61,10 @@ typedef enum {
                                      (sm_incast), the root reads and reduces
                                      them with process_vm_readv and releases
                                      the members (sm_bcast, sm_ack_mode) */
+    UCG_PHASE_MC_BCAST,           /* mc_udp fan-out (IP multicast, made
+                                     reliable by the engine) from the set
+                                     root; P2P_BCAST (radix, frag_size)
+                                     where a leader cannot join (ucg_mc.c) */
     UCG_PHASE_LAST
 } ucg_phase_method_t;
 
@@ -83,6 +87,8 @@ typedef struct ucg_topo {
                                 MAX_MEMBERS); UINT_MAX from ucg_topo_init */
     int      sm_cma;       /* every member reads with single copy (their
                               CMA probe); 1 from ucg_topo_init */
+    int      mc;           /* P2P_BCAST phases between hosts may run on
+                              mc_udp (MC_BCAST); 0 from ucg_topo_init */
 } ucg_topo_t;
 
 /** Build a topology from host_of[] (any host labels; renumbered). */

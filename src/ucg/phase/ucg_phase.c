@@ -86,6 +86,17 @@ const ucg_phase_ops_t ucg_phase_table[UCG_PHASE_LAST] = {
                    UCG_PHASE_FLAG_MEMBER_READS_ACC |
                    UCG_PHASE_FLAG_ROOT_TAKES_OWN),
 
+    /* mc_udp messages (the sm receive path takes them), agreement over
+     * UCP; the point-to-point bcast where a leader cannot join */
+    [UCG_PHASE_MC_BCAST] = {
+        .start    = ucg_mc_bcast_start,
+        .progress = ucg_mc_bcast_progress,
+        .expects  = ucg_sm_stream_expects,
+        .deliver  = ucg_mc_bcast_deliver,
+        .standin  = UCG_PHASE_P2P_BCAST,
+        .flags    = UCG_PHASE_FLAG_UCP
+    },
+
     /* Local: no messages */
     [UCG_PHASE_FOLD] = {
         .start    = ucg_fold_start,

@@ -17,6 +17,7 @@
  *   ucg_sm_allreduce.c   SM_ALLREDUCE
  *   ucg_sm_cma.c         SM_BCAST_CMA, SM_REDUCE_CMA
  *   ucg_fold.c           FOLD
+ *   ucg_mc_bcast.c       MC_BCAST (its endpoints: ../ucg_mc.c)
  *
  * A new phase: a value of ucg_phase_method_t (ucg_plan.h) and its name, a
  * file here with its functions (declared below, with its state in
@@ -115,12 +116,22 @@ typedef struct ucg_sm_state {
     };
 } ucg_sm_state_t;
 
+/* MC_BCAST (ucg_mc_bcast.c): the stream of the SM_* phases (first, so that
+ * the sm receive path takes its messages), on the set's mc_udp endpoint */
+struct ucg_mc_ep;
+typedef struct ucg_mc_state {
+    ucg_sm_state_t   stream;
+    struct ucg_mc_ep *ep;     /* the set's endpoint and its agreement */
+    int              waits;   /* counted in the endpoint's waiters */
+} ucg_mc_state_t;
+
 typedef union ucg_phase_state {
     ucg_p2p_tree_state_t    tree;
     ucg_p2p_rd_state_t      rd;
     ucg_p2p_ring_state_t    ring;
     ucg_p2p_barrier_state_t barrier;
     ucg_sm_state_t          sm;
+    ucg_mc_state_t          mc;
 } ucg_phase_state_t;
 
 
@@ -285,5 +296,11 @@ int          ucg_sm_reduce_cma_contributed(const struct ucg_coll *coll);
 /* ucg_fold.c */
 ucs_status_t ucg_fold_start(struct ucg_coll *coll);
 ucs_status_t ucg_fold_progress(struct ucg_coll *coll);
+
+/* ucg_mc_bcast.c */
+ucs_status_t ucg_mc_bcast_start(struct ucg_coll *coll);
+ucs_status_t ucg_mc_bcast_progress(struct ucg_coll *coll);
+void         ucg_mc_bcast_deliver(struct ucg_coll *coll, const void *data,
+                                  size_t length);
 
 #endif

@@ -1423,6 +1423,20 @@ uct_o2m_ep_state_t uct_mc_udp_ep_state(uct_ep_h tl_ep, ucs_status_t *status_p)
                                 UCT_O2M_EP_STATE_FAILED;
 }
 
+ucs_status_t uct_mc_udp_ep_expect(uct_ep_h tl_ep, int expect)
+{
+    uct_mc_udp_ep_t *ep = ucs_derived_of(tl_ep, uct_mc_udp_ep_t);
+
+    if (!ep->is_group || (ep->s.my_rank == ep->s.root)) {
+        return UCS_ERR_INVALID_PARAM;
+    } else if (ep->s.rel == NULL) {
+        return UCS_ERR_CANCELED; /* its interface was closed */
+    }
+
+    uct_mc_rel_expect(ep->s.rel, expect, uct_mc_udp_now());
+    return UCS_OK;
+}
+
 
 /* ------------------------------------------------------------------------ */
 /* Interface                                                               */

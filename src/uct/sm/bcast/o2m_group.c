@@ -643,6 +643,12 @@ ucs_status_t uct_o2m_ep_create(uct_iface_h tl_iface,
     return UCS_OK;
 }
 
+ucs_status_t uct_o2m_ep_expect(uct_ep_h tl_ep, int expect)
+{
+    return uct_mc_udp_is_ep(tl_ep) ? uct_mc_udp_ep_expect(tl_ep, expect) :
+                                     UCS_ERR_UNSUPPORTED;
+}
+
 uct_o2m_ep_state_t uct_o2m_ep_state(uct_ep_h tl_ep, ucs_status_t *status_p)
 {
     uct_o2m_group_ep_t *ep;

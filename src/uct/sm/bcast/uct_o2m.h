@@ -90,7 +90,7 @@ static inline const char *uct_o2m_tl_name(int is_incast)
 
 /** Version of this extension API. */
 #define UCT_O2M_API_MAJOR 1
-#define UCT_O2M_API_MINOR 3
+#define UCT_O2M_API_MINOR 4
 
 
 /**
@@ -373,6 +373,19 @@ typedef struct uct_mc_udp_counters {
     uint64_t tx_nack;         /**< NACK packets sent */
     uint64_t rx_dup;          /**< Data packets received again */
 } uct_mc_udp_counters_t;
+
+/**
+ * (API 1.4) A member of an mc_udp group waits (@a expect != 0) or no
+ * longer waits for a message from the root.  While it waits, silence from
+ * the root is treated like a missing packet (the engine's
+ * uct_mc_rel_expect): the member asks its parent, and its endpoint fails when the parent or the
+ * root is gone (or, with PEER_TIMEOUT, silent past it) - a member waiting
+ * for a root that died or was cut off learns it, instead of waiting for a
+ * packet that never comes.  UCS_OK; UCS_ERR_UNSUPPORTED for an endpoint
+ * of another transport (sm_bcast members find a dead root themselves);
+ * UCS_ERR_INVALID_PARAM for the root or a point-to-point endpoint.
+ */
+UCT_O2M_API ucs_status_t uct_o2m_ep_expect(uct_ep_h ep, int expect);
 
 /** Counters of an mc_udp interface (UCS_ERR_INVALID_PARAM for another). */
 UCT_O2M_API ucs_status_t uct_mc_udp_iface_counters(uct_iface_h iface,
