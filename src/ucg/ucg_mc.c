@@ -428,10 +428,22 @@ static void ucg_mc_ep_free(ucg_context_h context, ucg_mc_ep_t *mc_ep);
 void ucg_mc_context_cleanup(ucg_context_h context)
 {
     struct ucg_mc_ctx *mc = context->mc;
+    uct_mc_udp_counters_t cnt;
     ucg_mc_ep_t *mc_ep, *tmp;
 
     if (mc == NULL) {
         return;
+    }
+
+    /* What it did, for whoever must know that multicast carried the data
+     * (test/mpi/run.sh with MPI_TEST_EXPECT_MC=1) */
+    if ((uct_mc_udp_iface_counters(mc->iface, &cnt) == UCS_OK) &&
+        ((cnt.tx_packets > 0) || (cnt.rx_packets > 0))) {
+        ucs_diag("UCG: mc_udp sent %lu, received %lu datagrams; %lu NACKs "
+                 "sent, %lu repairs sent by unicast, %lu PSNs re-multicast, "
+                 "%lu duplicates", cnt.tx_packets, cnt.rx_packets,
+                 cnt.tx_nack, cnt.tx_repair_ucast, cnt.tx_repair_mcast,
+                 cnt.rx_dup);
     }
 
     ucs_list_for_each_safe(mc_ep, tmp, &mc->lingering, list) {

@@ -6,7 +6,7 @@
 # during a collective (coll_kill).  Every mpirun is bounded by `timeout`.
 #
 # Usage: test/mpi/run-multihost.sh [-L "2x1 2x2 3x1 3x2"] [-q] [-x] [-k]
-#            [-t SECONDS] [--ucg-path DIR] [--build-dir DIR]
+#            [-t SECONDS] [--mc] [--loss PCT] [--ucg-path DIR] [--build-dir DIR]
 #            [-- MPIRUN_ARGS...]
 #   -L LIST   layouts HOSTSxRANKS (default "2x1 2x2 3x1 3x2"): run.sh with
 #             np = HOSTS*RANKS and --host h1:RANKS,...,hHOSTS:RANKS
@@ -16,6 +16,11 @@
 #   -k        no coll_kill
 #   -t SEC    time limit per mpirun (default 180)
 #   --ucg-path, --build-dir, after --: as for run.sh (MPI_TEST_EXPECT_UCG=1 also applies)
+#   --mc      UCG's broadcasts between host leaders on mc_udp (UCX_UCG_MC=yes),
+#             and proof that it carried them (run.sh's MPI_TEST_EXPECT_MC)
+#   --loss P  every host drops P % of the UDP packets it receives (mc_udp's
+#             multicast and control; UCP's tcp is not touched); with --mc,
+#             some member must have sent NACKs (MPI_TEST_EXPECT_NACKS)
 #
 # Outside a bed it brings one up for the largest layout (as root; exits 77
 # with a message when namespaces cannot be made here) and tears it down
@@ -33,6 +38,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 layouts="2x1 2x2 3x1 3x2"
+loss=0
 quick=()
 extra_tests=1
 kill_tests=1
@@ -52,6 +58,8 @@ while [ $# -gt 0 ]; do
     --ucg-path) ucg_path=(--ucg-path "$2"); ucg_dir=$2; shift 2 ;;
     --build-dir) build_dir=$(readlink -m "$2"); shift 2 ;;
     --) shift; extra=("$@"); break ;;
+    --mc) export MPI_TEST_EXPECT_MC=1; shift ;;
+    --loss) loss="$2"; shift 2 ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
@@ -89,6 +97,19 @@ host_list() {
 mpi_bin_make "$build_dir" coll_test coll_kill || exit 1
 if [ -n "$ucg_dir" ]; then   # as run.sh does
     export OMPI_MCA_mca_base_component_path="$ucg_dir:/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3"
+fi
+
+if ! [[ $loss =~ ^[0-9]+$ ]] || [ "$loss" -gt 100 ]; then
+    echo "bad --loss '$loss' (a percentage)" >&2
+    exit 2
+fi
+if [ "$loss" -gt 0 ]; then
+    for h in $(seq "$(wc -w <<<"$MULTIHOST_HOSTS")"); do
+        "$top/contrib/multihost.sh" loss "$MULTIHOST_ID" "h$h" "$loss" udp ||
+            exit 1
+    done
+    [ "${MPI_TEST_EXPECT_MC:-0}" = 1 ] && export MPI_TEST_EXPECT_NACKS=1
+    echo "--- every host drops $loss % of the UDP packets it receives"
 fi
 
 fail=0
@@ -167,7 +188,8 @@ if [ "$kill_tests" = 1 ] && [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ]; then
     run_kill 2 2 3 || fail=1   # a host member
 fi
 
-echo "run-multihost.sh: layouts {$layouts} on bed $MULTIHOST_ID" \
+echo "run-multihost.sh: layouts {$layouts}$([ "$loss" -gt 0 ] &&
+      echo ", $loss % UDP loss") on bed $MULTIHOST_ID" \
      "$([ $fail = 0 ] && echo PASSED || echo FAILED)" \
      "in $(( $(date +%s) - start )) s"
 exit $fail

@@ -18,6 +18,12 @@
 #              -- --mca coll ucg,basic,libnbc,tuned,self
 #   MPIRUN_ARGS (environment) is also appended to mpirun's arguments.
 #
+# MPI_TEST_EXPECT_MC=1 (across hosts): UCG's broadcasts between host
+# leaders on mc_udp (-x UCX_UCG_MC=yes); at finalize UCG's diag line
+# "UCG: mc_udp sent N, received M datagrams; K NACKs ..." (-x
+# UCX_LOG_LEVEL=diag) must show M > 0 for some rank, and with
+# MPI_TEST_EXPECT_NACKS=1 (loss injected) K > 0 for some rank.
+#
 # Proof of use: with MPI_TEST_EXPECT_UCG=1 the runner adds
 # `--mca coll_ucg_verbose 1` and requires the output of every run to contain
 # the coll/ucg component's counter lines.  Assumption about that component:
@@ -60,6 +66,9 @@ extra+=(${MPIRUN_ARGS:-})
 if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ]; then
     extra+=(--mca coll_ucg_verbose 1)
 fi
+if [ "${MPI_TEST_EXPECT_MC:-0}" = 1 ]; then
+    extra+=(-x UCX_UCG_MC=yes -x UCX_LOG_LEVEL=diag)
+fi
 
 . "$here/mpi_bin.sh"
 mpi_bin_make "$build_dir" coll_test || exit 1
@@ -90,6 +99,20 @@ for np in $nps; do
             fi
         done
         grep 'coll:ucg:' "$log" | grep -Ew 'bcast|allreduce' | head -2
+    fi
+    if [ "${MPI_TEST_EXPECT_MC:-0}" = 1 ]; then
+        # UCG's counters line at finalize: some leader received multicast
+        # data; with MPI_TEST_EXPECT_NACKS=1 some member also lost some
+        if ! grep -Eq 'mc_udp sent [0-9]+, received [1-9]' "$log"; then
+            echo "np=$np: no 'UCG: mc_udp sent N, received M>0' line:" \
+                 "mc_udp did not carry the broadcasts"
+            fail=1
+        elif [ "${MPI_TEST_EXPECT_NACKS:-0}" = 1 ] &&
+             ! grep -Eq 'datagrams; [1-9][0-9]* NACKs' "$log"; then
+            echo "np=$np: loss was asked, but no member sent a NACK"
+            fail=1
+        fi
+        grep -Eo 'mc_udp sent .*' "$log" | head -3 | sed 's/^/  /'
     fi
     rm -f "$log"
 done

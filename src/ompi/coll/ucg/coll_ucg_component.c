@@ -2,6 +2,7 @@
  * coll/ucg component: MCA parameters and the process-wide UCG context.
  */
 #include "coll_ucg.h"
+#include "opal/runtime/opal_progress.h"
 
 #include "opal/util/output.h"
 #include "opal/mca/base/mca_base_var.h"
@@ -133,6 +134,21 @@ static int coll_ucg_open(void)
     return OMPI_SUCCESS;
 }
 
+/*
+ * UCG progressed by Open MPI's progress engine (low priority: every few
+ * opal_progress() calls), also while this process waits in something else
+ * (a delegated collective, a point-to-point wait): a member of one of UCG's
+ * mc_udp groups acknowledges there what it received, else the group's root
+ * could wait for it (its window full) while it waits for that root in
+ * Open MPI.  A UCG collective that runs progresses UCG itself.
+ */
+static int coll_ucg_progress_cb(void)
+{
+    mca_coll_ucg_component_t *c = &mca_coll_ucg_component;
+
+    return (c->ucg_context != NULL) ? (int)ucg_progress(c->ucg_context) : 0;
+}
+
 static int coll_ucg_close(void)
 {
     mca_coll_ucg_component_t *c = &mca_coll_ucg_component;
@@ -146,6 +162,7 @@ static int coll_ucg_close(void)
                     "not destroying the UCG context", c->num_groups);
         return OMPI_SUCCESS;
     }
+    opal_progress_unregister(coll_ucg_progress_cb);
     ucg_context_destroy(c->ucg_context);
     c->ucg_context = NULL;
     return OMPI_SUCCESS;
@@ -171,6 +188,8 @@ ucg_context_h mca_coll_ucg_get_context(void)
                         ucs_status_string(status));
             c->ucg_context    = NULL;
             c->context_failed = true;
+        } else {
+            opal_progress_register_lp(coll_ucg_progress_cb);
         }
     }
     return c->ucg_context;

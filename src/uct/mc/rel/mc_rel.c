@@ -678,6 +678,11 @@ void uct_mc_rel_expect(uct_mc_rel_stream_t *s, int expect, uint64_t now)
     s->expecting = !!expect;
     if (s->expecting) {
         s->last_upstream = now; /* the silence starts now */
+    } else {
+        /* The user has what it waited for and may not progress again for
+         * a while: acknowledge it now, not at the next batch, so that the
+         * root's window does not wait for this member */
+        uct_mc_rel_rx_ack(s, 1, 0, now);
     }
     uct_mc_rel_watch_arm(s, now);
 }

@@ -258,6 +258,9 @@ ucs_status_t uct_mc_rel_flush(const uct_mc_rel_stream_t *stream);
  * silent past it.  Without it, a member that has received everything it
  * heard of cannot tell a root that is quiet from a root that is gone or cut
  * off: it learns of such a failure from the next packet of the group.
+ * When it stops waiting, the member acknowledges what it has at once (its
+ * subtree's cumulative ACK, not waiting for a batch): a user that got its
+ * message may not progress the stream again for a while.
  */
 void uct_mc_rel_expect(uct_mc_rel_stream_t *stream, int expect,
                        uint64_t now);
