@@ -18,8 +18,10 @@
 #      loss, every message checked, about 5 s):
 #      test/mpi/run-multihost.sh, quick matrix on 2 and 3 hosts x 1..2 ranks
 #      and a rank on another host killed during a collective (about half a
-#      minute; skipped with a message where namespaces cannot be made,
-#      e.g. not root)
+#      minute), then the quick matrix on 2x2 and 3x1 with UCG's broadcasts
+#      between hosts on mc_udp and 10 % of every host's UDP dropped
+#      (run-multihost.sh --mc --loss 10, about 45 s); skipped with a
+#      message where namespaces cannot be made, e.g. not root)
 #   5. test/fuzz/fuzz.sh: the libFuzzer targets of the shared-memory checks
 #      (o2m_check.c) and of the multicast engine's packets (mc/rel/), built
 #      with clang against build/'s configuration, run for O2M_FUZZ_SECONDS
@@ -207,6 +209,8 @@ run_mpi_hosts() {
             "SKIPPED (no namespaces here)"
         skip_reason "MPI across hosts (build/)" \
             "SKIPPED (no namespaces here)"
+        skip_reason "MPI across hosts, mc_udp, 10 % loss (build/)" \
+            "SKIPPED (no namespaces here)"
         return 0
     fi
     run_step "multi-host bed self-test" timeout -k 10 300 \
@@ -215,6 +219,11 @@ run_mpi_hosts() {
         bash test/multihost/mc_udp.sh "$1" || true
     run_step "MPI across hosts (build/)" run_mpi "$1" \
         test/mpi/run-multihost.sh -q -x -t 120 || true
+    # UCG's broadcasts between hosts on mc_udp, 10 % of every host's UDP
+    # dropped: results exact, mc_udp carried them, losses repaired
+    run_step "MPI across hosts, mc_udp, 10 % loss (build/)" run_mpi "$1" \
+        test/mpi/run-multihost.sh -q -x -k -L "2x2 3x1" --mc --loss 10 \
+        -t 120 || true
 }
 
 trap 'summary $?' EXIT
