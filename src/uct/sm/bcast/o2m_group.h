@@ -16,7 +16,7 @@
  * Fan-in (sm_incast) ring: round s of contributions uses element s % depth,
  * which is free once the root has delivered round s - depth ("delivered" in
  * the group header).  An element holds a control line, a shared buffer
- * (LOCKED and ATOMIC reductions) and one slot per sender.  See incast_ep.c.
+ * (LOCKED and ATOMIC reductions) and one slot per sender.  See incast_ep.h.
  */
 #ifndef UCT_O2M_GROUP_H_
 #define UCT_O2M_GROUP_H_
@@ -142,7 +142,6 @@ struct uct_o2m_group_ep {
     unsigned             size;
     unsigned             my_index;
     unsigned             root_index;
-    unsigned             my_pos;      /* Fan-in sender slot */
     uct_o2m_mode_t       mode;
     uct_o2m_op_t         op;
     uct_o2m_dtype_t      dtype;
@@ -154,24 +153,27 @@ struct uct_o2m_group_ep {
     unsigned             depth;       /* geom.depth */
     size_t               elem_stride; /* geom.elem_stride */
     size_t               max_length;  /* geom.max_length */
-    void                 *acks;       /* Fan-out BATCHED counters */
-    uct_o2m_elem_info_t  *rx_slots;   /* Fan-in root: the slots of a round,
-                                         copied out and checked */
     uct_o2m_peer_seg_t   *root_peer;  /* Non-root: the root's iface segment */
     uct_o2m_proc_t       root_proc;
     uct_o2m_watch_t      **watches;   /* Watched members (root: all; others:
                                          only the root, at [root_index]) */
     uct_o2m_proc_t       *procs;      /* Root: members' processes given at
                                          creation (pid 0: unknown) */
-    uint64_t             completed;   /* Fan-out root: acked by all below
-                                         this; fan-in sender: delivered */
-    uint64_t             rx_seq;      /* Receiver / fan-in root: next
-                                         message or round to deliver */
-    unsigned             rx_seen;     /* Fan-in CENTRALIZED root: slots of
-                                         round rx_seq already seen */
+    void                 *acks;       /* Fan-out BATCHED counters */
+    /* The sending roles (fan-out root, fan-in sender) */
+    uint64_t             completed;   /* The readers are done below this:
+                                         acked by all (fan-out), delivered
+                                         by the root (fan-in) */
+    unsigned             my_pos;      /* Fan-in sender: its slot */
     uct_o2m_elem_t       *scratch;    /* Fan-in sender: a contribution
                                          filled aside, before it is reduced
                                          or copied into the slot */
+    /* The reading roles (fan-out receiver, fan-in root) */
+    uint64_t             rx_seq;      /* Next message or round to deliver */
+    unsigned             rx_seen;     /* Fan-in CENTRALIZED root: slots of
+                                         round rx_seq already seen */
+    uct_o2m_elem_info_t  *rx_slots;   /* Fan-in root: the slots of a round,
+                                         copied out and checked */
     /* Opt-in PEER_TIMEOUT: when the current wait for a member that has
      * not joined began (0: not waiting), and the progress mark it saw */
     ucs_time_t           wait_since;
