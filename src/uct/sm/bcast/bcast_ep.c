@@ -153,14 +153,6 @@ uct_o2m_bcast_am_zcopy(uct_o2m_ep_t *o2m_ep, uint8_t id, const void *header,
                                  header_length, iov, iovcnt, comp);
 }
 
-static ucs_status_t uct_o2m_bcast_root_flush_status(uct_o2m_ep_t *o2m_ep)
-{
-    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
-
-    uct_o2m_bcast_root_reclaim(ep);
-    return (ep->completed >= ep->super.next_seq) ? UCS_OK : UCS_INPROGRESS;
-}
-
 /*
  * The root tells its receivers before its zcopy completions fire: a
  * receiver still reading a buffer the user may now rewrite sees the word
@@ -248,12 +240,13 @@ const uct_o2m_group_ops_t uct_o2m_bcast_root_ops = {
         .am_bcopy     = uct_o2m_bcast_am_bcopy,
         .am_zcopy     = uct_o2m_bcast_am_zcopy,
         .has_space    = uct_o2m_bcast_root_has_space,
-        .flush_status = uct_o2m_bcast_root_flush_status,
+        .flush_status = uct_o2m_group_flush_status,
         .failing      = uct_o2m_bcast_root_failing,
         .progress     = uct_o2m_bcast_root_progress,
         .check        = uct_o2m_bcast_root_check,
         .destroy      = uct_o2m_group_destroy
     },
+    .update       = uct_o2m_bcast_root_reclaim,
     .root_waiting = uct_o2m_bcast_root_waiting,
     .root_mark    = uct_o2m_bcast_root_mark,
     .left_early   = uct_o2m_bcast_root_left_early

@@ -426,15 +426,6 @@ uct_o2m_incast_am_zcopy(uct_o2m_ep_t *o2m_ep, uint8_t id, const void *header,
                                  header_length, iov, iovcnt, comp);
 }
 
-static ucs_status_t uct_o2m_incast_send_flush_status(uct_o2m_ep_t *o2m_ep)
-{
-    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
-
-    /* A sender that has sent is attached */
-    uct_o2m_incast_send_update(ep);
-    return (ep->completed >= ep->super.next_seq) ? UCS_OK : UCS_INPROGRESS;
-}
-
 static unsigned uct_o2m_incast_send_progress(uct_o2m_ep_t *o2m_ep)
 {
     uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
@@ -473,10 +464,11 @@ const uct_o2m_group_ops_t uct_o2m_incast_send_ops = {
         .am_bcopy     = uct_o2m_incast_am_bcopy,
         .am_zcopy     = uct_o2m_incast_am_zcopy,
         .has_space    = uct_o2m_incast_send_has_space,
-        .flush_status = uct_o2m_incast_send_flush_status,
+        .flush_status = uct_o2m_group_flush_status,
         .progress     = uct_o2m_incast_send_progress,
         .check        = uct_o2m_group_check,
         .destroy      = uct_o2m_group_destroy
     },
+    .update      = uct_o2m_incast_send_update,
     .root_closed = uct_o2m_incast_send_root_closed
 };

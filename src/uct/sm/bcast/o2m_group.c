@@ -278,6 +278,15 @@ static ucs_status_t uct_o2m_group_watch(uct_o2m_group_ep_t *ep,
     return uct_o2m_watch_get(iface->watches, proc, &ep->watches[index]);
 }
 
+ucs_status_t uct_o2m_group_flush_status(uct_o2m_ep_t *o2m_ep)
+{
+    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
+
+    /* A sender that has sent is attached */
+    uct_o2m_group_ops(ep)->update(ep);
+    return (ep->completed >= ep->super.next_seq) ? UCS_OK : UCS_INPROGRESS;
+}
+
 uint64_t uct_o2m_group_done(const uct_o2m_group_ep_t *ep)
 {
     return uct_o2m_ep_sends(&ep->super) ? ep->super.next_seq : ep->rx_seq;

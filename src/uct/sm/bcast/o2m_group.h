@@ -115,6 +115,9 @@ typedef struct uct_o2m_group_ep uct_o2m_group_ep_t;
  */
 typedef struct uct_o2m_group_ops {
     uct_o2m_ep_ops_t super;
+    /* Sending role: advance "completed" to what the readers are done with,
+     * and complete the sends below it */
+    void     (*update)(uct_o2m_group_ep_t *ep);
     /* Root: whether it waits for the other members now */
     int      (*root_waiting)(uct_o2m_group_ep_t *ep);
     /* Root: a count that moves while the members make progress (the
@@ -234,6 +237,8 @@ uct_o2m_group_elem(uct_o2m_group_ep_t *ep, uint64_t seq)
 ucs_status_t uct_o2m_group_attach(uct_o2m_group_ep_t *ep);
 int uct_o2m_group_try_attach(uct_o2m_group_ep_t *ep);
 void uct_o2m_group_destroy(uct_o2m_ep_t *ep);
+/* Flush of the sending roles (ops->super.flush_status), through update */
+ucs_status_t uct_o2m_group_flush_status(uct_o2m_ep_t *ep);
 /* How far this endpoint got: messages sent or rounds contributed (a
  * sending role), messages consumed or rounds delivered (a reading role) */
 uint64_t uct_o2m_group_done(const uct_o2m_group_ep_t *ep);
