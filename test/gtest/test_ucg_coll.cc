@@ -25,6 +25,7 @@ extern "C" {
 #include <sys/mman.h>
 
 using namespace ucg_test;
+using o2m_test::now_sec;
 
 namespace {
 
@@ -477,7 +478,7 @@ void run_outstanding(member &m)
                     ucs_status_string(status));
     }
 
-    double deadline = now() + coll_timeout;
+    double deadline = now_sec() + coll_timeout;
     unsigned left   = order.size();
     while (left > 0) {
         for (item *it : order) {
@@ -497,7 +498,7 @@ void run_outstanding(member &m)
             it->done = true;
             --left;
         }
-        CHILD_CHECK(now() < deadline, "%s: %u outstanding collectives not "
+        CHILD_CHECK(now_sec() < deadline, "%s: %u outstanding collectives not "
                     "complete after %.0f s", m.label.c_str(), left,
                     coll_timeout);
         sched_yield();
@@ -519,7 +520,7 @@ TEST_P(ucg_coll_matrix, matrix)
 {
     const coll_config &cfg = GetParam();
     std::string label      = config_label(cfg);
-    double start           = now();
+    double start           = now_sec();
     coll_stats st;
     run_opts opts;
 
@@ -534,7 +535,7 @@ TEST_P(ucg_coll_matrix, matrix)
 
     run_ok(cfg.np, opts, [&](member &m) {
         coll_stats mine;
-        double t0 = now();
+        double t0 = now_sec();
 
         memset(&mine, 0, sizeof(mine));
         mine.sm_frag = sm_frag_size(m);
@@ -544,9 +545,9 @@ TEST_P(ucg_coll_matrix, matrix)
         for (const coll_desc &d : list) {
             stats_add(&mine, d, run_coll(m, d));
         }
-        mine.matrix_seconds = now() - t0;
+        mine.matrix_seconds = now_sec() - t0;
 
-        t0 = now();
+        t0 = now_sec();
         run_persistent(m, coll_desc(UCG_COLL_ALLREDUCE, 1000, UCG_DT_DOUBLE,
                                     UCG_OP_MAX), 4);
         run_persistent(m, coll_desc(UCG_COLL_BCAST, mine.sm_frag + 100,
@@ -561,7 +562,7 @@ TEST_P(ucg_coll_matrix, matrix)
             run_busy(m);
         }
         run_outstanding(m);
-        mine.extra_seconds = now() - t0;
+        mine.extra_seconds = now_sec() - t0;
 
         if (m.rank == 0) {
             memcpy(m.shared, &mine, sizeof(mine));
@@ -570,7 +571,7 @@ TEST_P(ucg_coll_matrix, matrix)
 
     printf("[ ucg      ] %s: %.2f s: %u collectives in %.2f s (sm fragment "
            "%zu bytes), persistent/outstanding %.2f s\n", label.c_str(),
-           now() - start, st.total, st.matrix_seconds, st.sm_frag,
+           now_sec() - start, st.total, st.matrix_seconds, st.sm_frag,
            st.extra_seconds);
     for (int t = 0; t < UCG_COLL_LAST; ++t) {
         if (st.count[t] > 0) {
@@ -879,7 +880,7 @@ void kill_test(unsigned np, const coll_config &cfg, unsigned victim,
     opts.timeout       = 60;
     opts.shared_size   = sizeof(kill_shared);
 
-    double start = now();
+    double start = now_sec();
     std::vector<int> status = run(np, opts, [&](member &m) {
         kill_shared *sh = static_cast<kill_shared*>(m.shared);
         ucs_status_t st;
@@ -900,9 +901,9 @@ void kill_test(unsigned np, const coll_config &cfg, unsigned victim,
 
         if (late && (m.rank != victim)) {
             /* until the victim is dead (and reaped by the parent) */
-            double kill_time = 0, deadline = now() + 30;
+            double kill_time = 0, deadline = now_sec() + 30;
             do {
-                CHILD_CHECK(now() < deadline, "the victim did not die");
+                CHILD_CHECK(now_sec() < deadline, "the victim did not die");
                 usleep(1000);
                 __atomic_load(&sh->kill_time, &kill_time, __ATOMIC_SEQ_CST);
             } while (kill_time == 0);
@@ -917,14 +918,14 @@ void kill_test(unsigned np, const coll_config &cfg, unsigned victim,
             for (unsigned i = 0; i < 3; ++i) {
                 ucg_coll_test(coll);
             }
-            double t = now();
+            double t = now_sec();
             __atomic_store(&sh->kill_time, &t, __ATOMIC_SEQ_CST);
             kill(getpid(), SIGKILL);
             _exit(2); /* not reached */
         }
 
         st = wait_coll(coll, label, check_interval + bound + 10);
-        double t = now();
+        double t = now_sec();
         double kill_time;
         if (st == UCS_OK) {
             /* Finished is not failed: all this member needed arrived
@@ -970,7 +971,7 @@ void kill_test(unsigned np, const coll_config &cfg, unsigned victim,
         EXPECT_EQ((r == victim) ? (128 + SIGKILL) : 0, status[r])
             << label << ": child rank " << r;
     }
-    printf("[ ucg      ] %s: %.2f s\n", label.c_str(), now() - start);
+    printf("[ ucg      ] %s: %.2f s\n", label.c_str(), now_sec() - start);
 }
 
 /*
@@ -1027,9 +1028,9 @@ TEST(ucg_coll_errors, cancel_waits_for_matched_recv)
 
             /* no progress until rank 2 has sent what fits in our FIFO: its
              * send then waits for us */
-            double deadline = now() + 30;
+            double deadline = now_sec() + 30;
             while (!__atomic_load_n(&sh->rank2_sent, __ATOMIC_ACQUIRE)) {
-                CHILD_CHECK(now() < deadline, "rank 2 did not send");
+                CHILD_CHECK(now_sec() < deadline, "rank 2 did not send");
                 usleep(1000);
             }
 
@@ -1044,9 +1045,9 @@ TEST(ucg_coll_errors, cancel_waits_for_matched_recv)
 
             /* the buffer is ours again */
             memset(&rbuf[2 * block], 0xee, block);
-            deadline = now() + 30;
+            deadline = now_sec() + 30;
             while (!__atomic_load_n(&sh->rank2_done, __ATOMIC_ACQUIRE)) {
-                CHILD_CHECK(now() < deadline, "rank 2 did not finish");
+                CHILD_CHECK(now_sec() < deadline, "rank 2 did not finish");
                 ucp_worker_progress(worker);
             }
             for (unsigned i = 0; i < 1000; ++i) {
@@ -1074,19 +1075,19 @@ TEST(ucg_coll_errors, cancel_waits_for_matched_recv)
                 /* longer than the fixed 0.5 s rank 0 waited before */
                 usleep(1500000);
             } else {
-                double deadline = now() + 30;
+                double deadline = now_sec() + 30;
                 while (!__atomic_load_n(&sh->rank2_sent, __ATOMIC_ACQUIRE)) {
-                    CHILD_CHECK(now() < deadline, "rank 2 did not send");
+                    CHILD_CHECK(now_sec() < deadline, "rank 2 did not send");
                     usleep(1000);
                 }
                 req = ucp_tag_send_nbx(ep, sbuf.data(), 8, tag, &param);
                 CHILD_CHECK(!UCS_PTR_IS_ERR(req), "send");
             }
 
-            double deadline = now() + 30;
+            double deadline = now_sec() + 30;
             while ((req != NULL) &&
                    (ucp_request_check_status(req) == UCS_INPROGRESS)) {
-                CHILD_CHECK(now() < deadline, "send not complete");
+                CHILD_CHECK(now_sec() < deadline, "send not complete");
                 ucp_worker_progress(worker);
             }
             if (req != NULL) {
@@ -1147,14 +1148,14 @@ TEST(ucg_coll_errors, kill_remote_member)
             for (unsigned i = 0; i < 3; ++i) {
                 ucg_coll_test(coll);
             }
-            double t = now();
+            double t = now_sec();
             __atomic_store(&sh->kill_time, &t, __ATOMIC_SEQ_CST);
             kill(getpid(), SIGKILL);
             _exit(2); /* not reached */
         }
 
         st = wait_coll(coll, "allgather with a dead member", bound + 10);
-        double t = now();
+        double t = now_sec();
         double kill_time;
         __atomic_load(&sh->kill_time, &kill_time, __ATOMIC_SEQ_CST);
         CHILD_CHECK(st != UCS_OK, "rank %u: completed although rank %u "
@@ -1214,7 +1215,7 @@ static ucs_status_t pair_allgather(void *arg, const void *sbuf, void *rbuf,
     pair_oob *oob      = static_cast<pair_oob*>(arg);
     stopped_shared *sh = oob->sh;
     unsigned other     = 1 - oob->me;
-    double deadline    = now() + 30; /* against hangs only */
+    double deadline    = now_sec() + 30; /* against hangs only */
     unsigned call      = ++oob->calls;
 
     if (len > sizeof(sh->slot[0])) {
@@ -1223,7 +1224,7 @@ static ucs_status_t pair_allgather(void *arg, const void *sbuf, void *rbuf,
     memcpy(sh->slot[oob->me], sbuf, len);
     __atomic_store_n(&sh->ready[oob->me], call, __ATOMIC_SEQ_CST);
     while (__atomic_load_n(&sh->ready[other], __ATOMIC_SEQ_CST) < call) {
-        if (now() > deadline) {
+        if (now_sec() > deadline) {
             return UCS_ERR_TIMED_OUT;
         }
         sched_yield();
@@ -1233,7 +1234,7 @@ static ucs_status_t pair_allgather(void *arg, const void *sbuf, void *rbuf,
     /* the other's slot is not written again before it was read */
     __atomic_store_n(&sh->taken[oob->me], call, __ATOMIC_SEQ_CST);
     while (__atomic_load_n(&sh->taken[other], __ATOMIC_SEQ_CST) < call) {
-        if (now() > deadline) {
+        if (now_sec() > deadline) {
             return UCS_ERR_TIMED_OUT;
         }
         sched_yield();
@@ -1358,10 +1359,10 @@ TEST(ucg_coll_errors, stopped_member_send_buffer)
 
         /* until rank 2 is stopped */
         int pid  = 0;
-        deadline = now() + bound;
+        deadline = now_sec() + bound;
         while ((pid = __atomic_load_n(&sh->stopped_pid,
                                       __ATOMIC_SEQ_CST)) == 0) {
-            CHILD_CHECK(now() < deadline, "rank %u did not stop", stopped);
+            CHILD_CHECK(now_sec() < deadline, "rank %u did not stop", stopped);
             usleep(1000);
         }
         for (;;) {
@@ -1375,7 +1376,7 @@ TEST(ucg_coll_errors, stopped_member_send_buffer)
             if (state == 'T') {
                 break;
             }
-            CHILD_CHECK(now() < deadline, "rank %u is not stopped (%c)",
+            CHILD_CHECK(now_sec() < deadline, "rank %u is not stopped (%c)",
                         stopped, state);
             usleep(1000);
         }
@@ -1383,9 +1384,9 @@ TEST(ucg_coll_errors, stopped_member_send_buffer)
         CHILD_CHECK_OK(ucg_coll_init(m.group, &params, &coll));
         CHILD_CHECK_OK(ucg_coll_start(coll));
         if (m.rank == victim) {
-            deadline = now() + bound;
+            deadline = now_sec() + bound;
             while (!__atomic_load_n(&sh->root_started, __ATOMIC_SEQ_CST)) {
-                CHILD_CHECK(now() < deadline, "rank 0 did not start");
+                CHILD_CHECK(now_sec() < deadline, "rank 0 did not start");
                 ucg_coll_test(coll);
             }
             kill(getpid(), SIGKILL);
@@ -1402,9 +1403,9 @@ TEST(ucg_coll_errors, stopped_member_send_buffer)
         /* what a user may do with its buffer after the error */
         CHILD_CHECK(mprotect(buf, len, PROT_NONE) == 0, "mprotect: %m");
         CHILD_CHECK(kill(pid, SIGCONT) == 0, "SIGCONT: %m");
-        deadline = now() + bound;
+        deadline = now_sec() + bound;
         while (!__atomic_load_n(&sh->resumed_done, __ATOMIC_SEQ_CST)) {
-            CHILD_CHECK(now() < deadline, "rank %u did not finish after "
+            CHILD_CHECK(now_sec() < deadline, "rank %u did not finish after "
                         "SIGCONT", stopped);
             ucg_progress(m.context);
             sched_yield();
@@ -1554,7 +1555,7 @@ TEST(ucg_coll_errors, kill_reduce_root_o2m_late)
 void big_test(const coll_config &cfg)
 {
     std::string label = config_label(cfg);
-    double start      = now();
+    double start      = now_sec();
     run_opts opts;
 
     opts.env     = config_env(cfg);
@@ -1573,7 +1574,7 @@ void big_test(const coll_config &cfg)
             fflush(stdout);
         }
     }, label);
-    printf("[ ucg      ] %s: %.2f s\n", label.c_str(), now() - start);
+    printf("[ ucg      ] %s: %.2f s\n", label.c_str(), now_sec() - start);
 }
 
 /* ---- elements around the host-local fragment size ---- */

@@ -20,6 +20,14 @@ namespace o2m_test {
 
 double wait_timeout = 30.0;
 
+double now_sec()
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + (ts.tv_nsec * 1e-9);
+}
+
 static const unsigned max_procs   = 256;
 static const size_t   gather_size = 64 * 1024;
 

@@ -52,6 +52,9 @@ namespace o2m_test {
 /* Seconds a single wait inside a child may last before the child fails */
 extern double wait_timeout;
 
+/* Seconds on the monotonic clock (the same clock in every process) */
+double now_sec();
+
 
 class proc_group {
 public:

@@ -35,15 +35,6 @@ static const uint8_t fill_byte  = 0xa5;
 static const size_t  ignored_len = 256;
 
 
-double now()
-{
-    struct timespec ts;
-
-    /* the same clock in every process */
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + (ts.tv_nsec * 1e-9);
-}
-
 
 /* ---- user reductions ---- */
 
@@ -791,13 +782,13 @@ static void child_main(o2m_test::proc_group &pg, unsigned rank,
         pg.barrier(rank);
     }
     /* slow teardown is worth a line in the log */
-    double t0 = now();
+    double t0 = o2m_test::now_sec();
     if (m.group != NULL) {
         ucg_group_destroy(m.group);
     }
-    double t1 = now();
+    double t1 = o2m_test::now_sec();
     ucg_context_destroy(m.context);
-    double t2 = now();
+    double t2 = o2m_test::now_sec();
     if ((t2 - t0) > 1.0) {
         printf("[ ucg      ] %s rank %u: ucg_group_destroy %.2f s, "
                "ucg_context_destroy %.2f s\n", label.c_str(), rank, t1 - t0,
@@ -852,7 +843,8 @@ void run_ok(unsigned np, const run_opts &opts,
 ucs_status_t wait_coll(ucg_coll_h coll, const std::string &what,
                        double timeout)
 {
-    double deadline = now() + ((timeout > 0) ? timeout : coll_timeout);
+    double deadline = o2m_test::now_sec() +
+                      ((timeout > 0) ? timeout : coll_timeout);
     ucs_status_t status;
     unsigned iter = 0;
 
@@ -862,7 +854,7 @@ ucs_status_t wait_coll(ucg_coll_h coll, const std::string &what,
             return status;
         }
         if ((++iter % 64) == 0) {
-            CHILD_CHECK(now() < deadline, "%s: not complete after %.1f s",
+            CHILD_CHECK(o2m_test::now_sec() < deadline, "%s: not complete after %.1f s",
                         what.c_str(),
                         (timeout > 0) ? timeout : coll_timeout);
         }
@@ -1025,7 +1017,7 @@ double run_coll(member &m, ucg_group_h group, const coll_desc &d)
     unsigned size     = ucg_group_size(group);
     bool check_barrier = (d.type == UCG_COLL_BARRIER) && (group == m.group);
     std::string label = m.label + ": " + d.str();
-    double start      = now();
+    double start      = o2m_test::now_sec();
     coll_bufs bufs(d, rank, size);
     ucg_coll_params_t params = bufs.params();
     ucs_status_t status;
@@ -1059,7 +1051,7 @@ double run_coll(member &m, ucg_group_h group, const coll_desc &d)
 
     bufs.check(label);
     ucg_coll_finalize(coll);
-    return now() - start;
+    return o2m_test::now_sec() - start;
 }
 
 double run_coll(member &m, const coll_desc &d)

@@ -220,9 +220,6 @@ double run_coll(member &m, const coll_desc &d);
 /* Same on another group of the member */
 double run_coll(member &m, ucg_group_h group, const coll_desc &d);
 
-/* Seconds since an arbitrary point, the same in every process */
-double now();
-
 } // namespace ucg_test
 
 #endif

@@ -186,14 +186,6 @@ uct_component_h find_component(const char *name)
     return found;
 }
 
-double now_sec()
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + (ts.tv_nsec * 1e-9);
-}
-
 unsigned progress_once(uct_env &env)
 {
     unsigned count = env.progress();

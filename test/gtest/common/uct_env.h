@@ -65,9 +65,6 @@ private:
 /* The UCT component called @a name (CHILD_CHECK fails when absent) */
 uct_component_h find_component(const char *name);
 
-/* Seconds on the monotonic clock */
-double now_sec();
-
 /* One progress call; yields the CPU when nothing happened (the tests run
  * more busy processes than there are cores) */
 unsigned progress_once(uct_env &env);
