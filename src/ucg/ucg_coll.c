@@ -330,6 +330,7 @@ static void ucg_coll_complete(ucg_coll_t *coll, ucs_status_t status)
     coll->status = status;
     coll->active = 0;
     ucs_list_del(&coll->list);
+    ucg_progress_dequeue(&coll->progress);
 }
 
 /* Enter the phases from phase_idx on until one is in progress */
@@ -388,6 +389,51 @@ static void ucg_coll_progress_one(ucg_coll_t *coll)
     }
 
     ucg_coll_complete(coll, status);
+}
+
+/* Whether @a coll (started) waits for UCP: it is in a UCP phase or has UCP
+ * requests outstanding */
+static int ucg_coll_uses_ucp(const ucg_coll_t *coll)
+{
+    return (coll->num_reqs > 0) || (coll->phase == NULL) ||
+           (ucg_coll_phase_ops(coll)->flags & UCG_PHASE_FLAG_UCP);
+}
+
+/*
+ * Progress function of a started collective in its context's queue.  The
+ * first collective of a group that a drain comes to checks the group first
+ * (once per drain, as often as the group is progressed).
+ */
+static unsigned ucg_coll_progress_cb(ucg_progress_elem_t *elem)
+{
+    ucg_coll_t *coll  = ucs_container_of(elem, ucg_coll_t, progress);
+    ucg_group_h group = coll->group;
+    unsigned gen      = group->context->progress_q.gen;
+
+    if (group->checked_gen != gen) {
+        group->checked_gen = gen;
+        /* Reading the clock on every call costs more than the check */
+        if (group->check_skip > 0) {
+            --group->check_skip;
+        } else {
+            group->check_skip = UCG_COLL_CHECK_SKIP;
+            ucg_group_check(group);
+            ucg_coll_abort_probe(group);
+        }
+    }
+
+    if (group->failed != UCS_OK) {
+        ucg_coll_complete(coll, group->failed);
+        return UCG_PROGRESS_COMPLETED;
+    }
+
+    ucg_coll_progress_one(coll);
+    if (!coll->active) {
+        return UCG_PROGRESS_COMPLETED;
+    }
+
+    return UCG_PROGRESS_PENDING |
+           (ucg_coll_uses_ucp(coll) ? UCG_PROGRESS_UCP : 0);
 }
 
 /*
@@ -453,7 +499,7 @@ ucs_status_t ucg_coll_start(ucg_coll_h coll)
         return UCS_ERR_CANCELED;
     }
 
-    group->context->need_ucp = 1; /* until ucg_coll_progress_all knows */
+    group->context->need_ucp = 1; /* until the next drain knows */
     coll->seq       = group->next_seq++;
     coll->status    = UCS_INPROGRESS;
     coll->active    = 1;
@@ -461,6 +507,8 @@ ucs_status_t ucg_coll_start(ucg_coll_h coll)
     coll->phase     = NULL;
     coll->set       = NULL;
     ucs_list_add_tail(&group->colls, &coll->list);
+    ucg_progress_enqueue(&group->context->progress_q, &coll->progress,
+                         ucg_coll_progress_cb);
 
     if ((coll->len == 0) && (coll->params.type != UCG_COLL_BARRIER)) {
         /* Zero bytes everywhere (MPI requires matching signatures) */
@@ -481,65 +529,6 @@ ucs_status_t ucg_coll_start(ucg_coll_h coll)
 
     ucg_coll_progress_one(coll);
     return UCS_OK;
-}
-
-/* Whether @a coll (started) waits for UCP: it is in a UCP phase or has UCP
- * requests outstanding */
-static int ucg_coll_uses_ucp(const ucg_coll_t *coll)
-{
-    return (coll->num_reqs > 0) || (coll->phase == NULL) ||
-           (ucg_coll_phase_ops(coll)->flags & UCG_PHASE_FLAG_UCP);
-}
-
-unsigned ucg_coll_progress_all(ucg_context_h context)
-{
-    unsigned count = 0;
-    int started    = 0;
-    int need_ucp   = 0;
-    ucg_coll_t *coll, *tmp;
-    ucg_group_t *group;
-
-    ucs_list_for_each(group, &context->groups, list) {
-        if (ucs_list_is_empty(&group->colls)) {
-            continue;
-        }
-
-        /* Reading the clock on every call costs more than the check */
-        if (group->check_skip > 0) {
-            --group->check_skip;
-        } else {
-            group->check_skip = UCG_COLL_CHECK_SKIP;
-            ucg_group_check(group);
-            ucg_coll_abort_probe(group);
-        }
-
-        if (group->failed != UCS_OK) {
-            ucs_list_for_each_safe(coll, tmp, &group->colls, list) {
-                ucg_coll_complete(coll, group->failed);
-                ++count;
-            }
-            continue;
-        }
-
-        ucs_list_for_each_safe(coll, tmp, &group->colls, list) {
-            ucg_coll_progress_one(coll);
-            if (coll->active) {
-                started   = 1;
-                need_ucp |= ucg_coll_uses_ucp(coll);
-            } else {
-                ++count;
-            }
-        }
-    }
-
-    if (!ucs_list_is_empty(&context->parked)) {
-        ucg_coll_parked_progress(context, 0);
-        need_ucp = 1;
-    }
-
-    /* Read by the next ucg_progress (ucg_coll_start sets it too) */
-    context->need_ucp = need_ucp || !started;
-    return count;
 }
 
 ucs_status_t ucg_coll_test(ucg_coll_h coll)
@@ -677,6 +666,7 @@ void ucg_coll_group_init(ucg_group_h group)
     group->aborted     = 0;
     group->abort_local = 0;
     group->abort_seq   = 0;
+    group->checked_gen = group->context->progress_q.gen;
 }
 
 void ucg_coll_group_cleanup(ucg_group_h group)

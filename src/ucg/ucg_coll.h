@@ -35,6 +35,8 @@ struct ucg_coll {
 
     /* Instance */
     ucs_list_link_t     list;        /* in group->colls while started */
+    ucg_progress_elem_t progress;    /* in context->progress_q while
+                                        started */
     int                 active;      /* started and not complete */
     ucs_status_t        status;      /* UCS_INPROGRESS, UCS_OK or error */
     uint16_t            seq;
@@ -75,10 +77,6 @@ void *ucg_coll_scratch(ucg_coll_t *coll, unsigned idx, size_t size);
 ucs_status_t ucg_sm_am_cb(void *arg, void *data, size_t length,
                           unsigned flags);
 
-/** Progress every started collective of the context (called by
- *  ucg_progress after the transports), and set context->need_ucp */
-unsigned ucg_coll_progress_all(ucg_context_h context);
-
 /** Executor state of a new group (called by ucg_group_create once the
  *  group is in context->groups) */
 void ucg_coll_group_init(ucg_group_h group);
@@ -87,14 +85,15 @@ void ucg_coll_group_init(ucg_group_h group);
  *  and the scratch buffers they use, freed when every request completed */
 typedef struct ucg_parked {
     ucs_list_link_t list;         /* in context->parked */
+    ucg_progress_elem_t progress; /* in context->progress_q */
     void            *scratch[UCG_COLL_MAX_SCRATCH];
     unsigned        num_reqs;
     void            *reqs[0];
 } ucg_parked_t;
 
-/** Release what completed of the context's parked requests; @a force
- *  (context destroy): every request goes to UCP, the buffers of those not
- *  complete stay allocated */
+/** Release what completed of the context's parked requests (ucg_progress
+ *  does it for each parked record); @a force (context destroy): every
+ *  request goes to UCP, the buffers of those not complete stay allocated */
 void ucg_coll_parked_progress(ucg_context_h context, int force);
 
 /** Free the buffers of the parked requests (after the UCP worker is

@@ -616,6 +616,7 @@ ucs_status_t ucg_context_create(const ucg_context_params_t *params,
     ucs_list_head_init(&context->groups);
     ucs_list_head_init(&context->p2p_conns);
     ucs_list_head_init(&context->parked);
+    ucg_progress_queue_init(&context->progress_q);
     memset(context->sm_reserved, 0, sizeof(context->sm_reserved));
     context->next_group_epoch = 0;
     context->sm_dropped       = 0;
@@ -724,7 +725,8 @@ unsigned ucg_progress(ucg_context_h context)
     }
     count += ucg_mc_progress(context);
 
-    return count + ucg_coll_progress_all(context);
+    return count + ucg_progress_drain(&context->progress_q,
+                                      &context->need_ucp);
 }
 
 ucg_group_h ucg_context_find_group(ucg_context_h context, uint16_t id)

@@ -7,6 +7,7 @@
 
 #include "ucg_config.h"
 #include "ucg_plan.h"
+#include "ucg_progress.h"
 #include <uct/api/uct.h>
 #include <ucs/async/async.h>
 #include <ucs/datastruct/list.h>
@@ -54,6 +55,8 @@ struct ucg_context {
     ucs_list_link_t     groups;       /* ucg_group_t::list */
     ucs_list_link_t     p2p_conns;    /* ucg_p2p_conn_t, shared by groups */
     ucs_list_link_t     parked;       /* ucg_parked_t */
+    ucg_progress_queue_t progress_q;  /* started collectives, parked
+                                         requests: ucg_progress drains it */
     /* Directory entries of each sm interface reserved by live groups (at
      * most SM_MAX_GROUPS) */
     unsigned            sm_reserved[UCG_SM_LAST];
@@ -68,8 +71,8 @@ struct ucg_context {
      * earlier group with the id of a live one */
     unsigned long       sm_dropped;
     /* Whether a started collective waits for UCP, or none is started (set
-     * by the executor); else ucg_progress progresses UCP only every few
-     * calls, counted by ucp_idle_polls */
+     * by ucg_progress_drain and ucg_coll_start); else ucg_progress
+     * progresses UCP only every few calls, counted by ucp_idle_polls */
     int                 need_ucp;
     unsigned            ucp_idle_polls;
     /* mc_udp between host leaders (ucg_mc.c), NULL when not used */

@@ -91,6 +91,8 @@ struct ucg_group {
     ucs_time_t          next_check;   /* of members' liveness */
     unsigned            check_skip;   /* progress calls before reading the
                                          clock for the next check */
+    unsigned            checked_gen;  /* progress_q.gen of the last drain
+                                         that came to its collectives */
     struct ucg_coll     *spare_coll;  /* a finalized collective, reused by
                                          the next ucg_coll_init */
 

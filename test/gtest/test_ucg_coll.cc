@@ -14,6 +14,7 @@
 extern "C" {
 #include "ucg_group.h"
 #include "phase/ucg_phase.h"
+#include "ucg_progress.h"
 #include "o2m_group.h"
 #include <ucs/config/global_opts.h>
 }
@@ -2003,4 +2004,91 @@ TEST(ucg_phase_table, p2p_rows)
         EXPECT_TRUE(ops->progress == row.progress) << row.method;
         EXPECT_TRUE(ops->flags & UCG_PHASE_FLAG_UCP) << row.method;
     }
+}
+
+
+/*
+ * The progress queue ucg_progress drains: elements are called once per
+ * drain in the order they were enqueued, one that dequeues itself is not
+ * called again, completions are counted, and UCP is asked for at every call
+ * when an element waits for it or nothing is in progress.
+ */
+namespace {
+
+struct fake_elem {
+    ucg_progress_elem_t      elem;
+    unsigned                 flags;   /* what it returns */
+    int                      dequeue; /* at its next call */
+    std::vector<int>         *calls;
+    int                      id;
+};
+
+unsigned fake_elem_cb(ucg_progress_elem_t *elem)
+{
+    fake_elem *f = ucs_container_of(elem, fake_elem, elem);
+
+    f->calls->push_back(f->id);
+    if (f->dequeue) {
+        ucg_progress_dequeue(elem);
+    }
+    return f->flags;
+}
+
+} // namespace
+
+TEST(ucg_progress_queue, drain)
+{
+    ucg_progress_queue_t queue;
+    std::vector<int> calls;
+    fake_elem f[3];
+    int need_ucp = 0;
+
+    ucg_progress_queue_init(&queue);
+    EXPECT_EQ(0u, ucg_progress_drain(&queue, &need_ucp));
+    EXPECT_EQ(1, need_ucp) << "nothing in progress";
+    EXPECT_EQ(1u, queue.gen);
+
+    for (int i = 0; i < 3; ++i) {
+        f[i].flags   = UCG_PROGRESS_PENDING;
+        f[i].dequeue = 0;
+        f[i].calls   = &calls;
+        f[i].id      = i;
+        ucg_progress_enqueue(&queue, &f[i].elem, fake_elem_cb);
+    }
+
+    EXPECT_EQ(0u, ucg_progress_drain(&queue, &need_ucp));
+    EXPECT_EQ(0, need_ucp) << "all in progress, none waits for UCP";
+    EXPECT_EQ(std::vector<int>({0, 1, 2}), calls);
+
+    /* the middle one completes and leaves, the last waits for UCP */
+    calls.clear();
+    f[1].flags   = UCG_PROGRESS_COMPLETED;
+    f[1].dequeue = 1;
+    f[2].flags   = UCG_PROGRESS_PENDING | UCG_PROGRESS_UCP;
+    EXPECT_EQ(1u, ucg_progress_drain(&queue, &need_ucp));
+    EXPECT_EQ(1, need_ucp);
+    EXPECT_EQ(std::vector<int>({0, 1, 2}), calls);
+
+    calls.clear();
+    f[2].flags = UCG_PROGRESS_PENDING;
+    EXPECT_EQ(0u, ucg_progress_drain(&queue, &need_ucp));
+    EXPECT_EQ(0, need_ucp);
+    EXPECT_EQ(std::vector<int>({0, 2}), calls);
+
+    /* the first leaves; a record that only waits for UCP (parked requests)
+     * is not a collective in progress */
+    calls.clear();
+    f[0].flags   = UCG_PROGRESS_COMPLETED;
+    f[0].dequeue = 1;
+    f[2].flags   = UCG_PROGRESS_UCP;
+    EXPECT_EQ(1u, ucg_progress_drain(&queue, &need_ucp));
+    EXPECT_EQ(1, need_ucp);
+    EXPECT_EQ(std::vector<int>({0, 2}), calls);
+
+    calls.clear();
+    f[2].dequeue = 1;
+    EXPECT_EQ(0u, ucg_progress_drain(&queue, &need_ucp));
+    EXPECT_EQ(std::vector<int>({2}), calls);
+    EXPECT_TRUE(ucs_list_is_empty(&queue.elems));
+    EXPECT_EQ(6u, queue.gen);
 }

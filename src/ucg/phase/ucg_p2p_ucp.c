@@ -228,11 +228,69 @@ static void ucg_p2p_reap(ucg_coll_t *coll, unsigned *recvs_p,
     coll->num_reqs = kept;
 }
 
+/* A parked record whose requests UCP is done with, and its buffers */
+static void ucg_coll_parked_release(ucg_parked_t *parked)
+{
+    unsigned i;
+
+    for (i = 0; i < UCG_COLL_MAX_SCRATCH; ++i) {
+        ucs_free(parked->scratch[i]);
+    }
+    ucs_list_del(&parked->list);
+    ucg_progress_dequeue(&parked->progress);
+    ucs_free(parked);
+}
+
+/* Free the requests of @a parked that completed; @a force: every request
+ * (UCP completes them without us) */
+static void ucg_coll_parked_reap(ucg_parked_t *parked, int force)
+{
+    unsigned i, kept;
+
+    kept = 0;
+    for (i = 0; i < parked->num_reqs; ++i) {
+        if ((ucp_request_check_status(parked->reqs[i]) != UCS_INPROGRESS) ||
+            force) {
+            ucp_request_free(parked->reqs[i]);
+        } else {
+            parked->reqs[kept++] = parked->reqs[i];
+        }
+    }
+    parked->num_reqs = kept;
+}
+
+/* Progress function of a parked record in its context's queue: the buffers
+ * go once all its requests completed */
+static unsigned ucg_coll_parked_progress_cb(ucg_progress_elem_t *elem)
+{
+    ucg_parked_t *parked = ucs_container_of(elem, ucg_parked_t, progress);
+
+    ucg_coll_parked_reap(parked, 0);
+    if (parked->num_reqs == 0) {
+        ucg_coll_parked_release(parked);
+    }
+    return UCG_PROGRESS_UCP;
+}
+
+void ucg_coll_parked_progress(ucg_context_h context, int force)
+{
+    ucg_parked_t *parked, *tmp;
+
+    ucs_list_for_each_safe(parked, tmp, &context->parked, list) {
+        ucg_coll_parked_reap(parked, force);
+        /* A request released by force may still use the buffers until the
+         * worker is destroyed */
+        if ((parked->num_reqs == 0) && !force) {
+            ucg_coll_parked_release(parked);
+        }
+    }
+}
+
 /*
  * Sends that could not complete (a rendezvous whose receiver gave up) keep
  * reading their buffers: the requests and the collective's scratch buffers
  * go to the context, which frees the buffers once UCP has completed every
- * request (ucg_coll_parked_progress).  The collective gets new scratch
+ * request (ucg_coll_parked_progress_cb, from ucg_progress).  The collective gets new scratch
  * buffers if it is started again.
  */
 static void ucg_p2p_park(ucg_coll_t *coll)
@@ -255,6 +313,8 @@ static void ucg_p2p_park(ucg_coll_t *coll)
         memcpy(parked->reqs, coll->reqs, coll->num_reqs * sizeof(void*));
         memcpy(parked->scratch, coll->scratch, sizeof(parked->scratch));
         ucs_list_add_tail(&context->parked, &parked->list);
+        ucg_progress_enqueue(&context->progress_q, &parked->progress,
+                             ucg_coll_parked_progress_cb);
     }
 
     for (i = 0; i < UCG_COLL_MAX_SCRATCH; ++i) {
@@ -360,46 +420,6 @@ void ucg_p2p_cancel_all(ucg_coll_t *coll)
                   group->id, ucg_coll_name(coll->params.type), coll->seq,
                   coll->num_reqs);
         ucg_p2p_park(coll);
-    }
-}
-
-/* A parked record whose requests UCP is done with, and its buffers */
-static void ucg_coll_parked_release(ucg_parked_t *parked)
-{
-    unsigned i;
-
-    for (i = 0; i < UCG_COLL_MAX_SCRATCH; ++i) {
-        ucs_free(parked->scratch[i]);
-    }
-    ucs_list_del(&parked->list);
-    ucs_free(parked);
-}
-
-/* Free the parked requests that completed, and the buffers of those that
- * all have; @a force (context destroy): release every request to UCP, and
- * keep the buffers for ucg_coll_parked_free once the worker is gone */
-void ucg_coll_parked_progress(ucg_context_h context, int force)
-{
-    ucg_parked_t *parked, *tmp;
-    unsigned i, kept;
-
-    ucs_list_for_each_safe(parked, tmp, &context->parked, list) {
-        kept = 0;
-        for (i = 0; i < parked->num_reqs; ++i) {
-            if ((ucp_request_check_status(parked->reqs[i]) !=
-                 UCS_INPROGRESS) || force) {
-                ucp_request_free(parked->reqs[i]);
-            } else {
-                parked->reqs[kept++] = parked->reqs[i];
-            }
-        }
-        parked->num_reqs = kept;
-
-        /* A request released by force may still use the buffers until the
-         * worker is destroyed */
-        if ((parked->num_reqs == 0) && !force) {
-            ucg_coll_parked_release(parked);
-        }
     }
 }
 
