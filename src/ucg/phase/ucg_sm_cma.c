@@ -66,20 +66,30 @@ static void ucg_sm_cma_pack(const ucg_coll_t *coll, void *payload,
     }
 }
 
+/* The endpoint of stage 0 (@a first0: sm_bcast for bcast, sm_incast for
+ * reduce, in the phase's mode), then the other one of stage 1 (ack mode) */
+static ucs_status_t ucg_sm_cma_eps(const ucg_phase_t *phase,
+                                   const ucg_phase_set_t *set,
+                                   ucg_sm_tl_t first0, ucg_sm_ep_cb_t cb,
+                                   void *arg)
+{
+    ucs_status_t status;
+
+    status = cb(arg, first0, set, phase->sm_mode, UCT_O2M_OP_GATHER,
+                UCT_O2M_DT_UINT8);
+    if (status != UCS_OK) {
+        return status;
+    }
+    return cb(arg, (first0 == UCG_SM_BCAST) ? UCG_SM_INCAST : UCG_SM_BCAST,
+              set, phase->sm_ack_mode, UCT_O2M_OP_GATHER, UCT_O2M_DT_UINT8);
+}
+
 ucs_status_t ucg_sm_bcast_cma_eps(const ucg_coll_t *coll,
                                   const ucg_phase_t *phase,
                                   const ucg_phase_set_t *set,
                                   ucg_sm_ep_cb_t cb, void *arg)
 {
-    ucs_status_t status;
-
-    status = cb(arg, UCG_SM_BCAST, set, phase->sm_mode, UCT_O2M_OP_GATHER,
-                UCT_O2M_DT_UINT8);
-    if (status != UCS_OK) {
-        return status;
-    }
-    return cb(arg, UCG_SM_INCAST, set, phase->sm_ack_mode, UCT_O2M_OP_GATHER,
-              UCT_O2M_DT_UINT8);
+    return ucg_sm_cma_eps(phase, set, UCG_SM_BCAST, cb, arg);
 }
 
 ucs_status_t ucg_sm_reduce_cma_eps(const ucg_coll_t *coll,
@@ -87,15 +97,7 @@ ucs_status_t ucg_sm_reduce_cma_eps(const ucg_coll_t *coll,
                                    const ucg_phase_set_t *set,
                                    ucg_sm_ep_cb_t cb, void *arg)
 {
-    ucs_status_t status;
-
-    status = cb(arg, UCG_SM_INCAST, set, phase->sm_mode, UCT_O2M_OP_GATHER,
-                UCT_O2M_DT_UINT8);
-    if (status != UCS_OK) {
-        return status;
-    }
-    return cb(arg, UCG_SM_BCAST, set, phase->sm_ack_mode, UCT_O2M_OP_GATHER,
-              UCT_O2M_DT_UINT8);
+    return ucg_sm_cma_eps(phase, set, UCG_SM_INCAST, cb, arg);
 }
 
 /* The fan-in is stage 1 of bcast */

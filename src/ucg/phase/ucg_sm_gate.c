@@ -38,9 +38,9 @@ static ucs_status_t ucg_sm_resolve_ep(void *arg, ucg_sm_tl_t tl,
                                       uct_o2m_mode_t mode, uct_o2m_op_t op,
                                       uct_o2m_dtype_t dtype)
 {
-    ucg_sm_resolve_arg_t *rarg   = arg;
-    ucg_coll_t *coll             = rarg->coll;
-    uct_o2m_ep_state_t *worst_p  = &rarg->worst;
+    ucg_sm_resolve_arg_t *rarg  = arg;
+    ucg_coll_t *coll            = rarg->coll;
+    uct_o2m_ep_state_t *worst_p = &rarg->worst;
     uct_o2m_ep_state_t state;
     ucs_status_t status;
     uct_ep_h ep;
