@@ -356,14 +356,14 @@ void kill_leader_test(unsigned victim)
             for (unsigned i = 0; i < 3; ++i) {
                 ucg_coll_test(coll);
             }
-            t = now();
+            t = o2m_test::now_sec();
             __atomic_store(&sh->kill_time, &t, __ATOMIC_SEQ_CST);
             kill(getpid(), SIGKILL);
             _exit(2); /* not reached */
         }
 
         st = wait_coll(coll, label, bound + 20);
-        t  = now();
+        t  = o2m_test::now_sec();
         if (st == UCS_OK) {
             /* Finished is not failed: then the data is right */
             bufs.check(label + ": completed although rank " +
