@@ -4,7 +4,10 @@
  * in bounded time, never hang.
  *
  *   mpirun --mca orte_abort_on_non_zero_status 0 ... \
- *          ./coll_kill VICTIM FILE [BOUND]
+ *          ./coll_kill VICTIM FILE [BOUND [bcast]]
+ *
+ * With "bcast" the loop runs 64 KiB bcasts instead, the root moving by one
+ * rank every call (with UCX_UCG_MC=yes: host leaders on mc_udp).
  *
  * Every rank runs allgathers of 64 KiB in all in a loop with
  * MPI_ERRORS_RETURN: small enough for coll/ucg's pack buffers, so that a
@@ -89,7 +92,7 @@ static void *victim_thread(void *arg)
 int main(int argc, char **argv)
 {
     char host[256] = "?", msg[MPI_MAX_ERROR_STRING];
-    int rank, size, victim, rc, len, i, iter, wrong, count;
+    int rank, size, victim, rc, len, i, iter, wrong, count, bcast, root;
     double bound = 60, start, t, tk;
     int *sbuf, *rbuf;
     pthread_t thread;
@@ -97,7 +100,8 @@ int main(int argc, char **argv)
     check_init(&argc, &argv, &rank, &size);
     if (argc < 3) {
         if (rank == 0) {
-            fprintf(stderr, "usage: coll_kill VICTIM FILE [BOUND]\n");
+            fprintf(stderr, "usage: coll_kill VICTIM FILE [BOUND [bcast]]"
+                    "\n");
         }
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
@@ -106,6 +110,7 @@ int main(int argc, char **argv)
     if (argc > 3) {
         bound = atof(argv[3]);
     }
+    bcast = (argc > 4) && !strcmp(argv[4], "bcast");
     gethostname(host, sizeof(host) - 1);
     count = 16384 / size; /* MPI_INT per rank */
 
@@ -142,8 +147,18 @@ int main(int argc, char **argv)
         for (i = 0; i < count; ++i) {
             sbuf[i] = rank * 7 + i + iter;
         }
-        rc = MPI_Allgather(sbuf, count, MPI_INT, rbuf, count, MPI_INT,
+        if (bcast) {
+            /* the root's blocks as an allgather would leave them */
+            root = iter % size;
+            for (i = 0; (rank == root) && (i < count * size); ++i) {
+                rbuf[i] = (i / count) * 7 + i % count + iter;
+            }
+            rc = MPI_Bcast(rbuf, count * size, MPI_INT, root,
                            MPI_COMM_WORLD);
+        } else {
+            rc = MPI_Allgather(sbuf, count, MPI_INT, rbuf, count, MPI_INT,
+                               MPI_COMM_WORLD);
+        }
         t  = now();
         tk = kill_time();
         if (rc != MPI_SUCCESS) {

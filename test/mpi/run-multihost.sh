@@ -31,8 +31,9 @@
 # KILL_BOUND s (60, against hangs only).  Cases: 3 hosts x 1 rank (every
 # survivor on another host: UCP's error handling), and 2 hosts x 2 ranks
 # with the victim a host leader and a host member (same-host survivors
-# through the sm transports' liveness watches).  The time from the kill to
-# each survivor's error is printed.
+# through the sm transports' liveness watches); with --mc also a bcast
+# loop (host leaders on mc_udp) with a host leader killed, on 3 x 1 and
+# 2 x 2.  The time from the kill to each survivor's error is printed.
 #
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -112,6 +113,9 @@ if [ "$loss" -gt 0 ]; then
     echo "--- every host drops $loss % of the UDP packets it receives"
 fi
 
+mc_env=()
+[ "${MPI_TEST_EXPECT_MC:-0}" = 1 ] && mc_env=(-x UCX_UCG_MC=yes)
+
 fail=0
 start=$(date +%s)
 extras_done=0
@@ -131,10 +135,12 @@ for l in $layouts; do
         "${extra[@]}" || fail=1
 done
 
-# run_kill HOSTS PPN VICTIM [PATTERN]: one coll_kill run, checked; with
-# PATTERN (extended regular expression), its output must match it
+# run_kill HOSTS PPN VICTIM [PATTERN [MODE]]: one coll_kill run, checked;
+# with PATTERN (extended regular expression), its output must match it;
+# MODE bcast: a bcast loop instead of allgathers
 run_kill() {
-    local hosts=$1 ppn=$2 victim=$3 pattern=${4:-} np=$(($1 * $2))
+    local hosts=$1 ppn=$2 victim=$3 pattern=${4:-} mode=${5:-}
+    local np=$(($1 * $2))
     local log kfile rc n pid
     log=$(mktemp)
     kfile=$(mktemp -u "${MULTIHOST_DIR:-/tmp}/coll_kill.XXXXXX")
@@ -144,8 +150,8 @@ run_kill() {
         -np "$np" --host "$(host_list "$hosts" "$ppn")" \
         --mca orte_abort_on_non_zero_status 0 \
         -x UCX_ZCOPY_THRESH=inf -x UCX_RNDV_THRESH=inf \
-        "${extra[@]}" "$mpi_bin/coll_kill" "$victim" "$kfile" \
-        "${KILL_BOUND:-60}" >"$log" 2>&1 &
+        "${mc_env[@]}" "${extra[@]}" "$mpi_bin/coll_kill" "$victim" \
+        "$kfile" "${KILL_BOUND:-60}" $mode >"$log" 2>&1 &
     pid=$!
     # mpirun may not end after the survivors' exits (see coll_kill.c): it
     # is stopped once each survivor has printed its line (bounded by
@@ -186,6 +192,11 @@ if [ "$kill_tests" = 1 ] && [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ]; then
         fail=1
     run_kill 2 2 2 || fail=1   # a host leader
     run_kill 2 2 3 || fail=1   # a host member
+    if [ "${MPI_TEST_EXPECT_MC:-0}" = 1 ]; then
+        echo "--- coll_kill: a rank killed during a bcast loop (mc_udp)"
+        run_kill 3 1 1 "" bcast || fail=1   # a leader: root, then member
+        run_kill 2 2 2 "" bcast || fail=1   # a leader with a member
+    fi
 fi
 
 echo "run-multihost.sh: layouts {$layouts}$([ "$loss" -gt 0 ] &&
