@@ -552,3 +552,72 @@ TEST_F(mc_rel_stream, repair_unicast_or_remulticast)
     EXPECT_EQ(3, ep.sent[0].dest);
     uct_mc_rel_stream_destroy(root);
 }
+
+/* remcast_thresh counts members missing a PSN, each subtree once: a child
+ * that NACKs the same PSN again (its retry after an RTO of its own, or a
+ * grown count from below) replaces its earlier report.  One receiver alone
+ * never makes the root re-multicast */
+TEST_F(mc_rel_stream, remcast_counts_each_subtree_once)
+{
+    std::vector<uint8_t> msg(48, 0x22); /* 3 fragments */
+
+    for (unsigned size : {2u, 5u}) {
+        uct_mc_rel_stream_t *root;
+        endpoint ep;
+        uct_mc_rel_hdr_t h;
+
+        m_config.radix          = 4;
+        m_config.remcast_thresh = (size == 2) ? 0 : 3; /* 0: max(2, N/8) */
+        ASSERT_EQ(UCS_OK, create(0, &root, &ep, size));
+        uct_mc_rel_progress(root, m_now);               /* probe */
+        for (unsigned c = 1; c < size; ++c) {
+            h = hdr(UCT_MC_REL_PKT_ACK, c);
+            h.flags = UCT_MC_REL_FLAG_JOINED;
+            h.psn   = PSN0;
+            std::vector<uint8_t> buf(UCT_MC_REL_HDR_LEN);
+            uct_mc_rel_pack(&h, buf.data());
+            uct_mc_rel_recv(root, buf.data(), buf.size(), m_now);
+        }
+        ASSERT_EQ(UCS_OK, uct_mc_rel_status(root));
+        ASSERT_EQ(UCS_OK, uct_mc_rel_send(root, msg.data(), msg.size(),
+                                          m_now));
+        ep.sent.clear();
+
+        auto nack = [&](unsigned src, uint32_t count) {
+            uct_mc_rel_hdr_t n = hdr(UCT_MC_REL_PKT_NACK, src);
+            std::vector<uint8_t> buf(UCT_MC_REL_HDR_LEN);
+            n.psn    = PSN0 + 1;
+            n.aux    = count;
+            n.bitmap = 1;
+            uct_mc_rel_pack(&n, buf.data());
+            uct_mc_rel_recv(root, buf.data(), buf.size(), m_now);
+            m_now += 1000; /* well within one RTO */
+        };
+
+        /* the same receiver three times: one member misses it */
+        for (int i = 0; i < 3; ++i) {
+            nack(1, 1);
+        }
+        if (size == 5) {
+            nack(1, 2); /* its subtree: 2 now, not 1 + 1 + 1 + 2 */
+        }
+        uct_mc_rel_stats_t st;
+        uct_mc_rel_stats(root, &st);
+        EXPECT_EQ(0u, st.tx_repair_mcast) << size << " members";
+        EXPECT_EQ((size == 5) ? 4u : 3u, st.tx_repair_ucast)
+            << size << " members";
+        for (const sent_pkt &p : ep.sent) {
+            EXPECT_EQ(1, p.dest);
+        }
+
+        if (size == 5) {
+            /* another subtree: 2 + 1 reach the threshold */
+            ep.sent.clear();
+            nack(2, 1);
+            ASSERT_EQ(1u, ep.sent.size());
+            EXPECT_EQ(UCT_MC_REL_DEST_MCAST, ep.sent[0].dest);
+            EXPECT_EQ(PSN0 + 1, ep.sent[0].hdr.psn);
+        }
+        uct_mc_rel_stream_destroy(root);
+    }
+}

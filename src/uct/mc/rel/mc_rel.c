@@ -782,8 +782,13 @@ ucs_status_t uct_mc_rel_stream_create(const uct_mc_rel_params_t *params,
                              "mc_rel_children");
     s->slots    = ucs_calloc(window, sizeof(*s->slots), "mc_rel_slots");
     s->storage  = ucs_malloc((size_t)window * s->cfg.mtu, "mc_rel_storage");
+    if (s->is_root) {
+        s->nack_count = ucs_calloc((size_t)window * ucs_max(s->nchildren, 1),
+                                   sizeof(*s->nack_count),
+                                   "mc_rel_nack_count");
+    }
     if ((s->children == NULL) || (s->slots == NULL) ||
-        (s->storage == NULL)) {
+        (s->storage == NULL) || (s->is_root && (s->nack_count == NULL))) {
         status = UCS_ERR_NO_MEMORY;
         goto err_free;
     }
@@ -814,6 +819,7 @@ ucs_status_t uct_mc_rel_stream_create(const uct_mc_rel_params_t *params,
     return UCS_OK;
 
 err_free:
+    ucs_free(s->nack_count);
     ucs_free(s->storage);
     ucs_free(s->slots);
     ucs_free(s->children);
@@ -825,6 +831,7 @@ void uct_mc_rel_stream_destroy(uct_mc_rel_stream_t *s)
 {
     ucs_free(s->abort_pending);
     ucs_free(s->asm_buf);
+    ucs_free(s->nack_count);
     ucs_free(s->storage);
     ucs_free(s->slots);
     ucs_free(s->children);

@@ -80,6 +80,10 @@ struct uct_mc_rel_stream {
     unsigned               nchildren;
     uct_mc_rel_child_t     *children;
     unsigned               remcast_thresh;
+    uint16_t               *nack_count; /* root: per slot, per child, the
+                                           members that child last reported
+                                           missing the slot's PSN within the
+                                           weight's RTO window */
 
     uct_mc_rel_state_t     state;
     ucs_status_t           status;

@@ -14,6 +14,14 @@
 #include "mc_rel_int.h"
 
 
+/* The root forgets who reported @a slot's PSN missing */
+static void uct_mc_rel_root_weight_clear(uct_mc_rel_stream_t *s,
+                                         uct_mc_rel_slot_t *slot)
+{
+    memset(&s->nack_count[(size_t)(slot - s->slots) * s->nchildren], 0,
+           s->nchildren * sizeof(*s->nack_count));
+}
+
 void uct_mc_rel_root_transmit(uct_mc_rel_stream_t *s, uint64_t now)
 {
     uct_mc_rel_slot_t *slot;
@@ -76,6 +84,7 @@ ucs_status_t uct_mc_rel_send(uct_mc_rel_stream_t *s, const void *data,
         slot->retx        = 0;
         slot->mcast_valid = 0;
         slot->weight      = 0;
+        uct_mc_rel_root_weight_clear(s, slot);
         slot->msg_len     = length;
         slot->offset      = offset;
         slot->len         = ucs_min(mtu, length - offset);
@@ -148,6 +157,7 @@ void uct_mc_rel_root_nack(uct_mc_rel_stream_t *s,
 {
     uint64_t rto = uct_mc_rel_rto(s);
     uct_mc_rel_slot_t *slot;
+    uint16_t *count;
     uint32_t psn;
     unsigned i;
 
@@ -161,8 +171,16 @@ void uct_mc_rel_root_nack(uct_mc_rel_stream_t *s,
         if (now - slot->t_weight > rto) {
             slot->weight   = 0;
             slot->t_weight = now;
+            uct_mc_rel_root_weight_clear(s, slot);
         }
-        slot->weight += hdr->aux;
+        /* The weight counts each subtree once: a child's NACK repeated
+         * (its retry, or its subtree's count grown) replaces what that
+         * child reported before, so that one receiver NACKing a PSN twice
+         * is still one receiver missing it */
+        count         = &s->nack_count[(size_t)(slot - s->slots) *
+                                       s->nchildren + (c - s->children)];
+        slot->weight  = slot->weight - *count + hdr->aux;
+        *count        = hdr->aux;
         slot->retx    = 1;
         if (slot->mcast_valid && (now - slot->t_mcast < rto / 2)) {
             continue; /* a re-multicast of it is on its way */
@@ -174,6 +192,7 @@ void uct_mc_rel_root_nack(uct_mc_rel_stream_t *s,
             slot->mcast_valid = 1;
             slot->t_mcast     = now;
             slot->weight      = 0;
+            uct_mc_rel_root_weight_clear(s, slot);
             ++s->stats.tx_repair_mcast;
         } else {
             uct_mc_rel_send_data(s, c->rank, slot, s->high,
