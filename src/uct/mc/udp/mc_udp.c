@@ -273,7 +273,8 @@ static ucs_config_field_t uct_mc_udp_iface_config_table[] = {
 
     {"PACE_RATE", "400MBs",
      "Data a stream's root sends per second at most (bursts of 16 packets), "
-     "so that it does not overrun the receivers' buffers; \"inf\": no pacing.",
+     "so that it does not overrun the receivers' buffers; \"auto\": no "
+     "pacing (a number needs its unit, e.g. \"1GBs\").",
      ucs_offsetof(uct_mc_udp_iface_config_t, pace_rate), UCS_CONFIG_TYPE_BW},
 
     {"MAX_CONNS", "1024",
