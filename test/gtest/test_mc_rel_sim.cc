@@ -80,6 +80,9 @@ struct sim_faults {
     uint64_t mc_delay  = 0;     /* extra delay of multicast copies: a
                                    receiver whose multicast socket holds a
                                    backlog while unicast comes at once */
+    uint64_t mc_serial = 0;     /* the root's link sends one multicast
+                                   packet per mc_serial ns (a queue: the
+                                   next waits for the previous) */
     double   refuse    = 0;     /* the transport refuses a send
                                    (UCS_ERR_NO_RESOURCE: no buffer) */
     double   noise     = 0;     /* a copy comes with a bad twin (one field
@@ -401,11 +404,11 @@ private:
     }
 
     void link(unsigned src, unsigned dst, const sim_pkt_ptr &pkt,
-              bool mc = false)
+              bool mc = false, uint64_t queued = 0)
     {
         std::uniform_real_distribution<double> u(0, 1);
         const sim_faults &f = m_sc.faults;
-        uint64_t extra      = mc ? f.mc_delay : 0;
+        uint64_t extra      = (mc ? f.mc_delay : 0) + queued;
         double loss         = (f.mc_lossy < 0) ?
                               m_link_loss[src * m_sc.size + dst] :
                               ((mc && ((int)dst == f.mc_lossy)) ? f.loss : 0);
@@ -486,9 +489,15 @@ private:
         }
 
         if (dest == UCT_MC_REL_DEST_MCAST) {
+            uint64_t queued = 0;
+            if (sim->m_sc.faults.mc_serial != 0) {
+                sim->m_tx_free = std::max(sim->m_now, sim->m_tx_free) +
+                                 sim->m_sc.faults.mc_serial;
+                queued         = sim->m_tx_free - sim->m_now;
+            }
             for (unsigned r = 0; r < sim->m_sc.size; ++r) {
                 if (r != m->rank) {
-                    sim->link(m->rank, r, pkt, true);
+                    sim->link(m->rank, r, pkt, true, queued);
                 }
             }
         } else if ((dest < 0) || ((unsigned)dest >= sim->m_sc.size) ||
@@ -604,6 +613,7 @@ private:
     uint64_t                    m_seq      = 0;
     size_t                      m_next_msg = 0;
     uint64_t                    m_app_time = 0;
+    uint64_t                    m_tx_free  = 0;   /* the root's link free */
     bool                        m_killed   = false;
     int                         m_late     = -1;
     result                      m_res;
@@ -1162,5 +1172,51 @@ TEST(mc_rel_sim, repair_latency_alone)
                st.repair_lat_max / 1000,
                st.repair_lat_sum / st.rx_repaired / 1000,
                root.tx_repair_ucast, root.tx_repair_mcast);
+    }
+}
+
+/* A steady root without loss keeps its link busy: the receivers' ACKs
+ * (and their parents' aggregates) come back while the window still holds
+ * packets to send, so sending M messages takes about their serialization
+ * time plus a few link delays, not a round trip per window.  8 KiB
+ * messages of 6 packets, the root's link at one packet per microsecond,
+ * links of 30 us (the window of 256 packets lasts 256 us, about 4 round
+ * trips); 1, 2 and 8 receivers (8: a parent between the root and
+ * leaves).  Simulated time: the bound is on the engine's protocol, not on
+ * a machine's speed. */
+TEST(mc_rel_sim, steady_sender_no_stall)
+{
+    for (unsigned size : {2u, 3u, 9u}) {
+        sim_scenario sc;
+        sc.seed     = 97000 + size;
+        sc.size     = size;
+        sc.root     = 0;
+        sc.init_psn = 0;
+        uct_mc_rel_config_default(&sc.config);
+        sc.config.mtu     = 1432;
+        sc.config.max_msg = 8192;
+        const unsigned nmsgs = 1000, frags = 6;
+        for (unsigned i = 0; i < nmsgs; ++i) {
+            sc.msgs.push_back(make_msg(sc.seed, i, 8192));
+        }
+        sc.faults.delay     = 30 * US;
+        sc.faults.mc_serial = 1 * US;
+        mc_sim sim(sc);
+        mc_sim::result res = sim.run();
+        ASSERT_TRUE(!res.hang && res.violations.empty() &&
+                    none_failed(sim, sc)) << describe(sc, res);
+
+        uint64_t serial = (uint64_t)nmsgs * frags * sc.faults.mc_serial;
+        uct_mc_rel_stats_t st;
+        uct_mc_rel_stats(sim.member(1).stream, &st);
+        printf("  %u receivers: %lu us for %lu us of serialization, "
+               "link delay %lu us; member 1 sent %lu ACKs for %u "
+               "messages\n", size - 1, res.complete_time / US, serial / US,
+               sc.faults.delay / US, st.tx_ack, nmsgs);
+        /* the join (a probe round trip), the last packet's way and its
+         * ACK's, a few more for the tree: far below a round trip for each
+         * of the ~23 windows */
+        EXPECT_LE(res.complete_time, serial + 20 * sc.faults.delay)
+            << describe(sc, res);
     }
 }
