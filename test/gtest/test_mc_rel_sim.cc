@@ -80,6 +80,10 @@ struct sim_faults {
     uint64_t mc_delay  = 0;     /* extra delay of multicast copies: a
                                    receiver whose multicast socket holds a
                                    backlog while unicast comes at once */
+    int      mc_slow   = -1;    /* when set: mc_delay applies only to the
+                                   multicast copies to this member (its
+                                   multicast socket is behind, its
+                                   parent's is not) */
     uint64_t mc_serial = 0;     /* the root's link sends one multicast
                                    packet per mc_serial ns (a queue: the
                                    next waits for the previous) */
@@ -408,7 +412,9 @@ private:
     {
         std::uniform_real_distribution<double> u(0, 1);
         const sim_faults &f = m_sc.faults;
-        uint64_t extra      = (mc ? f.mc_delay : 0) + queued;
+        uint64_t extra      = ((mc && ((f.mc_slow < 0) ||
+                                       ((int)dst == f.mc_slow))) ?
+                               f.mc_delay : 0) + queued;
         double loss         = (f.mc_lossy < 0) ?
                               m_link_loss[src * m_sc.size + dst] :
                               ((mc && ((int)dst == f.mc_lossy)) ? f.loss : 0);
@@ -1217,6 +1223,46 @@ TEST(mc_rel_sim, steady_sender_no_stall)
          * ACK's, a few more for the tree: far below a round trip for each
          * of the ~23 windows */
         EXPECT_LE(res.complete_time, serial + 20 * sc.faults.delay)
+            << describe(sc, res);
+    }
+}
+
+/* A member pings its parent when it waits for the root (here: for the next
+ * message) and hears nothing for an RTO; the parent's unicast answer (a
+ * SYNC with the next PSN it knows) overtakes the packets still in the
+ * member's multicast socket.  Opened as gaps they were NACKed and repaired
+ * although not lost (as a unicast repair's news was, commit 58a72d0).  A
+ * chain root -> 1 -> 2 without loss, member 2's multicast 300 us behind
+ * its parent's, messages every 0..1 ms: no NACK, no repair */
+TEST(mc_rel_sim, parent_sync_no_false_gaps)
+{
+    for (unsigned seed = 0; seed < 4; ++seed) {
+        sim_scenario sc;
+        sc.seed     = 98000 + seed;
+        sc.size     = 3;
+        sc.root     = 0;
+        sc.init_psn = 0;
+        uct_mc_rel_config_default(&sc.config);
+        sc.config.radix   = 1;
+        sc.config.mtu     = 1432;
+        sc.config.max_msg = 8192;
+        for (unsigned i = 0; i < 300; ++i) {
+            sc.msgs.push_back(make_msg(sc.seed, i, 1 + (i * 977) % 4096));
+        }
+        sc.pause           = 1000 * US;
+        sc.faults.delay    = 10 * US;
+        sc.faults.mc_delay = 300 * US;
+        sc.faults.mc_slow  = 2;
+        mc_sim sim(sc);
+        mc_sim::result res = sim.run();
+        ASSERT_TRUE(!res.hang && res.violations.empty() &&
+                    none_failed(sim, sc)) << describe(sc, res);
+        EXPECT_EQ((uint64_t)(sc.size - 1) * sc.msgs.size(),
+                  res.total.rx_msgs);
+        uct_mc_rel_stats_t st;
+        uct_mc_rel_stats(sim.member(2).stream, &st);
+        EXPECT_EQ(0u, st.tx_nack) << describe(sc, res);
+        EXPECT_EQ(0u, res.total.tx_repair_ucast + res.total.tx_repair_mcast)
             << describe(sc, res);
     }
 }

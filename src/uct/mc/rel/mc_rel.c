@@ -580,9 +580,17 @@ static void uct_mc_rel_watch_fire(uct_mc_rel_stream_t *s, uint64_t now)
 
     for (i = 0; i < s->nchildren; ++i) {
         c = &s->children[i];
-        if (uct_mc_rel_child_lags(s, c) &&
-            !uct_mc_rel_check_peer(s, c->rank, c->last_heard, now)) {
+        if (!uct_mc_rel_child_lags(s, c)) {
+            continue;
+        }
+        if (!uct_mc_rel_check_peer(s, c->rank, c->last_heard, now)) {
             return;
+        }
+        if (!s->is_root && c->known && s->ready_seen) {
+            /* its ACK may be lost, and once it has everything it neither
+             * pings nor hears the root again: a SYNC asks it to ACK */
+            uct_mc_rel_send_sync(s, c->rank, UCT_MC_REL_PKT_SYNC,
+                                 s->view_acked, s->view_next, now);
         }
     }
 

@@ -410,9 +410,23 @@ void uct_mc_rel_rx_sync(uct_mc_rel_stream_t *s,
         s->view_acked = hdr->psn;
         s->view_next  = hdr->aux;
     }
-    uct_mc_rel_rx_extend(s, hdr->aux, now);
-    if ((hdr->src == s->root) && (hdr->psn != hdr->aux)) {
-        /* the root's window stalls: our ACK may be lost */
+    /* The parent's SYNC answers a ping by unicast: the next PSN it knows
+     * may run ahead of packets still in this member's multicast socket
+     * (the parent drained its own socket sooner), which would be NACKed
+     * and repaired although not lost, as a unicast repair's would (see
+     * uct_mc_rel_rx_data).  It updates the view of the root's window, so
+     * that this member keeps waiting and pinging; the root's SYNCs, which
+     * come by multicast behind the data, tell of the packets to NACK.
+     * Once the root is gone no SYNC comes from it and nothing more is on
+     * its way: then the parent (custody) tells of the tail */
+    if ((hdr->src == s->root) ||
+        ((s->ops.is_alive != NULL) && !s->ops.is_alive(s->arg, s->root))) {
+        uct_mc_rel_rx_extend(s, hdr->aux, now);
+    }
+    if ((hdr->src != s->root) || (hdr->psn != hdr->aux)) {
+        /* the root's window stalls, or the parent waits for this subtree
+         * (a SYNC from the parent answers a ping or asks for an ACK): our
+         * ACK may be lost */
         uct_mc_rel_rx_ack(s, 1, 0, now);
     }
     /* an answer without news keeps the ping's back-off */
