@@ -819,7 +819,7 @@ ucs_status_t ucg_group_create(ucg_context_h context,
     group->rank    = params->rank;
     group->failed  = UCS_OK;
     ucs_list_head_init(&group->sm_eps);
-    ucs_list_head_init(&group->plans);
+    ucg_plan_cache_init(&group->plans);
     ucs_list_head_init(&group->colls);
     ucs_queue_head_init(&group->sm_unexp);
 
@@ -1029,17 +1029,6 @@ static void ucg_group_destroy_sm_eps(ucg_group_t *group)
     }
 }
 
-static void ucg_group_destroy_plans(ucg_group_t *group)
-{
-    ucg_plan_entry_t *entry, *tmp;
-
-    ucs_list_for_each_safe(entry, tmp, &group->plans, list) {
-        ucg_plan_destroy(entry->plan);
-        ucs_list_del(&entry->list);
-        ucs_free(entry);
-    }
-}
-
 void ucg_group_destroy(ucg_group_h group)
 {
     if (group == NULL) {
@@ -1054,7 +1043,7 @@ void ucg_group_destroy(ucg_group_h group)
     ucg_mc_group_cleanup(group);
     /* Drop what arrived for the group while flushing */
     ucg_coll_group_cleanup(group);
-    ucg_group_destroy_plans(group);
+    ucg_plan_cache_cleanup(&group->plans);
     ucg_group_sm_cleanup(group);
     ucg_group_unwatch_members(group);
     ucg_topo_cleanup(&group->topo);
@@ -1315,52 +1304,15 @@ ucs_status_t ucg_group_plan(ucg_group_h group, const ucg_plan_key_t *key,
                             const ucg_plan_t **plan_p)
 {
     const ucg_config_t *config = group->context->config;
-    ucg_plan_entry_t *entry;
-    unsigned size_class;
     ucs_status_t status;
+    int created;
 
-    size_class = ucg_plan_size_class(config, key->type, key->msg_size);
-    ucs_list_for_each(entry, &group->plans, list) {
-        if ((entry->type == key->type) && (entry->size_class == size_class) &&
-            (entry->root == key->root) && (entry->op == key->op) &&
-            (entry->dtype == key->dtype) &&
-            (entry->dt_size == key->dt_size) &&
-            (entry->commutative == key->commutative) &&
-            (entry->flat == key->flat)) {
-            *plan_p = entry->plan;
-            return UCS_OK;
-        }
+    status = ucg_plan_cache_get(&group->plans, config, &group->topo, key,
+                                plan_p, &created);
+    if ((status == UCS_OK) && created && config->log_plans) {
+        ucg_group_log_plan(group, *plan_p);
     }
-
-    entry = ucs_malloc(sizeof(*entry), "ucg plan entry");
-    if (entry == NULL) {
-        ucs_error("UCG group %u rank %u: out of memory", group->id,
-                  group->rank);
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    status = ucg_plan_create(config, &group->topo, key, &entry->plan);
-    if (status != UCS_OK) {
-        ucs_free(entry);
-        return status;
-    }
-
-    entry->type        = key->type;
-    entry->size_class  = size_class;
-    entry->root        = key->root;
-    entry->op          = key->op;
-    entry->dtype       = key->dtype;
-    entry->dt_size     = key->dt_size;
-    entry->commutative = key->commutative;
-    entry->flat        = key->flat;
-    ucs_list_add_tail(&group->plans, &entry->list);
-
-    if (config->log_plans) {
-        ucg_group_log_plan(group, entry->plan);
-    }
-
-    *plan_p = entry->plan;
-    return UCS_OK;
+    return status;
 }
 
 ucs_status_t ucg_group_check(ucg_group_h group)

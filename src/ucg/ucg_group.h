@@ -39,20 +39,6 @@ typedef struct ucg_sm_ep {
     uct_ep_h            ep;
 } ucg_sm_ep_t;
 
-/** A cached plan */
-typedef struct ucg_plan_entry {
-    ucs_list_link_t     list;
-    ucg_coll_type_t     type;
-    unsigned            size_class;
-    unsigned            root;
-    ucg_op_t            op;
-    ucg_dtype_t         dtype;
-    size_t              dt_size;      /* UCG_DT_BYTES: fragment rounding */
-    int                 commutative;
-    int                 flat;
-    ucg_plan_t          *plan;
-} ucg_plan_entry_t;
-
 /** A host-local endpoint the group has admitted (the same list on every
  *  member: admissions happen at collective starts, in start order) */
 typedef struct ucg_sm_slot {
@@ -81,7 +67,7 @@ struct ucg_group {
     ucg_member_t        *members;     /* [size] */
     void                *addr_blob;
     ucs_list_link_t     sm_eps;       /* ucg_sm_ep_t */
-    ucs_list_link_t     plans;        /* ucg_plan_entry_t */
+    ucg_plan_cache_t    plans;
 
     /* Executor state */
     uint16_t            next_seq;     /* sequence of the next start */

@@ -67,10 +67,6 @@ static const char *ucg_plan_coll_vars[] = {
     [UCG_COLL_ALLGATHER] = "ALLGATHER"
 };
 
-/* Allgather ring decision "msg_size * size >= thresh" as the smallest
- * group size that reaches it; this value when no group of UCG does */
-#define UCG_PLAN_NEVER_RANKS (UCG_TAG_MAX_RANKS + 1)
-
 
 /* ------------------------------------------------------------------------ */
 /* Topology                                                                 */
@@ -209,135 +205,6 @@ void ucg_topo_cleanup(ucg_topo_t *topo)
 /* Size thresholds                                                          */
 /* ------------------------------------------------------------------------ */
 
-/* msg_size >= thresh, "inf" never reached */
-static int ucg_plan_reaches(size_t msg_size, size_t thresh)
-{
-    return (thresh != UCS_MEMUNITS_INF) && (msg_size >= thresh);
-}
-
-/* Pipelined p2p bcast: messages larger than two fragments */
-static size_t ucg_plan_p2p_bcast_frag(const ucg_config_t *config,
-                                      size_t msg_size)
-{
-    size_t frag = config->p2p_frag_size;
-
-    if ((frag == UCS_MEMUNITS_INF) || (frag == UCS_MEMUNITS_AUTO) ||
-        (frag == 0) || (frag > SIZE_MAX / 2)) {
-        return 0;
-    }
-
-    return (msg_size > 2 * frag) ? frag : 0;
-}
-
-/* Smallest group size n with msg_size * n >= ALLGATHER_RING_THRESH,
- * capped at UCG_PLAN_NEVER_RANKS */
-static unsigned ucg_plan_allgather_ring_ranks(const ucg_config_t *config,
-                                              size_t msg_size)
-{
-    size_t thresh = config->allgather_ring_thresh;
-    size_t n;
-
-    if ((thresh == UCS_MEMUNITS_INF) || (thresh == UCS_MEMUNITS_AUTO)) {
-        return UCG_PLAN_NEVER_RANKS;
-    } else if (thresh == 0) {
-        return 0;
-    } else if (msg_size == 0) {
-        return UCG_PLAN_NEVER_RANKS;
-    }
-
-    n = thresh / msg_size + ((thresh % msg_size) != 0);
-    return ucs_min(n, (size_t)UCG_PLAN_NEVER_RANKS);
-}
-
-/*
- * Scatter through sm_bcast gives every member its whole host's blocks, and
- * allgather's fan-in + fan-out copy the whole result twice: above these
- * sizes point-to-point moves less.
- */
-static int ucg_plan_sm_too_large(const ucg_config_t *config,
-                                 ucg_coll_type_t type, size_t msg_size)
-{
-    return ((type == UCG_COLL_SCATTER) &&
-            (msg_size > config->sm_scatter_max)) ||
-           ((type == UCG_COLL_ALLGATHER) &&
-            (msg_size > config->sm_allgather_max));
-}
-
-/* Allgather's class is a number of ranks (below 2^21): this bit is free */
-#define UCG_PLAN_CLASS_SM_TOO_LARGE UCS_BIT(31)
-
-enum {
-    UCG_PLAN_CLASS_P2P_FRAG  = UCS_BIT(0), /* msg_size > 2 * P2P_FRAG_SIZE */
-    UCG_PLAN_CLASS_AR_RING   = UCS_BIT(1), /* >= ALLREDUCE_RING_THRESH */
-    UCG_PLAN_CLASS_SM_LOCKED = UCS_BIT(2), /* >= SM_LOCKED_THRESH */
-    UCG_PLAN_CLASS_SM_AR     = UCS_BIT(3), /* <= SM_ALLREDUCE_MAX */
-    UCG_PLAN_CLASS_SM_CMA    = UCS_BIT(4), /* >= SM_{BCAST,REDUCE}_CMA_THRESH */
-    UCG_PLAN_CLASS_MC_BIG    = UCS_BIT(5)  /* > MC_MAX_SIZE */
-};
-
-unsigned ucg_plan_size_class(const ucg_config_t *config, ucg_coll_type_t type,
-                             size_t msg_size)
-{
-    unsigned cls = 0;
-
-    switch (type) {
-    case UCG_COLL_ALLREDUCE:
-        if (ucg_plan_reaches(msg_size, config->allreduce_ring_thresh)) {
-            cls |= UCG_PLAN_CLASS_AR_RING;
-        }
-        if (msg_size <= config->sm_allreduce_max) {
-            cls |= UCG_PLAN_CLASS_SM_AR;
-        }
-        /* fall through: knomial and non-commutative plans bcast */
-    case UCG_COLL_BCAST:
-        if (ucg_plan_p2p_bcast_frag(config, msg_size) != 0) {
-            cls |= UCG_PLAN_CLASS_P2P_FRAG;
-        }
-        if (msg_size > config->mc_max_size) {
-            cls |= UCG_PLAN_CLASS_MC_BIG;
-        }
-        if (type == UCG_COLL_BCAST) {
-            if (ucg_plan_reaches(msg_size, config->sm_bcast_cma_thresh)) {
-                cls |= UCG_PLAN_CLASS_SM_CMA;
-            }
-            break;
-        }
-        /* fall through: allreduce reduces on the host */
-    case UCG_COLL_REDUCE:
-        if (ucg_plan_reaches(msg_size, config->sm_locked_thresh)) {
-            cls |= UCG_PLAN_CLASS_SM_LOCKED;
-        }
-        if ((type == UCG_COLL_REDUCE) &&
-            ucg_plan_reaches(msg_size, config->sm_reduce_cma_thresh)) {
-            cls |= UCG_PLAN_CLASS_SM_CMA;
-        }
-        break;
-    case UCG_COLL_ALLGATHER:
-        /* Depends on the group size too: the class is the smallest group
-         * that takes the ring, so one class decides alike for every size */
-        cls = ucg_plan_allgather_ring_ranks(config, msg_size);
-        if (ucg_plan_sm_too_large(config, type, msg_size)) {
-            cls |= UCG_PLAN_CLASS_SM_TOO_LARGE;
-        }
-        break;
-    case UCG_COLL_SCATTER:
-        if (ucg_plan_sm_too_large(config, type, msg_size)) {
-            cls |= UCG_PLAN_CLASS_SM_TOO_LARGE;
-        }
-        break;
-    default:
-        /* Barrier, gather, scatter: no size threshold */
-        break;
-    }
-
-    return cls;
-}
-
-
-/* ------------------------------------------------------------------------ */
-/* Plan construction                                                        */
-/* ------------------------------------------------------------------------ */
-
 typedef struct {
     const ucg_config_t   *config;
     const ucg_topo_t     *topo;
@@ -348,6 +215,89 @@ typedef struct {
     unsigned             *leader;    /* [num_hosts] of the current part */
     unsigned             *sorted;    /* [num_hosts] scratch */
 } ucg_plan_builder_t;
+
+/*
+ * Every choice that depends on the message size goes through one of these:
+ * it tells on which side of its threshold key->msg_size is, and narrows the
+ * plan's size range to that side.  A cached plan is thus reused exactly for
+ * the sizes that make every choice of its build the same, whatever the
+ * builders decide; no second copy of their thresholds has to agree.
+ */
+
+/* msg_size >= @a thresh */
+static int ucg_plan_size_ge(ucg_plan_builder_t *b, size_t thresh)
+{
+    ucg_plan_t *plan = b->plan;
+
+    if (b->key->msg_size >= thresh) {
+        plan->size_min = ucs_max(plan->size_min, thresh);
+        return 1;
+    }
+
+    plan->size_max = ucs_min(plan->size_max, thresh - 1);
+    return 0;
+}
+
+/* msg_size >= @a thresh, "inf" never reached */
+static int ucg_plan_reaches(ucg_plan_builder_t *b, size_t thresh)
+{
+    return (thresh != UCS_MEMUNITS_INF) && ucg_plan_size_ge(b, thresh);
+}
+
+/* msg_size <= @a max */
+static int ucg_plan_size_le(ucg_plan_builder_t *b, size_t max)
+{
+    return (max == SIZE_MAX) || !ucg_plan_size_ge(b, max + 1);
+}
+
+/* Pipelined p2p bcast: messages larger than two fragments */
+static size_t ucg_plan_p2p_bcast_frag(ucg_plan_builder_t *b)
+{
+    size_t frag = b->config->p2p_frag_size;
+
+    if ((frag == UCS_MEMUNITS_INF) || (frag == UCS_MEMUNITS_AUTO) ||
+        (frag == 0) || (frag > SIZE_MAX / 2)) {
+        return 0;
+    }
+
+    return ucg_plan_size_ge(b, 2 * frag + 1) ? frag : 0;
+}
+
+/* Allgather takes the ring when msg_size * size >= ALLGATHER_RING_THRESH */
+static int ucg_plan_allgather_ring(ucg_plan_builder_t *b)
+{
+    size_t thresh = b->config->allgather_ring_thresh;
+    size_t size   = b->topo->size;
+
+    if ((thresh == UCS_MEMUNITS_INF) || (thresh == UCS_MEMUNITS_AUTO)) {
+        return 0;
+    }
+
+    /* The smallest msg_size that reaches it: size >= 1 */
+    return ucg_plan_size_ge(b, (thresh / size) + ((thresh % size) != 0));
+}
+
+/*
+ * Scatter through sm_bcast gives every member its whole host's blocks, and
+ * allgather's fan-in + fan-out copy the whole result twice: above these
+ * sizes point-to-point moves less.
+ */
+static int ucg_plan_sm_too_large(ucg_plan_builder_t *b)
+{
+    switch (b->key->type) {
+    case UCG_COLL_SCATTER:
+        return !ucg_plan_size_le(b, b->config->sm_scatter_max);
+    case UCG_COLL_ALLGATHER:
+        return !ucg_plan_size_le(b, b->config->sm_allgather_max);
+    default:
+        return 0;
+    }
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* Plan construction                                                        */
+/* ------------------------------------------------------------------------ */
 
 static ucg_phase_t *ucg_plan_new_phase(ucg_plan_builder_t *b,
                                        ucg_phase_method_t method)
@@ -597,7 +547,7 @@ static uct_o2m_mode_t ucg_plan_gather_mode(const ucg_plan_builder_t *b)
            (uct_o2m_mode_t)b->config->sm_incast_mode : ucg_plan_ppn_mode(b);
 }
 
-static void ucg_plan_reduce_mode(const ucg_plan_builder_t *b,
+static void ucg_plan_reduce_mode(ucg_plan_builder_t *b,
                                  uct_o2m_mode_t *mode_p, int *native_p)
 {
     const ucg_config_t *config = b->config;
@@ -619,9 +569,9 @@ static void ucg_plan_reduce_mode(const ucg_plan_builder_t *b,
         return;
     }
 
-    if (ucg_plan_reaches(b->key->msg_size, config->sm_locked_thresh) &&
-        (b->topo->max_ppn > 2) && has_pair &&
-        uct_o2m_op_supported(UCT_O2M_MODE_LOCKED, op, dtype)) {
+    if ((b->topo->max_ppn > 2) && has_pair &&
+        uct_o2m_op_supported(UCT_O2M_MODE_LOCKED, op, dtype) &&
+        ucg_plan_reaches(b, config->sm_locked_thresh)) {
         *mode_p   = UCT_O2M_MODE_LOCKED;
         *native_p = 1;
         return;
@@ -683,18 +633,17 @@ static ucs_status_t ucg_plan_build_bcast(ucg_plan_builder_t *b, int hier,
 
     if (phase != NULL) {
         phase->radix     = b->config->knomial_radix;
-        phase->frag_size = ucg_plan_p2p_bcast_frag(b->config,
-                                                   b->key->msg_size);
+        phase->frag_size = ucg_plan_p2p_bcast_frag(b);
     }
 
     if (!hier) {
         return UCS_OK;
     }
 
-    /* Only for bcast itself: the size classes of the collectives that end
-     * in a bcast phase do not know the threshold */
+    /* SM_BCAST_CMA_THRESH is bcast's own (docs/ucg.md): the bcast that
+     * ends a non-commutative allreduce stays sm_bcast */
     if ((b->key->type != UCG_COLL_BCAST) || !b->topo->sm_cma ||
-        !ucg_plan_reaches(b->key->msg_size, b->config->sm_bcast_cma_thresh)) {
+        !ucg_plan_reaches(b, b->config->sm_bcast_cma_thresh)) {
         return ucg_plan_add_local(b, UCG_PHASE_SM_BCAST,
                                   ucg_plan_bcast_mode(b), 0, NULL);
     }
@@ -792,7 +741,7 @@ static ucs_status_t ucg_plan_build_reduce(ucg_plan_builder_t *b, int hier,
 
     ucg_plan_set_leaders(b, 1, root);
     if (hier && b->topo->sm_cma &&
-        ucg_plan_reaches(b->key->msg_size, b->config->sm_reduce_cma_thresh)) {
+        ucg_plan_reaches(b, b->config->sm_reduce_cma_thresh)) {
         /* Single-copy: the root reads the vectors, then releases them */
         status = ucg_plan_add_local(b, UCG_PHASE_SM_REDUCE_CMA,
                                     ucg_plan_gather_mode(b), 0, &phase);
@@ -851,8 +800,8 @@ static ucs_status_t ucg_plan_build_allreduce(ucg_plan_builder_t *b, int hier)
 
     ucg_plan_set_leaders(b, 0, 0);
     if (hier && (topo->num_hosts == 1) && (method == UCG_P2P_AUTO) &&
-        (b->key->msg_size <= b->config->sm_allreduce_max) &&
-        (topo->max_ppn <= b->config->sm_allreduce_max_ppn)) {
+        (topo->max_ppn <= b->config->sm_allreduce_max_ppn) &&
+        ucg_plan_size_le(b, b->config->sm_allreduce_max)) {
         /* One hop instead of a fan-in and a fan-out */
         return ucg_plan_add_local(b, UCG_PHASE_SM_ALLREDUCE,
                                   ucg_plan_bcast_mode(b), 0, NULL);
@@ -883,15 +832,13 @@ static ucs_status_t ucg_plan_build_allreduce(ucg_plan_builder_t *b, int hier)
         }
         if (phase != NULL) {
             phase->radix     = b->config->knomial_radix;
-            phase->frag_size = ucg_plan_p2p_bcast_frag(b->config,
-                                                       b->key->msg_size);
+            phase->frag_size = ucg_plan_p2p_bcast_frag(b);
         }
     } else {
         participants = hier ? topo->num_hosts : topo->size;
         if ((method == UCG_P2P_RING) ||
             ((method == UCG_P2P_AUTO) && (participants > 2) &&
-             ucg_plan_reaches(b->key->msg_size,
-                              b->config->allreduce_ring_thresh))) {
+             ucg_plan_reaches(b, b->config->allreduce_ring_thresh))) {
             inter = UCG_PHASE_P2P_ALLREDUCE_RING;
         } else {
             inter = UCG_PHASE_P2P_ALLREDUCE_RD;
@@ -991,9 +938,7 @@ static ucs_status_t ucg_plan_build_allgather(ucg_plan_builder_t *b, int hier)
     }
 
     if (method == UCG_P2P_AUTO) {
-        method = (b->topo->size >=
-                  ucg_plan_allgather_ring_ranks(b->config, b->key->msg_size)) ?
-                 UCG_P2P_RING : UCG_P2P_LINEAR;
+        method = ucg_plan_allgather_ring(b) ? UCG_P2P_RING : UCG_P2P_LINEAR;
     }
     inter = (method == UCG_P2P_RING) ? UCG_PHASE_P2P_ALLGATHER_RING :
                                        UCG_PHASE_P2P_ALLGATHER_LINEAR;
@@ -1059,14 +1004,13 @@ static ucs_status_t ucg_plan_build(ucg_plan_builder_t *b, int hier,
  * fragment holds whole elements, at least one, and a message is at most
  * the transports' largest bcopy with UCG's header.  The single-copy
  * reduce reads whole elements in chunks of any size. */
-static int ucg_plan_sm_holds_elems(const ucg_plan_builder_t *b)
+static int ucg_plan_sm_holds_elems(ucg_plan_builder_t *b)
 {
     const ucg_phase_t *phase;
     unsigned i;
 
-    if ((b->key->msg_size == 0) ||
-        ((b->topo->sm_max_bcopy > sizeof(ucg_sm_hdr_t)) &&
-         (b->elem_size <= b->topo->sm_max_bcopy - sizeof(ucg_sm_hdr_t)))) {
+    if ((b->topo->sm_max_bcopy > sizeof(ucg_sm_hdr_t)) &&
+        (b->elem_size <= b->topo->sm_max_bcopy - sizeof(ucg_sm_hdr_t))) {
         return 1;
     }
 
@@ -1074,7 +1018,8 @@ static int ucg_plan_sm_holds_elems(const ucg_plan_builder_t *b)
         phase = &b->plan->phases[i];
         if ((phase->method == UCG_PHASE_SM_REDUCE) ||
             (phase->method == UCG_PHASE_SM_ALLREDUCE)) {
-            return 0;
+            /* An empty reduction carries no element */
+            return !ucg_plan_size_ge(b, 1);
         }
     }
 
@@ -1109,15 +1054,16 @@ static void ucg_plan_clear_phases(ucg_plan_t *plan)
  * point-to-point phase that stands in for it where the leaders cannot all
  * join the multicast group (ucg_mc.c).
  */
-static void ucg_plan_use_mc(const ucg_config_t *config,
-                            const ucg_topo_t *topo, ucg_plan_t *plan)
+static void ucg_plan_use_mc(ucg_plan_builder_t *b)
 {
+    const ucg_topo_t *topo = b->topo;
+    ucg_plan_t *plan       = b->plan;
     const ucg_phase_set_t *set;
     ucg_phase_t *phase;
     unsigned i, j;
     int spans;
 
-    if (!topo->mc || (plan->key.msg_size > config->mc_max_size)) {
+    if (!topo->mc || !ucg_plan_size_le(b, b->config->mc_max_size)) {
         return;
     }
 
@@ -1167,11 +1113,6 @@ ucs_status_t ucg_plan_create(const ucg_config_t *config,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    hier = !key->flat && ucg_plan_topo_hier(config, topo);
-    if (ucg_plan_sm_too_large(config, key->type, key->msg_size)) {
-        hier = 0;
-    }
-
     memset(&b, 0, sizeof(b));
     b.config    = config;
     b.topo      = topo;
@@ -1179,18 +1120,6 @@ ucs_status_t ucg_plan_create(const ucg_config_t *config,
     b.elem_size = key->dt_size ? key->dt_size : ucg_dtype_size(key->dtype);
     if (b.elem_size == 0) {
         b.elem_size = 1;
-    }
-
-    if (hier) {
-        if (config->sm_frag_size != UCS_MEMUNITS_AUTO) {
-            b.sm_frag = config->sm_frag_size;
-        } else if (topo->sm_max_bcopy > sizeof(ucg_sm_hdr_t)) {
-            b.sm_frag = topo->sm_max_bcopy - sizeof(ucg_sm_hdr_t);
-        } else {
-            ucs_error("host-local fragments: largest sm message %zu is not "
-                      "larger than UCG's header", topo->sm_max_bcopy);
-            return UCS_ERR_INVALID_PARAM;
-        }
     }
 
     plan = ucs_calloc(1, sizeof(*plan), "ucg_plan");
@@ -1209,8 +1138,25 @@ ucs_status_t ucg_plan_create(const ucg_config_t *config,
     if (!ucg_coll_type_is_reduction(key->type)) {
         plan->key.op = UCG_OP_LAST;
     }
-    plan->hier     = hier;
+    plan->size_min = 0;
+    plan->size_max = SIZE_MAX;
     b.plan         = plan;
+
+    hier = !key->flat && ucg_plan_topo_hier(config, topo) &&
+           !ucg_plan_sm_too_large(&b);
+    if (hier) {
+        if (config->sm_frag_size != UCS_MEMUNITS_AUTO) {
+            b.sm_frag = config->sm_frag_size;
+        } else if (topo->sm_max_bcopy > sizeof(ucg_sm_hdr_t)) {
+            b.sm_frag = topo->sm_max_bcopy - sizeof(ucg_sm_hdr_t);
+        } else {
+            ucs_error("host-local fragments: largest sm message %zu is not "
+                      "larger than UCG's header", topo->sm_max_bcopy);
+            status = UCS_ERR_INVALID_PARAM;
+            goto out;
+        }
+    }
+    plan->hier = hier;
 
     if (topo->size == 1) {
         status = UCS_OK; /* nothing to move */
@@ -1232,7 +1178,7 @@ ucs_status_t ucg_plan_create(const ucg_config_t *config,
     }
 
     if (status == UCS_OK) {
-        ucg_plan_use_mc(config, topo, plan);
+        ucg_plan_use_mc(&b);
     }
 
     /* SM_REDUCE fragments hold whole elements */
@@ -1268,6 +1214,89 @@ void ucg_plan_destroy(ucg_plan_t *plan)
 
     ucg_plan_clear_phases(plan);
     ucs_free(plan);
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* Plan cache                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* A cached plan and the key it was asked for (plan->key is normalized) */
+typedef struct ucg_plan_entry {
+    ucs_list_link_t list;
+    ucg_plan_key_t  key;
+    ucg_plan_t      *plan;
+} ucg_plan_entry_t;
+
+void ucg_plan_cache_init(ucg_plan_cache_t *cache)
+{
+    ucs_list_head_init(&cache->plans);
+}
+
+void ucg_plan_cache_cleanup(ucg_plan_cache_t *cache)
+{
+    ucg_plan_entry_t *entry, *tmp;
+
+    ucs_list_for_each_safe(entry, tmp, &cache->plans, list) {
+        ucg_plan_destroy(entry->plan);
+        ucs_list_del(&entry->list);
+        ucs_free(entry);
+    }
+}
+
+/* Whether the plan of @a entry is the plan of @a key */
+static int ucg_plan_entry_match(const ucg_plan_entry_t *entry,
+                                const ucg_plan_key_t *key)
+{
+    const ucg_plan_key_t *ek = &entry->key;
+
+    return (ek->type == key->type) && (ek->root == key->root) &&
+           (ek->op == key->op) && (ek->dtype == key->dtype) &&
+           (ek->dt_size == key->dt_size) &&
+           (ek->commutative == key->commutative) &&
+           (ek->flat == key->flat) &&
+           (key->msg_size >= entry->plan->size_min) &&
+           (key->msg_size <= entry->plan->size_max);
+}
+
+ucs_status_t ucg_plan_cache_get(ucg_plan_cache_t *cache,
+                                const ucg_config_t *config,
+                                const ucg_topo_t *topo,
+                                const ucg_plan_key_t *key,
+                                const ucg_plan_t **plan_p, int *created_p)
+{
+    ucg_plan_entry_t *entry;
+    ucs_status_t status;
+
+    ucs_list_for_each(entry, &cache->plans, list) {
+        if (ucg_plan_entry_match(entry, key)) {
+            *plan_p = entry->plan;
+            if (created_p != NULL) {
+                *created_p = 0;
+            }
+            return UCS_OK;
+        }
+    }
+
+    entry = ucs_malloc(sizeof(*entry), "ucg_plan_entry");
+    if (entry == NULL) {
+        ucs_error("failed to allocate a plan cache entry");
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    status = ucg_plan_create(config, topo, key, &entry->plan);
+    if (status != UCS_OK) {
+        ucs_free(entry);
+        return status;
+    }
+
+    entry->key = *key;
+    ucs_list_add_tail(&cache->plans, &entry->list);
+    *plan_p = entry->plan;
+    if (created_p != NULL) {
+        *created_p = 1;
+    }
+    return UCS_OK;
 }
 
 const ucg_phase_set_t *ucg_phase_find_set(const ucg_phase_t *phase,

@@ -33,6 +33,7 @@
 
 #include "ucg_config.h"
 #include "uct_o2m.h"
+#include <ucs/datastruct/list.h>
 
 #define UCG_PLAN_MAX_PHASES 6
 
@@ -146,6 +147,13 @@ enum {
 
 typedef struct ucg_plan {
     ucg_plan_key_t  key;
+    /* Sizes for which this is the plan: ucg_plan_create gives the same
+     * plan for every key that differs from this one in msg_size only, with
+     * msg_size in [size_min, size_max] (same configuration and topology).
+     * Each size-dependent choice of the builders narrows the range to the
+     * side of its threshold that key.msg_size is on. */
+    size_t          size_min;
+    size_t          size_max;
     int             hier;         /* hierarchical plan */
     unsigned        num_phases;
     ucg_phase_t     phases[UCG_PLAN_MAX_PHASES];
@@ -159,12 +167,10 @@ typedef struct ucg_plan {
     uint8_t         sm_eps[UCG_PLAN_MAX_PHASES];
 } ucg_plan_t;
 
-/**
- * Size class of @a msg_size for @a type: plans of one class are identical,
- * so a plan cache can be keyed by (type, class, root, op, dtype).
- */
-unsigned ucg_plan_size_class(const ucg_config_t *config, ucg_coll_type_t type,
-                             size_t msg_size);
+/** Plans made for one topology and configuration (a group's) */
+typedef struct ucg_plan_cache {
+    ucs_list_link_t plans;        /* ucg_plan_entry_t */
+} ucg_plan_cache_t;
 
 /** Whether plans of @a topo may be hierarchical (use host-local phases);
  *  a collective may still get a flat plan (size thresholds, key->flat) */
@@ -174,6 +180,22 @@ ucs_status_t ucg_plan_create(const ucg_config_t *config,
                              const ucg_topo_t *topo,
                              const ucg_plan_key_t *key, ucg_plan_t **plan_p);
 void ucg_plan_destroy(ucg_plan_t *plan);
+
+void ucg_plan_cache_init(ucg_plan_cache_t *cache);
+void ucg_plan_cache_cleanup(ucg_plan_cache_t *cache);
+
+/**
+ * The plan of @a key: a cached plan made for a key that differs at most in
+ * msg_size, whose size range (ucg_plan_t::size_min/size_max) holds
+ * key->msg_size, or else a new plan (ucg_plan_create with @a config and
+ * @a topo, which must be those of every plan of the cache), then cached.
+ * *created_p (if not NULL) tells whether the plan is new.
+ */
+ucs_status_t ucg_plan_cache_get(ucg_plan_cache_t *cache,
+                                const ucg_config_t *config,
+                                const ucg_topo_t *topo,
+                                const ucg_plan_key_t *key,
+                                const ucg_plan_t **plan_p, int *created_p);
 
 /** The set of @a phase that contains @a rank, NULL if none; *idx_p gets
  *  rank's index in it. */

@@ -11,11 +11,13 @@
 extern "C" {
 #include "ucg_config.h"
 #include "ucg_plan.h"
+#include "ucg_def.h"
 #include "ucg_dt.h"
 #include <ucs/debug/log_def.h>
 #include <ucs/sys/string.h>
 }
 
+#include <algorithm>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -78,11 +80,6 @@ struct topo_holder {
 
 /* ---- plan keys ---- */
 
-bool is_reduction(ucg_coll_type_t type)
-{
-    return (type == UCG_COLL_REDUCE) || (type == UCG_COLL_ALLREDUCE);
-}
-
 ucg_plan_key_t make_key(ucg_coll_type_t type, size_t msg_size,
                         unsigned root = 0, ucg_dtype_t dtype = UCG_DT_INT32,
                         ucg_op_t op = UCG_OP_SUM, int commutative = 1,
@@ -95,7 +92,7 @@ ucg_plan_key_t make_key(ucg_coll_type_t type, size_t msg_size,
     key.root        = root;
     key.msg_size    = msg_size;
     key.dtype       = dtype;
-    key.op          = is_reduction(type) ? op : UCG_OP_LAST;
+    key.op          = ucg_coll_type_is_reduction(type) ? op : UCG_OP_LAST;
     key.commutative = commutative;
     key.dt_size     = dt_size;
     return key;
@@ -274,6 +271,26 @@ protected:
         ASSERT_EQ(UCS_OK, ucg_config_modify(m_config, name, value))
             << name << "=" << value;
         ASSERT_EQ(UCS_OK, ucg_config_check(m_config)) << name << "=" << value;
+    }
+
+    static std::pair<size_t, size_t> range(size_t min, size_t max)
+    {
+        return std::make_pair(min, max);
+    }
+
+    /* The size range of the plan of @a key */
+    std::pair<size_t, size_t> size_range(const topo_holder &topo,
+                                         const ucg_plan_key_t &key)
+    {
+        std::pair<size_t, size_t> r(1, 0);
+        ucg_plan_t *plan;
+
+        EXPECT_EQ(UCS_OK, ucg_plan_create(m_config, &topo.t, &key, &plan));
+        if (plan != NULL) {
+            r = range(plan->size_min, plan->size_max);
+            ucg_plan_destroy(plan);
+        }
+        return r;
     }
 
     /* The plan's description, or "error: <status>" */
@@ -704,11 +721,15 @@ TEST_F(test_ucg_plan, sm_scatter_allgather_max)
               plan(topo, make_key(UCG_COLL_SCATTER, 4097, 2)));
     EXPECT_EQ("p2p_allgather_ring {0*,1,2,3} o=0,1,2,3",
               plan(topo, make_key(UCG_COLL_ALLGATHER, (64 << 10) + 1)));
-    EXPECT_NE(ucg_plan_size_class(m_config, UCG_COLL_SCATTER, 4096),
-              ucg_plan_size_class(m_config, UCG_COLL_SCATTER, 4097));
-    EXPECT_NE(ucg_plan_size_class(m_config, UCG_COLL_ALLGATHER, 64 << 10),
-              ucg_plan_size_class(m_config, UCG_COLL_ALLGATHER,
-                                  (64 << 10) + 1));
+    EXPECT_EQ(range(0, 4096), size_range(topo,
+                                         make_key(UCG_COLL_SCATTER, 4096)));
+    EXPECT_EQ(range(4097, SIZE_MAX),
+              size_range(topo, make_key(UCG_COLL_SCATTER, 4097)));
+    EXPECT_EQ(64u << 10, size_range(topo, make_key(UCG_COLL_ALLGATHER,
+                                                   64 << 10)).second);
+    EXPECT_EQ((64u << 10) + 1,
+              size_range(topo, make_key(UCG_COLL_ALLGATHER,
+                                        (64 << 10) + 1)).first);
 
     set("SM_SCATTER_MAX", "inf");
     set("SM_ALLGATHER_MAX", "inf");
@@ -1320,9 +1341,11 @@ TEST_F(test_ucg_plan, sm_allreduce)
               "sm_bcast:batched:f1024 {0*,1,2,3}",
               plan(topo4, make_key(UCG_COLL_ALLREDUCE, 8)));
     set("ALLREDUCE_P2P", "auto");
-    /* the size class tells the two sides of the limit apart */
-    EXPECT_NE(ucg_plan_size_class(m_config, UCG_COLL_ALLREDUCE, 2048),
-              ucg_plan_size_class(m_config, UCG_COLL_ALLREDUCE, 2049));
+    /* the size range ends at the limit */
+    EXPECT_EQ(range(0, 2048),
+              size_range(topo4, make_key(UCG_COLL_ALLREDUCE, 8)));
+    EXPECT_EQ(range(2049, SIZE_MAX),
+              size_range(topo4, make_key(UCG_COLL_ALLREDUCE, 2049)));
 }
 
 TEST_F(test_ucg_plan, locked_threshold)
@@ -1478,10 +1501,19 @@ TEST_F(test_ucg_plan, bad_keys)
 
 
 /* ------------------------------------------------------------------------ */
-/* Size classes: one class, one plan                                        */
+/* Size ranges and the plan cache: a cached plan is the plan of its size    */
 /* ------------------------------------------------------------------------ */
 
-TEST_F(test_ucg_plan, size_classes)
+/*
+ * Through a cache, sizes in increasing then decreasing order: every plan the
+ * cache gives is the one ucg_plan_create makes for that exact size, and the
+ * plan is the same at both ends of its range.  Elements of 2000 bytes do not
+ * fit the 1024-byte host-local fragments: reductions of them are flat, but
+ * an empty one keeps its host-local phases (an empty reduction carries no
+ * element).  The size classes that came before these ranges gave the plan of
+ * 0 bytes to the non-empty reductions of the same class.
+ */
+TEST_F(test_ucg_plan, cache_matches_create)
 {
     static const std::vector<std::pair<const char*, const char*>> configs[] = {
         {},
@@ -1492,14 +1524,28 @@ TEST_F(test_ucg_plan, size_classes)
         {{"ALLREDUCE_RING_THRESH", "0"}, {"ALLGATHER_RING_THRESH", "1"},
          {"P2P_FRAG_SIZE", "1"}, {"SM_LOCKED_THRESH", "1"}},
         {{"ALLGATHER_RING_THRESH", "inf"}, {"ALLREDUCE_RING_THRESH", "inf"},
-         {"P2P_FRAG_SIZE", "inf"}}
+         {"P2P_FRAG_SIZE", "inf"}},
+        {{"SM_BCAST_CMA_THRESH", "8k"}, {"SM_REDUCE_CMA_THRESH", "16k"},
+         {"SM_ALLREDUCE_MAX", "64k"}, {"SM_SCATTER_MAX", "4k"},
+         {"SM_ALLGATHER_MAX", "3000"}},
+        {{"SM_INCAST_MODE", "locked"}, {"SM_FRAG_SIZE", "512"},
+         {"HIER", "on"}, {"ALLREDUCE_P2P", "ring"}},
+        {{"MC_MAX_SIZE", "3000"}, {"ALLREDUCE_P2P", "knomial"},
+         {"P2P_FRAG_SIZE", "1k"}}
     };
     const std::vector<std::pair<const char*, unsigned>> topos = {
         {"12", 12}, {"2", 6}, {"3,1,2", 7}, {"1", 5}, {"4", 3}, {"1", 2}
     };
+    struct kind {
+        ucg_dtype_t dtype;
+        ucg_op_t    op;
+        int         commutative;
+        size_t      dt_size;
+    };
     std::vector<size_t> sizes = {0, 1, 2, 3, 4, 7, 8, 9};
-    for (size_t base : {512ul, 1000ul, 1024ul, 1250ul, 2048ul, 3000ul,
-                        5000ul, 65536ul, 131072ul}) {
+    for (size_t base : {512ul, 1000ul, 1024ul, 1250ul, 2000ul, 2048ul,
+                        3000ul, 4096ul, 5000ul, 8192ul, 16384ul, 65536ul,
+                        131072ul}) {
         for (long d = -2; d <= 2; ++d) {
             sizes.push_back(base + d);
         }
@@ -1508,8 +1554,10 @@ TEST_F(test_ucg_plan, size_classes)
         sizes.push_back(s);
         sizes.push_back(s * 3 / 2);
     }
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
 
-    unsigned checked = 0;
+    unsigned checked = 0, hits = 0;
     for (const auto &cfg : configs) {
         for (const auto &var : cfg) {
             set(var.first, var.second);
@@ -1517,52 +1565,105 @@ TEST_F(test_ucg_plan, size_classes)
 
         for (int t = 0; t < UCG_COLL_LAST; ++t) {
             ucg_coll_type_t type = (ucg_coll_type_t)t;
-            std::vector<std::pair<ucg_dtype_t, int>> kinds = {
-                {UCG_DT_UINT8, 1}};
-            if (is_reduction(type)) {
-                kinds.push_back({UCG_DT_UINT8, 0});    /* non-commutative */
-                kinds.push_back({UCG_DT_LONG_DOUBLE, 1});
+            std::vector<kind> kinds = {{UCG_DT_UINT8, UCG_OP_SUM, 1, 0}};
+            if (ucg_coll_type_is_reduction(type)) {
+                kinds.push_back({UCG_DT_UINT8, UCG_OP_USER, 0, 0});
+                kinds.push_back({UCG_DT_LONG_DOUBLE, UCG_OP_SUM, 1, 0});
+                kinds.push_back({UCG_DT_BYTES, UCG_OP_USER, 1, 2000});
             }
 
-            for (const auto &kind : kinds) {
-                for (int o2m = 0; o2m <= 1; ++o2m) {
+            for (const auto &k : kinds) {
+                /* 2: o2m, and mc_bcast between hosts */
+                for (int o2m = 0; o2m <= 2; ++o2m) {
                     for (const auto &tp : topos) {
-                        topo_holder topo(tp.first, tp.second, o2m);
-                        std::map<unsigned, std::pair<size_t, std::string>> seen;
+                        topo_holder topo(tp.first, tp.second, o2m > 0);
 
-                        for (size_t size : sizes) {
-                            ucg_plan_key_t key = make_key(type, size, 0,
-                                                          kind.first,
-                                                          kind.second ?
-                                                          UCG_OP_SUM :
-                                                          UCG_OP_USER,
-                                                          kind.second);
-                            unsigned cls = ucg_plan_size_class(m_config, type,
-                                                               size);
-                            std::string p = plan(topo, key);
-                            auto it = seen.find(cls);
-                            if (it == seen.end()) {
-                                seen[cls] = std::make_pair(size, p);
-                            } else {
-                                ASSERT_EQ(it->second.second, p)
-                                    << "collective " << type << " class " << cls << ": sizes "
-                                    << it->second.first << " and " << size
-                                    << " on " << tp.first << "x" << tp.second
+                        topo.t.mc = (o2m == 2);
+                        for (int down = 0; down <= 1; ++down) {
+                            ucg_plan_cache_t cache;
+                            ucg_plan_cache_init(&cache);
+                            for (size_t i = 0; i < sizes.size(); ++i) {
+                                size_t size = sizes[down ?
+                                                    sizes.size() - 1 - i : i];
+                                ucg_plan_key_t key = make_key(type, size, 0,
+                                                              k.dtype, k.op,
+                                                              k.commutative,
+                                                              k.dt_size);
+                                const ucg_plan_t *cached;
+                                int created;
+
+                                ASSERT_EQ(UCS_OK,
+                                          ucg_plan_cache_get(&cache, m_config,
+                                                             &topo.t, &key,
+                                                             &cached,
+                                                             &created));
+                                ASSERT_EQ(plan(topo, key),
+                                          describe(cached, &topo.t))
+                                    << "collective " << type << " size "
+                                    << size << " from a plan of "
+                                    << cached->key.msg_size << " on "
+                                    << tp.first << "x" << tp.second
                                     << " o2m " << o2m;
+                                ASSERT_LE(cached->size_min, size);
+                                ASSERT_GE(cached->size_max, size);
+                                hits += !created;
                                 ++checked;
+
+                                if (created) {
+                                    /* the ends of the range */
+                                    key.msg_size = cached->size_min;
+                                    ASSERT_EQ(plan(topo, key),
+                                              describe(cached, &topo.t));
+                                    key.msg_size = cached->size_max;
+                                    ASSERT_EQ(plan(topo, key),
+                                              describe(cached, &topo.t));
+                                }
                             }
+                            ucg_plan_cache_cleanup(&cache);
                         }
                     }
                 }
             }
         }
     }
-    EXPECT_GT(checked, 1000u);
+
+    /* the ranges are wider than one size */
+    EXPECT_GT(hits, checked / 2);
 }
 
-/* The class changes where a threshold is crossed */
-TEST_F(test_ucg_plan, size_class_boundaries)
+/* The empty reduction and the one of one large element are two plans */
+TEST_F(test_ucg_plan, cache_empty_reduction_of_large_elements)
 {
+    topo_holder topo("3", 6);
+    ucg_plan_cache_t cache;
+    const ucg_plan_t *empty, *one;
+
+    ucg_plan_cache_init(&cache);
+    for (ucg_coll_type_t type : {UCG_COLL_REDUCE, UCG_COLL_ALLREDUCE}) {
+        ucg_plan_key_t key = make_key(type, 0, 0, UCG_DT_BYTES, UCG_OP_USER,
+                                      1, 2000);
+        ASSERT_EQ(UCS_OK, ucg_plan_cache_get(&cache, m_config, &topo.t, &key,
+                                             &empty, NULL));
+        EXPECT_TRUE(empty->hier);
+        EXPECT_EQ(range(0, 0), range(empty->size_min, empty->size_max));
+
+        key.msg_size = 2000;
+        ASSERT_EQ(UCS_OK, ucg_plan_cache_get(&cache, m_config, &topo.t, &key,
+                                             &one, NULL));
+        EXPECT_NE(empty, one);
+        EXPECT_FALSE(one->hier);
+        EXPECT_EQ(plan(topo, key), describe(one, &topo.t));
+    }
+    ucg_plan_cache_cleanup(&cache);
+}
+
+/* The range ends where a threshold is crossed */
+TEST_F(test_ucg_plan, size_range_boundaries)
+{
+    topo_holder hier("4", 8);
+    topo_holder flat("1", 8);
+    const size_t inf = SIZE_MAX;
+
     set("P2P_FRAG_SIZE", "1k");
     set("ALLREDUCE_RING_THRESH", "3000");
     set("SM_LOCKED_THRESH", "2k");
@@ -1570,46 +1671,41 @@ TEST_F(test_ucg_plan, size_class_boundaries)
     set("SM_BCAST_CMA_THRESH", "8k");
     set("SM_REDUCE_CMA_THRESH", "16k");
 
-    auto cls = [&](ucg_coll_type_t t, size_t s) {
-        return ucg_plan_size_class(m_config, t, s);
+    auto r = [&](const topo_holder &topo, ucg_coll_type_t t, size_t s) {
+        return size_range(topo, make_key(t, s, 0, UCG_DT_UINT8));
     };
 
-    EXPECT_EQ(cls(UCG_COLL_BCAST, 0), cls(UCG_COLL_BCAST, 2048));
-    EXPECT_NE(cls(UCG_COLL_BCAST, 2048), cls(UCG_COLL_BCAST, 2049));
-    EXPECT_EQ(cls(UCG_COLL_BCAST, 2049), cls(UCG_COLL_BCAST, 8191));
-    EXPECT_NE(cls(UCG_COLL_BCAST, 8191), cls(UCG_COLL_BCAST, 8192));
-    EXPECT_EQ(cls(UCG_COLL_BCAST, 8192), cls(UCG_COLL_BCAST, 1 << 30));
-    /* bcast does not depend on the other thresholds */
-    EXPECT_EQ(cls(UCG_COLL_BCAST, 2047), cls(UCG_COLL_BCAST, 2049 - 2));
+    EXPECT_EQ(range(0, 2048), r(hier, UCG_COLL_BCAST, 0));
+    EXPECT_EQ(range(0, 2048), r(hier, UCG_COLL_BCAST, 2048));
+    EXPECT_EQ(range(2049, 8191), r(hier, UCG_COLL_BCAST, 2049));
+    EXPECT_EQ(range(8192, inf), r(hier, UCG_COLL_BCAST, 8192));
+    /* the single-copy threshold is a choice of host-local phases only */
+    EXPECT_EQ(range(2049, inf), r(flat, UCG_COLL_BCAST, 8192));
 
-    EXPECT_EQ(cls(UCG_COLL_REDUCE, 0), cls(UCG_COLL_REDUCE, 2047));
-    EXPECT_NE(cls(UCG_COLL_REDUCE, 2047), cls(UCG_COLL_REDUCE, 2048));
-    EXPECT_EQ(cls(UCG_COLL_REDUCE, 2048), cls(UCG_COLL_REDUCE, 16383));
-    EXPECT_NE(cls(UCG_COLL_REDUCE, 16383), cls(UCG_COLL_REDUCE, 16384));
-    EXPECT_EQ(cls(UCG_COLL_REDUCE, 16384), cls(UCG_COLL_REDUCE, 1 << 30));
+    /* 4 members a host: the locked mode */
+    EXPECT_EQ(range(0, 2047), r(hier, UCG_COLL_REDUCE, 0));
+    EXPECT_EQ(range(2048, 16383), r(hier, UCG_COLL_REDUCE, 2048));
+    EXPECT_EQ(range(16384, inf), r(hier, UCG_COLL_REDUCE, 1 << 30));
+    EXPECT_EQ(range(0, inf), r(flat, UCG_COLL_REDUCE, 1 << 30));
 
-    EXPECT_NE(cls(UCG_COLL_ALLREDUCE, 2048), cls(UCG_COLL_ALLREDUCE, 2049));
-    EXPECT_NE(cls(UCG_COLL_ALLREDUCE, 2999), cls(UCG_COLL_ALLREDUCE, 3000));
-    EXPECT_NE(cls(UCG_COLL_ALLREDUCE, 2047), cls(UCG_COLL_ALLREDUCE, 2048));
-    EXPECT_EQ(cls(UCG_COLL_ALLREDUCE, 3000), cls(UCG_COLL_ALLREDUCE, 1 << 30));
-    /* allreduce does not take the reduce's single-copy threshold */
-    EXPECT_EQ(cls(UCG_COLL_ALLREDUCE, 16383), cls(UCG_COLL_ALLREDUCE, 16384));
+    /* recursive doubling between the two leaders: no ring threshold */
+    EXPECT_EQ(range(0, 2047), r(hier, UCG_COLL_ALLREDUCE, 2047));
+    EXPECT_EQ(range(2048, inf), r(hier, UCG_COLL_ALLREDUCE, 2048));
+    EXPECT_EQ(range(0, 2999), r(flat, UCG_COLL_ALLREDUCE, 8));
+    EXPECT_EQ(range(3000, inf), r(flat, UCG_COLL_ALLREDUCE, 3000));
 
-    EXPECT_EQ(cls(UCG_COLL_BARRIER, 0), cls(UCG_COLL_BARRIER, 1 << 30));
-    EXPECT_EQ(cls(UCG_COLL_GATHER, 0), cls(UCG_COLL_GATHER, 1 << 30));
-    EXPECT_EQ(cls(UCG_COLL_SCATTER, 0), cls(UCG_COLL_SCATTER, 4096));
-    EXPECT_NE(cls(UCG_COLL_SCATTER, 4096), cls(UCG_COLL_SCATTER, 4097));
-    EXPECT_EQ(cls(UCG_COLL_SCATTER, 4097), cls(UCG_COLL_SCATTER, 1 << 30));
+    EXPECT_EQ(range(0, inf), r(hier, UCG_COLL_BARRIER, 0));
+    EXPECT_EQ(range(0, inf), r(hier, UCG_COLL_GATHER, 1 << 30));
 
-    /* allgather: the smallest group that takes the ring */
-    EXPECT_NE(cls(UCG_COLL_ALLGATHER, 1249), cls(UCG_COLL_ALLGATHER, 1250));
-    EXPECT_EQ(cls(UCG_COLL_ALLGATHER, 1250), cls(UCG_COLL_ALLGATHER, 1666));
-    EXPECT_NE(cls(UCG_COLL_ALLGATHER, 1666), cls(UCG_COLL_ALLGATHER, 1667));
+    /* allgather of 8 ranks: the ring from 625 bytes (625 * 8 = 5000) */
+    EXPECT_EQ(range(0, 624), r(flat, UCG_COLL_ALLGATHER, 624));
+    EXPECT_EQ(range(625, inf), r(flat, UCG_COLL_ALLGATHER, 625));
     for (unsigned n = 1; n <= 64; ++n) {
-        topo_holder flat("1", n, 0);
-        for (size_t s : {1ul, 77ul, 1249ul, 1250ul, 1666ul, 1667ul, 5000ul}) {
+        topo_holder topo("1", n, 0);
+        for (size_t s : {0ul, 1ul, 77ul, 1249ul, 1250ul, 1666ul, 1667ul,
+                         5000ul}) {
             bool ring = (s * n >= 5000);
-            std::string p = plan(flat, make_key(UCG_COLL_ALLGATHER, s));
+            std::string p = plan(topo, make_key(UCG_COLL_ALLGATHER, s));
             if (n == 1) {
                 EXPECT_EQ("", p);
             } else {
