@@ -1,11 +1,12 @@
 /**
- * UCG planner: topology and plans of phases (rules in docs/ucg.md).
+ * UCG planner: plans of phases (rules in docs/ucg.md), the size thresholds
+ * and the phase helpers its builders share, and the builders' dispatch.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
 #endif
 
-#include "ucg_plan.h"
+#include "ucg_plan_int.h"
 #include "ucg_def.h"
 #include "ucg_dt.h"
 
@@ -69,152 +70,8 @@ static const char *ucg_plan_coll_vars[] = {
 
 
 /* ------------------------------------------------------------------------ */
-/* Topology                                                                 */
-/* ------------------------------------------------------------------------ */
-
-typedef struct {
-    uint64_t label;
-    unsigned rank;
-} ucg_topo_entry_t;
-
-typedef struct {
-    unsigned first_rank;   /* lowest rank of the host */
-    unsigned start;        /* index in the sorted entries */
-    unsigned count;
-} ucg_topo_group_t;
-
-static int ucg_topo_entry_cmp(const void *a, const void *b)
-{
-    const ucg_topo_entry_t *ea = a, *eb = b;
-
-    if (ea->label != eb->label) {
-        return (ea->label < eb->label) ? -1 : 1;
-    }
-    return (ea->rank < eb->rank) ? -1 : (ea->rank > eb->rank);
-}
-
-static int ucg_topo_group_cmp(const void *a, const void *b)
-{
-    const ucg_topo_group_t *ga = a, *gb = b;
-
-    return (ga->first_rank < gb->first_rank) ? -1 :
-           (ga->first_rank > gb->first_rank);
-}
-
-ucs_status_t ucg_topo_init(ucg_topo_t *topo, unsigned size,
-                           const uint64_t *host_label, int o2m,
-                           size_t sm_max_bcopy)
-{
-    ucg_topo_entry_t *entries = NULL;
-    ucg_topo_group_t *groups  = NULL;
-    ucs_status_t status;
-    unsigned i, h, n, num_hosts;
-
-    memset(topo, 0, sizeof(*topo));
-
-    if ((size == 0) || (host_label == NULL)) {
-        ucs_error("invalid topology: %u ranks, host labels %p", size,
-                  host_label);
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    entries = ucs_malloc(sizeof(*entries) * size, "ucg_topo_entries");
-    groups  = ucs_malloc(sizeof(*groups) * size, "ucg_topo_groups");
-    if ((entries == NULL) || (groups == NULL)) {
-        goto err_nomem;
-    }
-
-    for (i = 0; i < size; ++i) {
-        entries[i].label = host_label[i];
-        entries[i].rank  = i;
-    }
-
-    /* Group ranks by label; each group is sorted by rank */
-    qsort(entries, size, sizeof(*entries), ucg_topo_entry_cmp);
-    num_hosts = 0;
-    for (i = 0; i < size; ++i) {
-        if ((i == 0) || (entries[i].label != entries[i - 1].label)) {
-            groups[num_hosts].first_rank = entries[i].rank;
-            groups[num_hosts].start      = i;
-            groups[num_hosts].count      = 0;
-            ++num_hosts;
-        }
-        ++groups[num_hosts - 1].count;
-    }
-
-    /* Hosts are numbered in the order of their lowest rank */
-    qsort(groups, num_hosts, sizeof(*groups), ucg_topo_group_cmp);
-
-    topo->size       = size;
-    topo->num_hosts  = num_hosts;
-    topo->o2m        = o2m;
-    topo->sm_max_bcopy = o2m ? sm_max_bcopy : 0;
-    topo->sm_max_members = UINT_MAX;
-    topo->sm_cma         = 1;
-    topo->mc             = 0;
-    topo->host_of    = ucs_malloc(sizeof(unsigned) * size, "ucg_topo_host_of");
-    topo->host_size  = ucs_malloc(sizeof(unsigned) * num_hosts,
-                                  "ucg_topo_host_size");
-    topo->host_first = ucs_malloc(sizeof(unsigned) * (num_hosts + 1),
-                                  "ucg_topo_host_first");
-    topo->host_ranks = ucs_malloc(sizeof(unsigned) * size,
-                                  "ucg_topo_host_ranks");
-    if ((topo->host_of == NULL) || (topo->host_size == NULL) ||
-        (topo->host_first == NULL) || (topo->host_ranks == NULL)) {
-        goto err_nomem;
-    }
-
-    n = 0;
-    for (h = 0; h < num_hosts; ++h) {
-        topo->host_size[h]  = groups[h].count;
-        topo->host_first[h] = n;
-        topo->max_ppn       = ucs_max(topo->max_ppn, groups[h].count);
-        for (i = 0; i < groups[h].count; ++i) {
-            topo->host_ranks[n]                      =
-                entries[groups[h].start + i].rank;
-            topo->host_of[topo->host_ranks[n]] = h;
-            ++n;
-        }
-    }
-    topo->host_first[num_hosts] = n;
-
-    ucs_free(groups);
-    ucs_free(entries);
-    return UCS_OK;
-
-err_nomem:
-    ucs_error("failed to allocate the topology of %u ranks", size);
-    status = UCS_ERR_NO_MEMORY;
-    ucs_free(groups);
-    ucs_free(entries);
-    ucg_topo_cleanup(topo);
-    return status;
-}
-
-void ucg_topo_cleanup(ucg_topo_t *topo)
-{
-    ucs_free(topo->host_of);
-    ucs_free(topo->host_size);
-    ucs_free(topo->host_first);
-    ucs_free(topo->host_ranks);
-    memset(topo, 0, sizeof(*topo));
-}
-
-
-/* ------------------------------------------------------------------------ */
 /* Size thresholds                                                          */
 /* ------------------------------------------------------------------------ */
-
-typedef struct {
-    const ucg_config_t   *config;
-    const ucg_topo_t     *topo;
-    const ucg_plan_key_t *key;
-    ucg_plan_t           *plan;
-    size_t               elem_size;
-    size_t               sm_frag;    /* SM phases (hier plans) */
-    unsigned             *leader;    /* [num_hosts] of the current part */
-    unsigned             *sorted;    /* [num_hosts] scratch */
-} ucg_plan_builder_t;
 
 /*
  * Every choice that depends on the message size goes through one of these:
@@ -239,19 +96,19 @@ static int ucg_plan_size_ge(ucg_plan_builder_t *b, size_t thresh)
 }
 
 /* msg_size >= @a thresh, "inf" never reached */
-static int ucg_plan_reaches(ucg_plan_builder_t *b, size_t thresh)
+int ucg_plan_reaches(ucg_plan_builder_t *b, size_t thresh)
 {
     return (thresh != UCS_MEMUNITS_INF) && ucg_plan_size_ge(b, thresh);
 }
 
 /* msg_size <= @a max */
-static int ucg_plan_size_le(ucg_plan_builder_t *b, size_t max)
+int ucg_plan_size_le(ucg_plan_builder_t *b, size_t max)
 {
     return (max == SIZE_MAX) || !ucg_plan_size_ge(b, max + 1);
 }
 
 /* Pipelined p2p bcast: messages larger than two fragments */
-static size_t ucg_plan_p2p_bcast_frag(ucg_plan_builder_t *b)
+size_t ucg_plan_p2p_bcast_frag(ucg_plan_builder_t *b)
 {
     size_t frag = b->config->p2p_frag_size;
 
@@ -264,7 +121,7 @@ static size_t ucg_plan_p2p_bcast_frag(ucg_plan_builder_t *b)
 }
 
 /* Allgather takes the ring when msg_size * size >= ALLGATHER_RING_THRESH */
-static int ucg_plan_allgather_ring(ucg_plan_builder_t *b)
+int ucg_plan_allgather_ring(ucg_plan_builder_t *b)
 {
     size_t thresh = b->config->allgather_ring_thresh;
     size_t size   = b->topo->size;
@@ -299,8 +156,8 @@ static int ucg_plan_sm_too_large(ucg_plan_builder_t *b)
 /* Plan construction                                                        */
 /* ------------------------------------------------------------------------ */
 
-static ucg_phase_t *ucg_plan_new_phase(ucg_plan_builder_t *b,
-                                       ucg_phase_method_t method)
+ucg_phase_t *ucg_plan_new_phase(ucg_plan_builder_t *b,
+                                ucg_phase_method_t method)
 {
     ucg_phase_t *phase;
 
@@ -318,7 +175,7 @@ static ucg_phase_t *ucg_plan_new_phase(ucg_plan_builder_t *b,
     return phase;
 }
 
-static ucs_status_t ucg_plan_alloc_sets(ucg_phase_t *phase, unsigned num_sets)
+ucs_status_t ucg_plan_alloc_sets(ucg_phase_t *phase, unsigned num_sets)
 {
     phase->sets = ucs_calloc(num_sets, sizeof(*phase->sets), "ucg_phase_sets");
     if (phase->sets == NULL) {
@@ -330,7 +187,7 @@ static ucs_status_t ucg_plan_alloc_sets(ucg_phase_t *phase, unsigned num_sets)
     return UCS_OK;
 }
 
-static ucs_status_t ucg_plan_alloc_ranks(ucg_phase_set_t *set, unsigned count)
+ucs_status_t ucg_plan_alloc_ranks(ucg_phase_set_t *set, unsigned count)
 {
     set->ranks = ucs_malloc(sizeof(*set->ranks) * count, "ucg_phase_ranks");
     if (set->ranks == NULL) {
@@ -344,8 +201,8 @@ static ucs_status_t ucg_plan_alloc_ranks(ucg_phase_set_t *set, unsigned count)
 
 /* Leaders of a part of the plan: @a root leads its host (rooted
  * collectives), elsewhere the lowest rank does */
-static void ucg_plan_set_leaders(ucg_plan_builder_t *b, int rooted,
-                                 unsigned root)
+void ucg_plan_set_leaders(ucg_plan_builder_t *b, int rooted,
+                          unsigned root)
 {
     const ucg_topo_t *topo = b->topo;
     unsigned h;
@@ -371,10 +228,10 @@ static unsigned ucg_plan_num_local_sets(const ucg_topo_t *topo)
 
 /* A host-local phase: one set per host of several members, rooted at its
  * leader; omitted when there is no such host */
-static ucs_status_t ucg_plan_add_local(ucg_plan_builder_t *b,
-                                       ucg_phase_method_t method,
-                                       uct_o2m_mode_t mode, int native,
-                                       ucg_phase_t **phase_p)
+ucs_status_t ucg_plan_add_local(ucg_plan_builder_t *b,
+                                ucg_phase_method_t method,
+                                uct_o2m_mode_t mode, int native,
+                                ucg_phase_t **phase_p)
 {
     const ucg_topo_t *topo = b->topo;
     unsigned num_sets      = ucg_plan_num_local_sets(topo);
@@ -440,9 +297,9 @@ static int ucg_plan_unsigned_cmp(const void *a, const void *b)
 
 /* A phase with one set: the leaders (hier; omitted with one host) or all
  * ranks (flat), rooted at @a root */
-static ucs_status_t ucg_plan_add_global(ucg_plan_builder_t *b, int hier,
-                                        ucg_phase_method_t method,
-                                        unsigned root, ucg_phase_t **phase_p)
+ucs_status_t ucg_plan_add_global(ucg_plan_builder_t *b, int hier,
+                                 ucg_phase_method_t method,
+                                 unsigned root, ucg_phase_t **phase_p)
 {
     const ucg_topo_t *topo = b->topo;
     ucg_phase_set_t *set;
@@ -497,8 +354,8 @@ static ucs_status_t ucg_plan_add_global(ucg_plan_builder_t *b, int hier,
 
 /* Owners of the blocks: the leader of each rank's host (hier) or the rank
  * itself */
-static ucs_status_t ucg_plan_set_owner(ucg_plan_builder_t *b,
-                                       ucg_phase_t *phase, int by_leader)
+ucs_status_t ucg_plan_set_owner(ucg_plan_builder_t *b,
+                                ucg_phase_t *phase, int by_leader)
 {
     const ucg_topo_t *topo = b->topo;
     unsigned r;
@@ -522,7 +379,7 @@ static ucs_status_t ucg_plan_set_owner(ucg_plan_builder_t *b,
 }
 
 /* Mode of a host-local phase by host size */
-static uct_o2m_mode_t ucg_plan_ppn_mode(const ucg_plan_builder_t *b)
+uct_o2m_mode_t ucg_plan_ppn_mode(const ucg_plan_builder_t *b)
 {
     return (b->topo->max_ppn <= b->config->sm_batched_max_ppn) ?
            UCT_O2M_MODE_BATCHED : UCT_O2M_MODE_CENTRALIZED;
@@ -534,61 +391,25 @@ static int ucg_plan_is_fanout_mode(unsigned mode)
            (mode == UCT_O2M_MODE_CENTRALIZED);
 }
 
-static uct_o2m_mode_t ucg_plan_bcast_mode(const ucg_plan_builder_t *b)
+uct_o2m_mode_t ucg_plan_bcast_mode(const ucg_plan_builder_t *b)
 {
     return ucg_plan_is_fanout_mode(b->config->sm_bcast_mode) ?
            (uct_o2m_mode_t)b->config->sm_bcast_mode : ucg_plan_ppn_mode(b);
 }
 
-static uct_o2m_mode_t ucg_plan_gather_mode(const ucg_plan_builder_t *b)
+uct_o2m_mode_t ucg_plan_gather_mode(const ucg_plan_builder_t *b)
 {
     /* A forced locked / atomic mode is for reductions */
     return ucg_plan_is_fanout_mode(b->config->sm_incast_mode) ?
            (uct_o2m_mode_t)b->config->sm_incast_mode : ucg_plan_ppn_mode(b);
 }
 
-static void ucg_plan_reduce_mode(ucg_plan_builder_t *b,
-                                 uct_o2m_mode_t *mode_p, int *native_p)
-{
-    const ucg_config_t *config = b->config;
-    ucg_op_desc_t desc;
-    uct_o2m_op_t op;
-    uct_o2m_dtype_t dtype;
-    int has_pair;
-
-    /* The user function is not needed to find the transport's pair */
-    memset(&desc, 0, sizeof(desc));
-    desc.op      = b->key->op;
-    desc.dtype   = b->key->dtype;
-    desc.dt_size = b->elem_size;
-    has_pair     = ucg_op_to_o2m(&desc, &op, &dtype);
-
-    if (config->sm_incast_mode < UCT_O2M_MODE_LAST) {
-        *mode_p   = (uct_o2m_mode_t)config->sm_incast_mode;
-        *native_p = has_pair && uct_o2m_op_supported(*mode_p, op, dtype);
-        return;
-    }
-
-    if ((b->topo->max_ppn > 2) && has_pair &&
-        uct_o2m_op_supported(UCT_O2M_MODE_LOCKED, op, dtype) &&
-        ucg_plan_reaches(b, config->sm_locked_thresh)) {
-        *mode_p   = UCT_O2M_MODE_LOCKED;
-        *native_p = 1;
-        return;
-    }
-
-    /* Without a native pair the locked mode would only gather: the ppn
-     * rule's mode gathers better */
-    *mode_p   = ucg_plan_ppn_mode(b);
-    *native_p = has_pair && uct_o2m_op_supported(*mode_p, op, dtype);
-}
-
-static ucs_status_t ucg_plan_p2p_method(const ucg_plan_builder_t *b,
-                                        ucg_coll_type_t type,
-                                        ucg_p2p_method_t dfl,
-                                        ucg_p2p_method_t alt1,
-                                        ucg_p2p_method_t alt2,
-                                        ucg_p2p_method_t *method_p)
+ucs_status_t ucg_plan_p2p_method(const ucg_plan_builder_t *b,
+                                 ucg_coll_type_t type,
+                                 ucg_p2p_method_t dfl,
+                                 ucg_p2p_method_t alt1,
+                                 ucg_p2p_method_t alt2,
+                                 ucg_p2p_method_t *method_p)
 {
     int method = b->config->p2p_method[type];
 
@@ -610,362 +431,6 @@ static ucs_status_t ucg_plan_p2p_method(const ucg_plan_builder_t *b,
     return UCS_ERR_INVALID_PARAM;
 }
 
-#define UCG_P2P_NONE UCG_P2P_LAST
-
-static ucs_status_t ucg_plan_build_bcast(ucg_plan_builder_t *b, int hier,
-                                         unsigned root)
-{
-    ucg_p2p_method_t method;
-    ucg_phase_t *phase;
-    ucs_status_t status;
-
-    status = ucg_plan_p2p_method(b, UCG_COLL_BCAST, UCG_P2P_KNOMIAL,
-                                 UCG_P2P_NONE, UCG_P2P_NONE, &method);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    ucg_plan_set_leaders(b, 1, root);
-    status = ucg_plan_add_global(b, hier, UCG_PHASE_P2P_BCAST, root, &phase);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    if (phase != NULL) {
-        phase->radix     = b->config->knomial_radix;
-        phase->frag_size = ucg_plan_p2p_bcast_frag(b);
-    }
-
-    if (!hier) {
-        return UCS_OK;
-    }
-
-    /* SM_BCAST_CMA_THRESH is bcast's own (docs/ucg.md): the bcast that
-     * ends a non-commutative allreduce stays sm_bcast */
-    if ((b->key->type != UCG_COLL_BCAST) || !b->topo->sm_cma ||
-        !ucg_plan_reaches(b, b->config->sm_bcast_cma_thresh)) {
-        return ucg_plan_add_local(b, UCG_PHASE_SM_BCAST,
-                                  ucg_plan_bcast_mode(b), 0, NULL);
-    }
-
-    /* Single-copy: a zero-byte fan-in acknowledges the reads */
-    status = ucg_plan_add_local(b, UCG_PHASE_SM_BCAST_CMA,
-                                ucg_plan_bcast_mode(b), 0, &phase);
-    if (phase != NULL) {
-        phase->sm_ack_mode = ucg_plan_gather_mode(b);
-        phase->frag_size   = 0;
-    }
-    return status;
-}
-
-static ucs_status_t ucg_plan_build_gather(ucg_plan_builder_t *b, int hier,
-                                          unsigned root)
-{
-    ucg_p2p_method_t method;
-    ucg_phase_t *phase;
-    ucs_status_t status;
-
-    status = ucg_plan_p2p_method(b, UCG_COLL_GATHER, UCG_P2P_LINEAR,
-                                 UCG_P2P_NONE, UCG_P2P_NONE, &method);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    ucg_plan_set_leaders(b, 1, root);
-    if (hier) {
-        status = ucg_plan_add_local(b, UCG_PHASE_SM_GATHER,
-                                    ucg_plan_gather_mode(b), 0, &phase);
-        if (status == UCS_OK) {
-            status = ucg_plan_set_owner(b, phase, 0);
-        }
-        if (status != UCS_OK) {
-            return status;
-        }
-    }
-
-    status = ucg_plan_add_global(b, hier, UCG_PHASE_P2P_GATHER, root, &phase);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    return ucg_plan_set_owner(b, phase, hier);
-}
-
-static ucs_status_t ucg_plan_build_fold(ucg_plan_builder_t *b, unsigned root)
-{
-    ucg_phase_t *phase;
-    ucs_status_t status;
-
-    phase = ucg_plan_new_phase(b, UCG_PHASE_FOLD);
-    if (phase == NULL) {
-        return UCS_ERR_EXCEEDS_LIMIT;
-    }
-
-    status = ucg_plan_alloc_sets(phase, 1);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    status = ucg_plan_alloc_ranks(&phase->sets[0], 1);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    phase->sets[0].ranks[0] = root;
-    phase->sets[0].root     = 0;
-    return UCS_OK;
-}
-
-static ucs_status_t ucg_plan_build_reduce(ucg_plan_builder_t *b, int hier,
-                                          unsigned root)
-{
-    ucg_p2p_method_t method;
-    uct_o2m_mode_t mode;
-    ucg_phase_t *phase;
-    ucs_status_t status;
-    int native;
-
-    if (!b->key->commutative) {
-        status = ucg_plan_build_gather(b, hier, root);
-        if (status != UCS_OK) {
-            return status;
-        }
-        return ucg_plan_build_fold(b, root);
-    }
-
-    status = ucg_plan_p2p_method(b, UCG_COLL_REDUCE, UCG_P2P_KNOMIAL,
-                                 UCG_P2P_NONE, UCG_P2P_NONE, &method);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    ucg_plan_set_leaders(b, 1, root);
-    if (hier && b->topo->sm_cma &&
-        ucg_plan_reaches(b, b->config->sm_reduce_cma_thresh)) {
-        /* Single-copy: the root reads the vectors, then releases them */
-        status = ucg_plan_add_local(b, UCG_PHASE_SM_REDUCE_CMA,
-                                    ucg_plan_gather_mode(b), 0, &phase);
-        if (status != UCS_OK) {
-            return status;
-        }
-        if (phase != NULL) {
-            phase->sm_ack_mode = ucg_plan_bcast_mode(b);
-            phase->frag_size   = 0;
-        }
-    } else if (hier) {
-        ucg_plan_reduce_mode(b, &mode, &native);
-        status = ucg_plan_add_local(b, UCG_PHASE_SM_REDUCE, mode, native,
-                                    &phase);
-        if (status != UCS_OK) {
-            return status;
-        }
-    }
-
-    status = ucg_plan_add_global(b, hier, UCG_PHASE_P2P_REDUCE, root, &phase);
-    if ((status == UCS_OK) && (phase != NULL)) {
-        phase->radix = b->config->knomial_radix;
-    }
-    return status;
-}
-
-static ucs_status_t ucg_plan_build_allreduce(ucg_plan_builder_t *b, int hier)
-{
-    const ucg_topo_t *topo = b->topo;
-    ucg_p2p_method_t method;
-    ucg_phase_method_t inter;
-    uct_o2m_mode_t mode;
-    ucg_phase_t *phase;
-    ucs_status_t status;
-    unsigned participants;
-    int native;
-
-    if (!b->key->commutative) {
-        /* Rank-ordered result: gather to 0, fold, bcast from 0 */
-        status = ucg_plan_build_gather(b, hier, 0);
-        if (status == UCS_OK) {
-            status = ucg_plan_build_fold(b, 0);
-        }
-        if (status == UCS_OK) {
-            status = ucg_plan_build_bcast(b, hier, 0);
-        }
-        return status;
-    }
-
-    status = ucg_plan_p2p_method(b, UCG_COLL_ALLREDUCE,
-                                 UCG_P2P_RECURSIVE_DOUBLING, UCG_P2P_RING,
-                                 UCG_P2P_KNOMIAL, &method);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    ucg_plan_set_leaders(b, 0, 0);
-    if (hier && (topo->num_hosts == 1) && (method == UCG_P2P_AUTO) &&
-        (topo->max_ppn <= b->config->sm_allreduce_max_ppn) &&
-        ucg_plan_size_le(b, b->config->sm_allreduce_max)) {
-        /* One hop instead of a fan-in and a fan-out */
-        return ucg_plan_add_local(b, UCG_PHASE_SM_ALLREDUCE,
-                                  ucg_plan_bcast_mode(b), 0, NULL);
-    }
-
-    if (hier) {
-        ucg_plan_reduce_mode(b, &mode, &native);
-        status = ucg_plan_add_local(b, UCG_PHASE_SM_REDUCE, mode, native,
-                                    NULL);
-        if (status != UCS_OK) {
-            return status;
-        }
-    }
-
-    /* Rank 0 leads host 0, and is the lowest of the leaders */
-    if (method == UCG_P2P_KNOMIAL) {
-        status = ucg_plan_add_global(b, hier, UCG_PHASE_P2P_REDUCE, 0, &phase);
-        if (status != UCS_OK) {
-            return status;
-        }
-        if (phase != NULL) {
-            phase->radix = b->config->knomial_radix;
-        }
-
-        status = ucg_plan_add_global(b, hier, UCG_PHASE_P2P_BCAST, 0, &phase);
-        if (status != UCS_OK) {
-            return status;
-        }
-        if (phase != NULL) {
-            phase->radix     = b->config->knomial_radix;
-            phase->frag_size = ucg_plan_p2p_bcast_frag(b);
-        }
-    } else {
-        participants = hier ? topo->num_hosts : topo->size;
-        if ((method == UCG_P2P_RING) ||
-            ((method == UCG_P2P_AUTO) && (participants > 2) &&
-             ucg_plan_reaches(b, b->config->allreduce_ring_thresh))) {
-            inter = UCG_PHASE_P2P_ALLREDUCE_RING;
-        } else {
-            inter = UCG_PHASE_P2P_ALLREDUCE_RD;
-        }
-
-        status = ucg_plan_add_global(b, hier, inter, 0, &phase);
-        if (status != UCS_OK) {
-            return status;
-        }
-    }
-
-    if (!hier) {
-        return UCS_OK;
-    }
-
-    return ucg_plan_add_local(b, UCG_PHASE_SM_BCAST, ucg_plan_bcast_mode(b),
-                              0, NULL);
-}
-
-static ucs_status_t ucg_plan_build_barrier(ucg_plan_builder_t *b, int hier)
-{
-    ucg_p2p_method_t method;
-    ucg_phase_t *phase;
-    ucs_status_t status;
-
-    status = ucg_plan_p2p_method(b, UCG_COLL_BARRIER, UCG_P2P_DISSEMINATION,
-                                 UCG_P2P_NONE, UCG_P2P_NONE, &method);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    ucg_plan_set_leaders(b, 0, 0);
-    if (hier && (b->topo->num_hosts == 1) && (method == UCG_P2P_AUTO) &&
-        (b->topo->max_ppn <= b->config->sm_allreduce_max_ppn)) {
-        /* Everyone tells everyone: one hop, and all leave together */
-        return ucg_plan_add_local(b, UCG_PHASE_SM_ALLREDUCE,
-                                  ucg_plan_bcast_mode(b), 0, NULL);
-    }
-
-    if (hier) {
-        status = ucg_plan_add_local(b, UCG_PHASE_SM_GATHER,
-                                    ucg_plan_gather_mode(b), 0, &phase);
-        if (status == UCS_OK) {
-            status = ucg_plan_set_owner(b, phase, 0);
-        }
-        if (status != UCS_OK) {
-            return status;
-        }
-    }
-
-    status = ucg_plan_add_global(b, hier, UCG_PHASE_P2P_BARRIER, 0, &phase);
-    if ((status != UCS_OK) || !hier) {
-        return status;
-    }
-
-    return ucg_plan_add_local(b, UCG_PHASE_SM_BCAST, ucg_plan_bcast_mode(b),
-                              0, NULL);
-}
-
-static ucs_status_t ucg_plan_build_scatter(ucg_plan_builder_t *b, int hier,
-                                           unsigned root)
-{
-    ucg_p2p_method_t method;
-    ucg_phase_t *phase;
-    ucs_status_t status;
-
-    status = ucg_plan_p2p_method(b, UCG_COLL_SCATTER, UCG_P2P_LINEAR,
-                                 UCG_P2P_NONE, UCG_P2P_NONE, &method);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    ucg_plan_set_leaders(b, 1, root);
-    status = ucg_plan_add_global(b, hier, UCG_PHASE_P2P_SCATTER, root, &phase);
-    if (status == UCS_OK) {
-        status = ucg_plan_set_owner(b, phase, hier);
-    }
-    if ((status != UCS_OK) || !hier) {
-        return status;
-    }
-
-    return ucg_plan_add_local(b, UCG_PHASE_SM_BCAST, ucg_plan_bcast_mode(b),
-                              0, NULL);
-}
-
-static ucs_status_t ucg_plan_build_allgather(ucg_plan_builder_t *b, int hier)
-{
-    ucg_p2p_method_t method;
-    ucg_phase_method_t inter;
-    ucg_phase_t *phase;
-    ucs_status_t status;
-
-    status = ucg_plan_p2p_method(b, UCG_COLL_ALLGATHER, UCG_P2P_RING,
-                                 UCG_P2P_LINEAR, UCG_P2P_NONE, &method);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    if (method == UCG_P2P_AUTO) {
-        method = ucg_plan_allgather_ring(b) ? UCG_P2P_RING : UCG_P2P_LINEAR;
-    }
-    inter = (method == UCG_P2P_RING) ? UCG_PHASE_P2P_ALLGATHER_RING :
-                                       UCG_PHASE_P2P_ALLGATHER_LINEAR;
-
-    ucg_plan_set_leaders(b, 0, 0);
-    if (hier) {
-        status = ucg_plan_add_local(b, UCG_PHASE_SM_GATHER,
-                                    ucg_plan_gather_mode(b), 0, &phase);
-        if (status == UCS_OK) {
-            status = ucg_plan_set_owner(b, phase, 0);
-        }
-        if (status != UCS_OK) {
-            return status;
-        }
-    }
-
-    status = ucg_plan_add_global(b, hier, inter, 0, &phase);
-    if (status == UCS_OK) {
-        status = ucg_plan_set_owner(b, phase, hier);
-    }
-    if ((status != UCS_OK) || !hier) {
-        return status;
-    }
-
-    return ucg_plan_add_local(b, UCG_PHASE_SM_BCAST, ucg_plan_bcast_mode(b),
-                              0, NULL);
-}
 
 int ucg_plan_topo_hier(const ucg_config_t *config, const ucg_topo_t *topo)
 {
@@ -1217,88 +682,6 @@ void ucg_plan_destroy(ucg_plan_t *plan)
 }
 
 
-/* ------------------------------------------------------------------------ */
-/* Plan cache                                                               */
-/* ------------------------------------------------------------------------ */
-
-/* A cached plan and the key it was asked for (plan->key is normalized) */
-typedef struct ucg_plan_entry {
-    ucs_list_link_t list;
-    ucg_plan_key_t  key;
-    ucg_plan_t      *plan;
-} ucg_plan_entry_t;
-
-void ucg_plan_cache_init(ucg_plan_cache_t *cache)
-{
-    ucs_list_head_init(&cache->plans);
-}
-
-void ucg_plan_cache_cleanup(ucg_plan_cache_t *cache)
-{
-    ucg_plan_entry_t *entry, *tmp;
-
-    ucs_list_for_each_safe(entry, tmp, &cache->plans, list) {
-        ucg_plan_destroy(entry->plan);
-        ucs_list_del(&entry->list);
-        ucs_free(entry);
-    }
-}
-
-/* Whether the plan of @a entry is the plan of @a key */
-static int ucg_plan_entry_match(const ucg_plan_entry_t *entry,
-                                const ucg_plan_key_t *key)
-{
-    const ucg_plan_key_t *ek = &entry->key;
-
-    return (ek->type == key->type) && (ek->root == key->root) &&
-           (ek->op == key->op) && (ek->dtype == key->dtype) &&
-           (ek->dt_size == key->dt_size) &&
-           (ek->commutative == key->commutative) &&
-           (ek->flat == key->flat) &&
-           (key->msg_size >= entry->plan->size_min) &&
-           (key->msg_size <= entry->plan->size_max);
-}
-
-ucs_status_t ucg_plan_cache_get(ucg_plan_cache_t *cache,
-                                const ucg_config_t *config,
-                                const ucg_topo_t *topo,
-                                const ucg_plan_key_t *key,
-                                const ucg_plan_t **plan_p, int *created_p)
-{
-    ucg_plan_entry_t *entry;
-    ucs_status_t status;
-
-    ucs_list_for_each(entry, &cache->plans, list) {
-        if (ucg_plan_entry_match(entry, key)) {
-            *plan_p = entry->plan;
-            if (created_p != NULL) {
-                *created_p = 0;
-            }
-            return UCS_OK;
-        }
-    }
-
-    entry = ucs_malloc(sizeof(*entry), "ucg_plan_entry");
-    if (entry == NULL) {
-        ucs_error("failed to allocate a plan cache entry");
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    status = ucg_plan_create(config, topo, key, &entry->plan);
-    if (status != UCS_OK) {
-        ucs_free(entry);
-        return status;
-    }
-
-    entry->key = *key;
-    ucs_list_add_tail(&cache->plans, &entry->list);
-    *plan_p = entry->plan;
-    if (created_p != NULL) {
-        *created_p = 1;
-    }
-    return UCS_OK;
-}
-
 const ucg_phase_set_t *ucg_phase_find_set(const ucg_phase_t *phase,
                                           unsigned rank, unsigned *idx_p)
 {
@@ -1335,162 +718,3 @@ const ucg_phase_set_t *ucg_phase_find_set(const ucg_phase_t *phase,
     return NULL;
 }
 
-
-/* ------------------------------------------------------------------------ */
-/* Printing                                                                 */
-/* ------------------------------------------------------------------------ */
-
-/* Consecutive runs of at least this many ranks print as "first-last" */
-#define UCG_PLAN_PRINT_MIN_RUN 3
-
-/* Ranks separated by commas; runs compressed; @a mark (if < count) gets
- * a '*' and is never inside a run */
-static void ucg_plan_print_ranks(FILE *stream, const unsigned *ranks,
-                                 unsigned count, unsigned mark)
-{
-    unsigned i, j;
-
-    for (i = 0; i < count; i = j) {
-        if (i > 0) {
-            fputc(',', stream);
-        }
-
-        if (i == mark) {
-            fprintf(stream, "%u*", ranks[i]);
-            j = i + 1;
-            continue;
-        }
-
-        for (j = i + 1; (j < count) && (j != mark) &&
-                        (ranks[j] == ranks[j - 1] + 1); ++j) {
-        }
-
-        if (j - i >= UCG_PLAN_PRINT_MIN_RUN) {
-            fprintf(stream, "%u-%u", ranks[i], ranks[j - 1]);
-        } else {
-            fprintf(stream, "%u", ranks[i]);
-            j = i + 1;
-        }
-    }
-}
-
-static const char *ucg_plan_phase_transport(ucg_phase_method_t method)
-{
-    switch (method) {
-    case UCG_PHASE_SM_BCAST:
-    case UCG_PHASE_SM_ALLREDUCE:
-    case UCG_PHASE_SM_BCAST_CMA:
-        return UCT_O2M_BCAST_TL_NAME;
-    case UCG_PHASE_SM_REDUCE:
-    case UCG_PHASE_SM_GATHER:
-    case UCG_PHASE_SM_REDUCE_CMA:
-        return UCT_O2M_INCAST_TL_NAME;
-    case UCG_PHASE_FOLD:
-        return "local";
-    case UCG_PHASE_MC_BCAST:
-        return UCT_MC_UDP_TL_NAME;
-    default:
-        return "ucp";
-    }
-}
-
-static int ucg_plan_phase_is_sm(ucg_phase_method_t method)
-{
-    return (method == UCG_PHASE_SM_BCAST) || (method == UCG_PHASE_SM_REDUCE) ||
-           (method == UCG_PHASE_SM_GATHER) ||
-           (method == UCG_PHASE_SM_ALLREDUCE) ||
-           (method == UCG_PHASE_SM_BCAST_CMA) ||
-           (method == UCG_PHASE_SM_REDUCE_CMA);
-}
-
-void ucg_plan_print(const ucg_plan_t *plan, const ucg_topo_t *topo,
-                    FILE *stream)
-{
-    const ucg_plan_key_t *key = &plan->key;
-    const ucg_phase_t *phase;
-    char attrs[128];
-    size_t len;
-    unsigned h, i, s, r;
-    int leader_owned;
-
-    /* Header: what, and on which layout */
-    fprintf(stream, "%s %zu bytes",
-            ((unsigned)key->type < UCG_COLL_LAST) ?
-            ucg_plan_coll_names[key->type] : "?", key->msg_size);
-    if (ucg_coll_type_is_reduction(key->type)) {
-        fprintf(stream, " %s on %s%s", ucg_op_name(key->op),
-                ucg_dtype_name(key->dtype),
-                key->commutative ? "" : " (non-commutative)");
-    }
-    if (ucg_coll_type_is_rooted(key->type)) {
-        fprintf(stream, " root %u", key->root);
-    }
-
-    fprintf(stream, ", %u rank%s on %u host%s ", topo->size,
-            (topo->size == 1) ? "" : "s", topo->num_hosts,
-            (topo->num_hosts == 1) ? "" : "s");
-    for (h = 0; h < topo->num_hosts; ++h) {
-        fputc('[', stream);
-        ucg_plan_print_ranks(stream, &topo->host_ranks[topo->host_first[h]],
-                             topo->host_size[h], UINT_MAX);
-        fputc(']', stream);
-    }
-    fprintf(stream, ": %s, %u phase%s\n", plan->hier ? "hierarchical" : "flat",
-            plan->num_phases, (plan->num_phases == 1) ? "" : "s");
-
-    for (i = 0; i < plan->num_phases; ++i) {
-        phase   = &plan->phases[i];
-        attrs[0] = '\0';
-        len      = 0;
-
-        if (ucg_plan_phase_is_sm(phase->method)) {
-            len += snprintf(attrs + len, sizeof(attrs) - len, " %s",
-                            uct_o2m_mode_name(phase->sm_mode));
-            if (phase->method == UCG_PHASE_SM_REDUCE) {
-                len += snprintf(attrs + len, sizeof(attrs) - len, " %s",
-                                phase->sm_native ? "native" :
-                                                   "gather-reduce");
-            } else if ((phase->method == UCG_PHASE_SM_BCAST_CMA) ||
-                       (phase->method == UCG_PHASE_SM_REDUCE_CMA)) {
-                len += snprintf(attrs + len, sizeof(attrs) - len,
-                                " ack %s",
-                                uct_o2m_mode_name(phase->sm_ack_mode));
-            }
-        }
-        if (phase->method == UCG_PHASE_MC_BCAST) {
-            /* radix and fragments are those of its point-to-point stand-in;
-             * mc_udp fragments are agreed when the leaders join */
-        } else if (phase->radix != 0) {
-            len += snprintf(attrs + len, sizeof(attrs) - len, " radix %u",
-                            phase->radix);
-        }
-        if ((phase->frag_size != 0) &&
-            (phase->method != UCG_PHASE_MC_BCAST)) {
-            len += snprintf(attrs + len, sizeof(attrs) - len, " frag %zu",
-                            phase->frag_size);
-        }
-        if (phase->owner != NULL) {
-            leader_owned = 0;
-            for (r = 0; r < topo->size; ++r) {
-                leader_owned |= (phase->owner[r] != r);
-            }
-            if (leader_owned) {
-                len += snprintf(attrs + len, sizeof(attrs) - len,
-                                " blocks@leaders");
-            }
-        }
-
-        fprintf(stream, "  %u: %-20s %-9s %-34s", i,
-                ((unsigned)phase->method < UCG_PHASE_LAST) ?
-                ucg_phase_method_names[phase->method] : "?",
-                ucg_plan_phase_transport(phase->method),
-                (attrs[0] == ' ') ? attrs + 1 : attrs);
-        for (s = 0; s < phase->num_sets; ++s) {
-            fputs(" {", stream);
-            ucg_plan_print_ranks(stream, phase->sets[s].ranks,
-                                 phase->sets[s].count, phase->sets[s].root);
-            fputc('}', stream);
-        }
-        fputc('\n', stream);
-    }
-}

@@ -1,0 +1,77 @@
+/**
+ * UCG planner internals: the state of one plan's construction and what the
+ * builders of the collective families share (ucg_plan.c).  Every choice
+ * that depends on the message size goes through ucg_plan_reaches(),
+ * ucg_plan_size_le() or a helper built on them, which narrow the plan's
+ * size range (ucg_plan_t::size_min/size_max).
+ */
+#ifndef UCG_PLAN_INT_H_
+#define UCG_PLAN_INT_H_
+
+#include "ucg_plan.h"
+
+typedef struct {
+    const ucg_config_t   *config;
+    const ucg_topo_t     *topo;
+    const ucg_plan_key_t *key;
+    ucg_plan_t           *plan;
+    size_t               elem_size;
+    size_t               sm_frag;    /* SM phases (hier plans) */
+    unsigned             *leader;    /* [num_hosts] of the current part */
+    unsigned             *sorted;    /* [num_hosts] scratch */
+} ucg_plan_builder_t;
+
+/* No alternative method (ucg_plan_p2p_method) */
+#define UCG_P2P_NONE UCG_P2P_LAST
+
+
+/* Size thresholds */
+int ucg_plan_reaches(ucg_plan_builder_t *b, size_t thresh);
+int ucg_plan_size_le(ucg_plan_builder_t *b, size_t max);
+size_t ucg_plan_p2p_bcast_frag(ucg_plan_builder_t *b);
+int ucg_plan_allgather_ring(ucg_plan_builder_t *b);
+
+/* Phases and their sets */
+ucg_phase_t *ucg_plan_new_phase(ucg_plan_builder_t *b,
+                                ucg_phase_method_t method);
+ucs_status_t ucg_plan_alloc_sets(ucg_phase_t *phase, unsigned num_sets);
+ucs_status_t ucg_plan_alloc_ranks(ucg_phase_set_t *set, unsigned count);
+void ucg_plan_set_leaders(ucg_plan_builder_t *b, int rooted,
+                          unsigned root);
+ucs_status_t ucg_plan_add_local(ucg_plan_builder_t *b,
+                                ucg_phase_method_t method,
+                                uct_o2m_mode_t mode, int native,
+                                ucg_phase_t **phase_p);
+ucs_status_t ucg_plan_add_global(ucg_plan_builder_t *b, int hier,
+                                 ucg_phase_method_t method,
+                                 unsigned root, ucg_phase_t **phase_p);
+ucs_status_t ucg_plan_set_owner(ucg_plan_builder_t *b,
+                                ucg_phase_t *phase, int by_leader);
+
+/* Modes and methods */
+uct_o2m_mode_t ucg_plan_ppn_mode(const ucg_plan_builder_t *b);
+uct_o2m_mode_t ucg_plan_bcast_mode(const ucg_plan_builder_t *b);
+uct_o2m_mode_t ucg_plan_gather_mode(const ucg_plan_builder_t *b);
+ucs_status_t ucg_plan_p2p_method(const ucg_plan_builder_t *b,
+                                 ucg_coll_type_t type,
+                                 ucg_p2p_method_t dfl,
+                                 ucg_p2p_method_t alt1,
+                                 ucg_p2p_method_t alt2,
+                                 ucg_p2p_method_t *method_p);
+
+/* Builders, one per collective (ucg_plan_bcast.c, ucg_plan_reduce.c,
+ * ucg_plan_gather.c) */
+ucs_status_t ucg_plan_build_bcast(ucg_plan_builder_t *b, int hier,
+                                  unsigned root);
+ucs_status_t ucg_plan_build_scatter(ucg_plan_builder_t *b, int hier,
+                                    unsigned root);
+ucs_status_t ucg_plan_build_fold(ucg_plan_builder_t *b, unsigned root);
+ucs_status_t ucg_plan_build_reduce(ucg_plan_builder_t *b, int hier,
+                                   unsigned root);
+ucs_status_t ucg_plan_build_allreduce(ucg_plan_builder_t *b, int hier);
+ucs_status_t ucg_plan_build_gather(ucg_plan_builder_t *b, int hier,
+                                   unsigned root);
+ucs_status_t ucg_plan_build_allgather(ucg_plan_builder_t *b, int hier);
+ucs_status_t ucg_plan_build_barrier(ucg_plan_builder_t *b, int hier);
+
+#endif
