@@ -40,6 +40,38 @@ const char *ucg_phase_method_names[] = {
     [UCG_PHASE_LAST]                  = NULL
 };
 
+const ucg_plan_phase_info_t ucg_plan_phase_info[] = {
+    [UCG_PHASE_SM_BCAST]             = {UCT_O2M_BCAST_TL_NAME,
+                                        UCG_PHASE_INFO_SM},
+    [UCG_PHASE_SM_REDUCE]            = {UCT_O2M_INCAST_TL_NAME,
+                                        UCG_PHASE_INFO_SM |
+                                        UCG_PHASE_INFO_NATIVE |
+                                        UCG_PHASE_INFO_ELEMS},
+    [UCG_PHASE_SM_GATHER]            = {UCT_O2M_INCAST_TL_NAME,
+                                        UCG_PHASE_INFO_SM},
+    [UCG_PHASE_SM_ALLREDUCE]         = {UCT_O2M_BCAST_TL_NAME,
+                                        UCG_PHASE_INFO_SM |
+                                        UCG_PHASE_INFO_ELEMS},
+    [UCG_PHASE_SM_BCAST_CMA]         = {UCT_O2M_BCAST_TL_NAME,
+                                        UCG_PHASE_INFO_SM |
+                                        UCG_PHASE_INFO_ACK},
+    [UCG_PHASE_SM_REDUCE_CMA]        = {UCT_O2M_INCAST_TL_NAME,
+                                        UCG_PHASE_INFO_SM |
+                                        UCG_PHASE_INFO_ACK},
+    [UCG_PHASE_P2P_BCAST]            = {"ucp", 0},
+    [UCG_PHASE_P2P_REDUCE]           = {"ucp", 0},
+    [UCG_PHASE_P2P_ALLREDUCE_RD]     = {"ucp", 0},
+    [UCG_PHASE_P2P_ALLREDUCE_RING]   = {"ucp", 0},
+    [UCG_PHASE_P2P_GATHER]           = {"ucp", 0},
+    [UCG_PHASE_P2P_SCATTER]          = {"ucp", 0},
+    [UCG_PHASE_P2P_ALLGATHER_RING]   = {"ucp", 0},
+    [UCG_PHASE_P2P_ALLGATHER_LINEAR] = {"ucp", 0},
+    [UCG_PHASE_P2P_BARRIER]          = {"ucp", 0},
+    [UCG_PHASE_FOLD]                 = {"local", 0},
+    [UCG_PHASE_MC_BCAST]             = {UCT_MC_UDP_TL_NAME,
+                                        UCG_PHASE_INFO_STANDIN}
+};
+
 /* Names of the collectives (ucg_coll_name) */
 static const char *ucg_plan_coll_names[] = {
     [UCG_COLL_BCAST]     = "bcast",
@@ -441,27 +473,21 @@ int ucg_plan_topo_hier(const ucg_config_t *config, const ucg_topo_t *topo)
            (topo->max_ppn <= topo->sm_max_members);
 }
 
+/* The builder of each collective */
+static const ucg_plan_build_func_t ucg_plan_builders[] = {
+    [UCG_COLL_BCAST]     = ucg_plan_build_bcast,
+    [UCG_COLL_REDUCE]    = ucg_plan_build_reduce,
+    [UCG_COLL_ALLREDUCE] = ucg_plan_build_allreduce,
+    [UCG_COLL_BARRIER]   = ucg_plan_build_barrier,
+    [UCG_COLL_GATHER]    = ucg_plan_build_gather,
+    [UCG_COLL_SCATTER]   = ucg_plan_build_scatter,
+    [UCG_COLL_ALLGATHER] = ucg_plan_build_allgather
+};
+
 static ucs_status_t ucg_plan_build(ucg_plan_builder_t *b, int hier,
                                    unsigned root)
 {
-    switch (b->key->type) {
-    case UCG_COLL_BCAST:
-        return ucg_plan_build_bcast(b, hier, root);
-    case UCG_COLL_REDUCE:
-        return ucg_plan_build_reduce(b, hier, root);
-    case UCG_COLL_ALLREDUCE:
-        return ucg_plan_build_allreduce(b, hier);
-    case UCG_COLL_BARRIER:
-        return ucg_plan_build_barrier(b, hier);
-    case UCG_COLL_GATHER:
-        return ucg_plan_build_gather(b, hier, root);
-    case UCG_COLL_SCATTER:
-        return ucg_plan_build_scatter(b, hier, root);
-    case UCG_COLL_ALLGATHER:
-        return ucg_plan_build_allgather(b, hier);
-    default:
-        return UCS_ERR_INVALID_PARAM;
-    }
+    return ucg_plan_builders[b->key->type](b, hier, root);
 }
 
 /* Whether the host-local reductions can carry an element: the transport
@@ -481,8 +507,8 @@ static int ucg_plan_sm_holds_elems(ucg_plan_builder_t *b)
 
     for (i = 0; i < b->plan->num_phases; ++i) {
         phase = &b->plan->phases[i];
-        if ((phase->method == UCG_PHASE_SM_REDUCE) ||
-            (phase->method == UCG_PHASE_SM_ALLREDUCE)) {
+        if (ucg_plan_phase_info[phase->method].flags &
+            UCG_PHASE_INFO_ELEMS) {
             /* An empty reduction carries no element */
             return !ucg_plan_size_ge(b, 1);
         }
@@ -646,13 +672,14 @@ ucs_status_t ucg_plan_create(const ucg_config_t *config,
         ucg_plan_use_mc(&b);
     }
 
-    /* SM_REDUCE fragments hold whole elements */
+    /* Fragments of the phases that reduce one at a time hold whole
+     * elements */
     if (status == UCS_OK) {
         unsigned i;
         for (i = 0; i < plan->num_phases; ++i) {
             ucg_phase_t *phase = &plan->phases[i];
-            if ((phase->method == UCG_PHASE_SM_REDUCE) ||
-                (phase->method == UCG_PHASE_SM_ALLREDUCE)) {
+            if (ucg_plan_phase_info[phase->method].flags &
+                UCG_PHASE_INFO_ELEMS) {
                 phase->frag_size = ucg_frag_whole_elems(phase->frag_size,
                                                         b.elem_size);
             }

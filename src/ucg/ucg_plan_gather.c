@@ -42,7 +42,8 @@ ucs_status_t ucg_plan_build_gather(ucg_plan_builder_t *b, int hier,
     return ucg_plan_set_owner(b, phase, hier);
 }
 
-ucs_status_t ucg_plan_build_barrier(ucg_plan_builder_t *b, int hier)
+ucs_status_t ucg_plan_build_barrier(ucg_plan_builder_t *b, int hier,
+                                    unsigned root)
 {
     ucg_p2p_method_t method;
     ucg_phase_t *phase;
@@ -82,7 +83,8 @@ ucs_status_t ucg_plan_build_barrier(ucg_plan_builder_t *b, int hier)
                               0, NULL);
 }
 
-ucs_status_t ucg_plan_build_allgather(ucg_plan_builder_t *b, int hier)
+ucs_status_t ucg_plan_build_allgather(ucg_plan_builder_t *b, int hier,
+                                      unsigned root)
 {
     ucg_p2p_method_t method;
     ucg_phase_method_t inter;

@@ -21,6 +21,32 @@ typedef struct {
     unsigned             *sorted;    /* [num_hosts] scratch */
 } ucg_plan_builder_t;
 
+/* What the planner knows of a phase method beyond its name
+ * (ucg_phase_method_names): a new method is a row of ucg_plan_phase_info and
+ * the builders that add it */
+enum {
+    UCG_PHASE_INFO_SM     = UCS_BIT(0), /* host-local: has an sm_mode */
+    UCG_PHASE_INFO_NATIVE = UCS_BIT(1), /* sm_native: the transport reduces */
+    UCG_PHASE_INFO_ACK    = UCS_BIT(2), /* single-copy: has an sm_ack_mode */
+    UCG_PHASE_INFO_ELEMS  = UCS_BIT(3), /* reduces a message at a time: its
+                                           fragments hold whole elements */
+    UCG_PHASE_INFO_STANDIN = UCS_BIT(4) /* radix and frag_size are those of
+                                           its point-to-point stand-in: not
+                                           printed */
+};
+
+typedef struct ucg_plan_phase_info {
+    const char *transport; /* printed: the transport name, ucp or local */
+    unsigned   flags;      /* UCG_PHASE_INFO_* */
+} ucg_plan_phase_info_t;
+
+extern const ucg_plan_phase_info_t ucg_plan_phase_info[UCG_PHASE_LAST];
+
+/* Adds the phases of one collective: hierarchical or flat, rooted at @a root
+ * (0 for the collectives without a root) */
+typedef ucs_status_t (*ucg_plan_build_func_t)(ucg_plan_builder_t *b, int hier,
+                                              unsigned root);
+
 /* No alternative method (ucg_plan_p2p_method) */
 #define UCG_P2P_NONE UCG_P2P_LAST
 
@@ -68,10 +94,13 @@ ucs_status_t ucg_plan_build_scatter(ucg_plan_builder_t *b, int hier,
 ucs_status_t ucg_plan_build_fold(ucg_plan_builder_t *b, unsigned root);
 ucs_status_t ucg_plan_build_reduce(ucg_plan_builder_t *b, int hier,
                                    unsigned root);
-ucs_status_t ucg_plan_build_allreduce(ucg_plan_builder_t *b, int hier);
+ucs_status_t ucg_plan_build_allreduce(ucg_plan_builder_t *b, int hier,
+                                      unsigned root);
 ucs_status_t ucg_plan_build_gather(ucg_plan_builder_t *b, int hier,
                                    unsigned root);
-ucs_status_t ucg_plan_build_allgather(ucg_plan_builder_t *b, int hier);
-ucs_status_t ucg_plan_build_barrier(ucg_plan_builder_t *b, int hier);
+ucs_status_t ucg_plan_build_allgather(ucg_plan_builder_t *b, int hier,
+                                      unsigned root);
+ucs_status_t ucg_plan_build_barrier(ucg_plan_builder_t *b, int hier,
+                                    unsigned root);
 
 #endif

@@ -5,7 +5,7 @@
 #  include "config.h"
 #endif
 
-#include "ucg_plan.h"
+#include "ucg_plan_int.h"
 #include "ucg_def.h"
 #include "ucg_dt.h"
 
@@ -50,39 +50,12 @@ static void ucg_plan_print_ranks(FILE *stream, const unsigned *ranks,
     }
 }
 
-static const char *ucg_plan_phase_transport(ucg_phase_method_t method)
-{
-    switch (method) {
-    case UCG_PHASE_SM_BCAST:
-    case UCG_PHASE_SM_ALLREDUCE:
-    case UCG_PHASE_SM_BCAST_CMA:
-        return UCT_O2M_BCAST_TL_NAME;
-    case UCG_PHASE_SM_REDUCE:
-    case UCG_PHASE_SM_GATHER:
-    case UCG_PHASE_SM_REDUCE_CMA:
-        return UCT_O2M_INCAST_TL_NAME;
-    case UCG_PHASE_FOLD:
-        return "local";
-    case UCG_PHASE_MC_BCAST:
-        return UCT_MC_UDP_TL_NAME;
-    default:
-        return "ucp";
-    }
-}
-
-static int ucg_plan_phase_is_sm(ucg_phase_method_t method)
-{
-    return (method == UCG_PHASE_SM_BCAST) || (method == UCG_PHASE_SM_REDUCE) ||
-           (method == UCG_PHASE_SM_GATHER) ||
-           (method == UCG_PHASE_SM_ALLREDUCE) ||
-           (method == UCG_PHASE_SM_BCAST_CMA) ||
-           (method == UCG_PHASE_SM_REDUCE_CMA);
-}
-
 void ucg_plan_print(const ucg_plan_t *plan, const ucg_topo_t *topo,
                     FILE *stream)
 {
     const ucg_plan_key_t *key = &plan->key;
+    static const ucg_plan_phase_info_t unknown = {"ucp", 0};
+    const ucg_plan_phase_info_t *info;
     const ucg_phase_t *phase;
     char attrs[128];
     size_t len;
@@ -119,29 +92,30 @@ void ucg_plan_print(const ucg_plan_t *plan, const ucg_topo_t *topo,
         attrs[0] = '\0';
         len      = 0;
 
-        if (ucg_plan_phase_is_sm(phase->method)) {
+        info     = ((unsigned)phase->method < UCG_PHASE_LAST) ?
+                   &ucg_plan_phase_info[phase->method] : &unknown;
+
+        if (info->flags & UCG_PHASE_INFO_SM) {
             len += snprintf(attrs + len, sizeof(attrs) - len, " %s",
                             uct_o2m_mode_name(phase->sm_mode));
-            if (phase->method == UCG_PHASE_SM_REDUCE) {
+            if (info->flags & UCG_PHASE_INFO_NATIVE) {
                 len += snprintf(attrs + len, sizeof(attrs) - len, " %s",
                                 phase->sm_native ? "native" :
                                                    "gather-reduce");
-            } else if ((phase->method == UCG_PHASE_SM_BCAST_CMA) ||
-                       (phase->method == UCG_PHASE_SM_REDUCE_CMA)) {
+            } else if (info->flags & UCG_PHASE_INFO_ACK) {
                 len += snprintf(attrs + len, sizeof(attrs) - len,
                                 " ack %s",
                                 uct_o2m_mode_name(phase->sm_ack_mode));
             }
         }
-        if (phase->method == UCG_PHASE_MC_BCAST) {
-            /* radix and fragments are those of its point-to-point stand-in;
-             * mc_udp fragments are agreed when the leaders join */
+        if (info->flags & UCG_PHASE_INFO_STANDIN) {
+            /* mc_udp fragments are agreed when the leaders join */
         } else if (phase->radix != 0) {
             len += snprintf(attrs + len, sizeof(attrs) - len, " radix %u",
                             phase->radix);
         }
         if ((phase->frag_size != 0) &&
-            (phase->method != UCG_PHASE_MC_BCAST)) {
+            !(info->flags & UCG_PHASE_INFO_STANDIN)) {
             len += snprintf(attrs + len, sizeof(attrs) - len, " frag %zu",
                             phase->frag_size);
         }
@@ -159,7 +133,7 @@ void ucg_plan_print(const ucg_plan_t *plan, const ucg_topo_t *topo,
         fprintf(stream, "  %u: %-20s %-9s %-34s", i,
                 ((unsigned)phase->method < UCG_PHASE_LAST) ?
                 ucg_phase_method_names[phase->method] : "?",
-                ucg_plan_phase_transport(phase->method),
+                info->transport,
                 (attrs[0] == ' ') ? attrs + 1 : attrs);
         for (s = 0; s < phase->num_sets; ++s) {
             fputs(" {", stream);

@@ -125,7 +125,8 @@ ucs_status_t ucg_plan_build_reduce(ucg_plan_builder_t *b, int hier,
     return status;
 }
 
-ucs_status_t ucg_plan_build_allreduce(ucg_plan_builder_t *b, int hier)
+ucs_status_t ucg_plan_build_allreduce(ucg_plan_builder_t *b, int hier,
+                                      unsigned root)
 {
     const ucg_topo_t *topo = b->topo;
     ucg_p2p_method_t method;
