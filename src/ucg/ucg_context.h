@@ -116,6 +116,13 @@ void ucg_p2p_conn_drop(ucg_p2p_conn_t *conn);
 /** Close the UCP endpoints of the context (ucg_context_destroy) */
 void ucg_context_close_p2p_conns(ucg_context_h context);
 
+/** Open sm_bcast / sm_incast as the O2M setting and UCX_TLS say
+ *  (ucg_context_sm.c); context->o2m tells whether they are usable */
+ucs_status_t ucg_context_o2m_init(ucg_context_t *context);
+
+/** Close what ucg_context_o2m_init opened */
+void ucg_context_o2m_close(ucg_context_t *context);
+
 /** The group of this context with @a id, NULL if none */
 ucg_group_h ucg_context_find_group(ucg_context_h context, uint16_t id);
 
