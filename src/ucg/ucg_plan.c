@@ -410,6 +410,38 @@ ucs_status_t ucg_plan_set_owner(ucg_plan_builder_t *b,
     return UCS_OK;
 }
 
+/* The fan-in that starts the hierarchical gather, allgather and barrier:
+ * each host's blocks to its leader; nothing in a flat plan */
+ucs_status_t ucg_plan_add_local_gather(ucg_plan_builder_t *b, int hier)
+{
+    ucg_phase_t *phase;
+    ucs_status_t status;
+
+    if (!hier) {
+        return UCS_OK;
+    }
+
+    status = ucg_plan_add_local(b, UCG_PHASE_SM_GATHER,
+                                ucg_plan_gather_mode(b), 0, &phase);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    return ucg_plan_set_owner(b, phase, 0);
+}
+
+/* The fan-out from each leader that ends the hierarchical bcast, allreduce,
+ * barrier, scatter and allgather; nothing in a flat plan */
+ucs_status_t ucg_plan_add_local_bcast(ucg_plan_builder_t *b, int hier)
+{
+    if (!hier) {
+        return UCS_OK;
+    }
+
+    return ucg_plan_add_local(b, UCG_PHASE_SM_BCAST, ucg_plan_bcast_mode(b),
+                              0, NULL);
+}
+
 /* Mode of a host-local phase by host size */
 uct_o2m_mode_t ucg_plan_ppn_mode(const ucg_plan_builder_t *b)
 {

@@ -40,8 +40,7 @@ ucs_status_t ucg_plan_build_bcast(ucg_plan_builder_t *b, int hier,
      * ends a non-commutative allreduce stays sm_bcast */
     if ((b->key->type != UCG_COLL_BCAST) || !b->topo->sm_cma ||
         !ucg_plan_reaches(b, b->config->sm_bcast_cma_thresh)) {
-        return ucg_plan_add_local(b, UCG_PHASE_SM_BCAST,
-                                  ucg_plan_bcast_mode(b), 0, NULL);
+        return ucg_plan_add_local_bcast(b, hier);
     }
 
     /* Single-copy: a zero-byte fan-in acknowledges the reads */
@@ -72,10 +71,9 @@ ucs_status_t ucg_plan_build_scatter(ucg_plan_builder_t *b, int hier,
     if (status == UCS_OK) {
         status = ucg_plan_set_owner(b, phase, hier);
     }
-    if ((status != UCS_OK) || !hier) {
+    if (status != UCS_OK) {
         return status;
     }
 
-    return ucg_plan_add_local(b, UCG_PHASE_SM_BCAST, ucg_plan_bcast_mode(b),
-                              0, NULL);
+    return ucg_plan_add_local_bcast(b, hier);
 }

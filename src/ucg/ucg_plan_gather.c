@@ -23,15 +23,9 @@ ucs_status_t ucg_plan_build_gather(ucg_plan_builder_t *b, int hier,
     }
 
     ucg_plan_set_leaders(b, 1, root);
-    if (hier) {
-        status = ucg_plan_add_local(b, UCG_PHASE_SM_GATHER,
-                                    ucg_plan_gather_mode(b), 0, &phase);
-        if (status == UCS_OK) {
-            status = ucg_plan_set_owner(b, phase, 0);
-        }
-        if (status != UCS_OK) {
-            return status;
-        }
+    status = ucg_plan_add_local_gather(b, hier);
+    if (status != UCS_OK) {
+        return status;
     }
 
     status = ucg_plan_add_global(b, hier, UCG_PHASE_P2P_GATHER, root, &phase);
@@ -63,24 +57,17 @@ ucs_status_t ucg_plan_build_barrier(ucg_plan_builder_t *b, int hier,
                                   ucg_plan_bcast_mode(b), 0, NULL);
     }
 
-    if (hier) {
-        status = ucg_plan_add_local(b, UCG_PHASE_SM_GATHER,
-                                    ucg_plan_gather_mode(b), 0, &phase);
-        if (status == UCS_OK) {
-            status = ucg_plan_set_owner(b, phase, 0);
-        }
-        if (status != UCS_OK) {
-            return status;
-        }
-    }
-
-    status = ucg_plan_add_global(b, hier, UCG_PHASE_P2P_BARRIER, 0, &phase);
-    if ((status != UCS_OK) || !hier) {
+    status = ucg_plan_add_local_gather(b, hier);
+    if (status != UCS_OK) {
         return status;
     }
 
-    return ucg_plan_add_local(b, UCG_PHASE_SM_BCAST, ucg_plan_bcast_mode(b),
-                              0, NULL);
+    status = ucg_plan_add_global(b, hier, UCG_PHASE_P2P_BARRIER, 0, &phase);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    return ucg_plan_add_local_bcast(b, hier);
 }
 
 ucs_status_t ucg_plan_build_allgather(ucg_plan_builder_t *b, int hier,
@@ -104,25 +91,18 @@ ucs_status_t ucg_plan_build_allgather(ucg_plan_builder_t *b, int hier,
                                        UCG_PHASE_P2P_ALLGATHER_LINEAR;
 
     ucg_plan_set_leaders(b, 0, 0);
-    if (hier) {
-        status = ucg_plan_add_local(b, UCG_PHASE_SM_GATHER,
-                                    ucg_plan_gather_mode(b), 0, &phase);
-        if (status == UCS_OK) {
-            status = ucg_plan_set_owner(b, phase, 0);
-        }
-        if (status != UCS_OK) {
-            return status;
-        }
+    status = ucg_plan_add_local_gather(b, hier);
+    if (status != UCS_OK) {
+        return status;
     }
 
     status = ucg_plan_add_global(b, hier, inter, 0, &phase);
     if (status == UCS_OK) {
         status = ucg_plan_set_owner(b, phase, hier);
     }
-    if ((status != UCS_OK) || !hier) {
+    if (status != UCS_OK) {
         return status;
     }
 
-    return ucg_plan_add_local(b, UCG_PHASE_SM_BCAST, ucg_plan_bcast_mode(b),
-                              0, NULL);
+    return ucg_plan_add_local_bcast(b, hier);
 }

@@ -73,6 +73,8 @@ ucs_status_t ucg_plan_add_global(ucg_plan_builder_t *b, int hier,
                                  unsigned root, ucg_phase_t **phase_p);
 ucs_status_t ucg_plan_set_owner(ucg_plan_builder_t *b,
                                 ucg_phase_t *phase, int by_leader);
+ucs_status_t ucg_plan_add_local_gather(ucg_plan_builder_t *b, int hier);
+ucs_status_t ucg_plan_add_local_bcast(ucg_plan_builder_t *b, int hier);
 
 /* Modes and methods */
 uct_o2m_mode_t ucg_plan_ppn_mode(const ucg_plan_builder_t *b);

@@ -208,10 +208,5 @@ ucs_status_t ucg_plan_build_allreduce(ucg_plan_builder_t *b, int hier,
         }
     }
 
-    if (!hier) {
-        return UCS_OK;
-    }
-
-    return ucg_plan_add_local(b, UCG_PHASE_SM_BCAST, ucg_plan_bcast_mode(b),
-                              0, NULL);
+    return ucg_plan_add_local_bcast(b, hier);
 }
