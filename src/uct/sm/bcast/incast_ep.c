@@ -422,7 +422,7 @@ uct_o2m_incast_am_zcopy(uct_o2m_ep_t *o2m_ep, uint8_t id, const void *header,
 {
     return uct_o2m_ep_send_zcopy(o2m_ep, uct_o2m_incast_claim_slot,
                                  uct_o2m_incast_publish,
-                                 uct_o2m_ep_track_zcopy, id, header,
+                                 uct_o2m_ep_track_zcopy, 1, id, header,
                                  header_length, iov, iovcnt, comp);
 }
 

@@ -133,6 +133,9 @@ static UCS_F_ALWAYS_INLINE int uct_o2m_ep_sends(const uct_o2m_ep_t *ep)
  *           refuse it (nothing becomes visible).
  *  track:   after a zcopy message is published: complete @a comp once the
  *           readers are done with the sender's buffer.
+ * A zcopy descriptor is packed straight into the element when the role's
+ * element stays private until published (@a in_place), else it is checked
+ * before claiming and copied in.
  */
 typedef uct_o2m_elem_t *(*uct_o2m_ep_claim_func_t)(uct_o2m_ep_t *ep,
                                                    uint64_t *seq_p,
@@ -201,23 +204,25 @@ uct_o2m_ep_send_bcopy(uct_o2m_ep_t *ep, uct_o2m_ep_claim_func_t claim,
 static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_o2m_ep_send_zcopy(uct_o2m_ep_t *ep, uct_o2m_ep_claim_func_t claim,
                       uct_o2m_ep_publish_func_t publish,
-                      uct_o2m_ep_track_func_t track, uint8_t id,
-                      const void *header, unsigned header_length,
+                      uct_o2m_ep_track_func_t track, int in_place,
+                      uint8_t id, const void *header, unsigned header_length,
                       const uct_iov_t *iov, size_t iovcnt,
                       uct_completion_t *comp)
 {
     uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.iface,
                                             uct_o2m_iface_t);
-    uct_o2m_zdesc_t zdesc;
+    uct_o2m_zdesc_t zdesc, *zdesc_p;
     uct_o2m_elem_t *elem;
     ucs_status_t status;
     uint64_t seq;
 
-    /* Checked before claiming: a refused descriptor claims nothing */
-    status = uct_o2m_zdesc_pack(&zdesc, header, header_length, iov, iovcnt,
-                                iface->config.max_zcopy);
-    if (status != UCS_OK) {
-        return status;
+    if (!in_place) {
+        /* Checked before claiming: a refused descriptor claims nothing */
+        status = uct_o2m_zdesc_pack(&zdesc, header, header_length, iov,
+                                    iovcnt, iface->config.max_zcopy);
+        if (status != UCS_OK) {
+            return status;
+        }
     }
 
     elem = claim(ep, &seq, &status);
@@ -225,8 +230,19 @@ uct_o2m_ep_send_zcopy(uct_o2m_ep_t *ep, uct_o2m_ep_claim_func_t claim,
         return status;
     }
 
-    memcpy(UCT_O2M_ELEM_DATA(elem), &zdesc, sizeof(zdesc));
-    uct_o2m_ep_fill_hdr(elem, id, zdesc.length, UCT_O2M_ELEM_FLAG_ZCOPY);
+    zdesc_p = (uct_o2m_zdesc_t*)UCT_O2M_ELEM_DATA(elem);
+    if (in_place) {
+        /* Nothing is published if the descriptor is refused */
+        status = uct_o2m_zdesc_pack(zdesc_p, header, header_length, iov,
+                                    iovcnt, iface->config.max_zcopy);
+        if (status != UCS_OK) {
+            return status;
+        }
+    } else {
+        memcpy(zdesc_p, &zdesc, sizeof(zdesc));
+    }
+
+    uct_o2m_ep_fill_hdr(elem, id, zdesc_p->length, UCT_O2M_ELEM_FLAG_ZCOPY);
     status = publish(ep, elem, seq);
     if (status != UCS_OK) {
         return status;

@@ -169,7 +169,7 @@ uct_o2m_p2p_am_zcopy(uct_o2m_ep_t *o2m_ep, uint8_t id, const void *header,
 {
     return uct_o2m_ep_send_zcopy(o2m_ep, uct_o2m_p2p_claim,
                                  uct_o2m_p2p_publish, uct_o2m_p2p_track_zcopy,
-                                 id, header, header_length, iov, iovcnt,
+                                 0, id, header, header_length, iov, iovcnt,
                                  comp);
 }
 
