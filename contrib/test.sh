@@ -15,7 +15,8 @@
 #      hosts of the multi-host bed (contrib/multihost.sh, network namespaces;
 #      its self-test first: test/multihost/selftest.sh, about 10 s; then
 #      test/multihost/mc_udp.sh, an mc_udp group on 2..4 hosts with kernel
-#      loss, every message checked, about 5 s):
+#      loss, every message checked, and the benchmark's data check, about
+#      15 s):
 #      test/mpi/run-multihost.sh, quick matrix on 2 and 3 hosts x 1..2 ranks
 #      and a rank on another host killed during a collective (about half a
 #      minute), then the quick matrix on 2x2 and 3x1 with UCG's broadcasts
