@@ -1,7 +1,7 @@
 /**
  * UCG broadcasts between hosts over IP multicast: the mc_udp interface of a
- * context, and the group endpoints of the sets of MC_BCAST phases, agreed
- * all or none (ucg_mc.c).  The phase is phase/ucg_mc_bcast.c.
+ * context (ucg_mc.c), and the group endpoints of the sets of MC_BCAST
+ * phases, agreed all or none (ucg_mc_agree.c).  The phase is phase/ucg_mc_bcast.c.
  */
 #ifndef UCG_MC_H_
 #define UCG_MC_H_

@@ -575,7 +575,7 @@ static void ucg_plan_clear_phases(ucg_plan_t *plan)
  * MC_BCAST when the group may use mc_udp and the message is not larger than
  * MC_MAX_SIZE.  The phase keeps its radix and fragment size for the
  * point-to-point phase that stands in for it where the leaders cannot all
- * join the multicast group (ucg_mc.c).
+ * join the multicast group (ucg_mc_agree.c).
  */
 static void ucg_plan_use_mc(ucg_plan_builder_t *b)
 {

@@ -1,6 +1,6 @@
 /**
  * MC_BCAST: the set root sends the phase's data (coll->data) once, by IP
- * multicast on the set's mc_udp group endpoint (../ucg_mc.c), and the
+ * multicast on the set's mc_udp group endpoint (../ucg_mc_agree.c), and the
  * engine of mc/rel/ makes it reliable.  The data is the stream of the SM_*
  * phases (ucg_sm.c): fragments of the agreed size behind the sm header, so
  * the sm receive path (ucg_sm_am_cb, the AM handler of the mc_udp
@@ -8,8 +8,8 @@
  * collective reaches the phase.
  *
  * Before the stream the set agrees on its endpoint (once per group and
- * set, see ucg_mc.c); where a member could not create its endpoint, every
- * member of the set runs P2P_BCAST (the phase's radix and fragments)
+ * set, see ucg_mc_agree.c); where a member could not create its endpoint,
+ * every member of the set runs P2P_BCAST (the phase's radix and fragments)
  * instead, in the same collective.
  *
  * A member waits for data with uct_o2m_ep_expect(ep, 1) set: the endpoint
