@@ -9,6 +9,7 @@
 #endif
 
 #include "ucg_group_int.h"
+#include "o2m_mix.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -345,17 +346,6 @@ void ucg_group_destroy_sm_eps(ucg_group_t *group)
     }
 }
 
-/* splitmix64's finalizer: a bijection of 64-bit values */
-static uint64_t ucg_group_mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebull;
-    x ^= x >> 31;
-    return x;
-}
-
 /*
  * o2m group id of an endpoint: (tl, root, mode, op, dtype) are packed into
  * 36 bits, which, with the group's uid, go through bijections: two endpoints
@@ -370,7 +360,7 @@ static uint64_t ucg_group_sm_id(const ucg_group_t *group, ucg_sm_tl_t tl,
                     ((uint64_t)mode << 8) | ((uint64_t)op << 4) |
                     (uint64_t)dtype;
 
-    return ucg_group_mix64(group->uid ^ ucg_group_mix64(info));
+    return uct_o2m_mix64(group->uid ^ uct_o2m_mix64(info));
 }
 
 ucs_status_t ucg_group_sm_ep(ucg_group_h group, ucg_sm_tl_t tl,

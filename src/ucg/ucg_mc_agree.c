@@ -51,6 +51,7 @@
 
 #include "ucg_mc_int.h"
 #include "ucg_coll.h"
+#include "o2m_mix.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -326,28 +327,18 @@ static ucs_status_t ucg_mc_peer_status(int32_t value)
            UCS_ERR_IO_ERROR;
 }
 
-static uint64_t ucg_mc_mix64(uint64_t x)
-{
-    x ^= x >> 31;
-    x *= 0x7fb5d329728ea185ull;
-    x ^= x >> 27;
-    x *= 0x81dadef4bc2dd44dull;
-    x ^= x >> 33;
-    return x;
-}
-
 /* The same on every member of the set; unique among the live groups of a
  * network with high probability (the uid is rank 0's pid and count, the
  * host its real host) */
 static uint64_t ucg_mc_group_id(const ucg_group_t *group,
                                 const ucg_mc_ep_t *mc_ep)
 {
-    uint64_t h = ucg_mc_mix64(group->uid ^ group->members[0].real_host);
+    uint64_t h = uct_o2m_mix64(group->uid ^ group->members[0].real_host);
     unsigned i;
 
-    h = ucg_mc_mix64(h ^ (((uint64_t)group->epoch << 16) | group->id));
+    h = uct_o2m_mix64(h ^ (((uint64_t)group->epoch << 16) | group->id));
     for (i = 0; i < mc_ep->count; ++i) {
-        h = ucg_mc_mix64(h ^ mc_ep->ranks[i] ^
+        h = uct_o2m_mix64(h ^ mc_ep->ranks[i] ^
                          ((uint64_t)(i == mc_ep->root_idx) << 40));
     }
     return h;

@@ -12,6 +12,7 @@
 
 extern "C" {
 #include "ucg_group.h"
+#include "o2m_mix.h"
 #include <ucs/debug/log.h>
 }
 
@@ -23,6 +24,7 @@ extern "C" {
 #include <dirent.h>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 using namespace o2m_test;
@@ -80,6 +82,22 @@ TEST(tl_names, plugin_and_ucg)
     EXPECT_STREQ("sm_incast", uct_o2m_tl_name(1));
     EXPECT_STREQ("sm_bcast", ucg_sm_tl_name(UCG_SM_BCAST));
     EXPECT_STREQ("sm_incast", ucg_sm_tl_name(UCG_SM_INCAST));
+}
+
+/* The one mixing function of the plugin and UCG (group ids, mc_udp's
+ * multicast address of a group) is splitmix64's: its first outputs from
+ * seed 0, and no two of a run of consecutive inputs mix to one value */
+TEST(o2m_mix64, splitmix64)
+{
+    const uint64_t gamma = 0x9e3779b97f4a7c15ull;
+    std::set<uint64_t> seen;
+    uint64_t i;
+
+    EXPECT_EQ(0xe220a8397b1dcdafull, uct_o2m_mix64(gamma));
+    EXPECT_EQ(0x6e789e6aa1b965f4ull, uct_o2m_mix64(2 * gamma));
+    for (i = 0; i < 4096; ++i) {
+        EXPECT_TRUE(seen.insert(uct_o2m_mix64(i)).second) << i;
+    }
 }
 
 /* The tests' log capture: the innermost capture gets the warnings and

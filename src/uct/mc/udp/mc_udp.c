@@ -32,6 +32,7 @@
 
 #include "mc_udp.h"
 #include "../rel/mc_rel.h"
+#include "../../sm/bcast/o2m_mix.h"
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_md.h>
@@ -1255,17 +1256,6 @@ static ucs_status_t uct_mc_udp_ep_check(uct_ep_h tl_ep, unsigned flags,
 /* ------------------------------------------------------------------------ */
 /* Group endpoints (uct_o2m_ep_create on an mc_udp interface)              */
 
-/* A deterministic multicast address and stream id from the group id */
-static uint64_t uct_mc_udp_mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x;
-}
-
 static ucs_status_t uct_mc_udp_open_mc_socket(uct_mc_udp_iface_t *iface,
                                               uct_mc_udp_stream_t *s)
 {
@@ -1378,7 +1368,8 @@ ucs_status_t uct_mc_udp_group_ep_create(uct_iface_h tl_iface,
         return status;
     }
 
-    h = uct_mc_udp_mix(params->group_id);
+    /* A deterministic multicast address, inside [MCAST_BASE, +MCAST_COUNT) */
+    h = uct_o2m_mix64(params->group_id);
     ep->s.mc_addr.sin_family      = AF_INET;
     ep->s.mc_addr.sin_addr.s_addr = htonl(iface->mc_base.s_addr +
                                           (uint32_t)(h % iface->mc_count));
