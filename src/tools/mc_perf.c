@@ -432,57 +432,10 @@ static ucs_status_t mc_perf_err_handler(void *arg, uct_ep_h ep,
 static void mc_perf_tl_open(mc_perf_proc_t *p, mc_perf_tl_id_t id)
 {
     const char *name = mc_perf_tl_names[id];
-    uct_component_h *components, comp = NULL;
-    uct_component_attr_t comp_attr;
-    uct_md_config_t *md_config;
-    uct_iface_config_t *iface_config;
-    uct_iface_params_t params;
-    unsigned num, i;
     ucs_status_t status;
 
-    status = uct_query_components(&components, &num);
-    PERF_CHECK_OK(status, "uct_query_components");
-    for (i = 0; i < num; ++i) {
-        comp_attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
-        if ((uct_component_query(components[i], &comp_attr) == UCS_OK) &&
-            !strcmp(comp_attr.name, name)) {
-            comp = components[i];
-        }
-    }
-    uct_release_component_list(components);
-    if (comp == NULL) {
-        perf_die("UCT component '%s' not found%s", name,
-                 (id == MC_PERF_TL_MC_UDP) ?
-                 " (the plugin libuct_o2m.so is not loaded)" : "");
-    }
-
-    status = uct_md_config_read(comp, NULL, NULL, &md_config);
-    PERF_CHECK_OK(status, "uct_md_config_read");
-    status = uct_md_open(comp, name, md_config, &p->md[id]);
-    uct_config_release(md_config);
-    PERF_CHECK_OK(status, "uct_md_open");
-    status = uct_md_iface_config_read(p->md[id], name, NULL, NULL,
-                                      &iface_config);
-    PERF_CHECK_OK(status, "uct_md_iface_config_read");
-
-    memset(&params, 0, sizeof(params));
-    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                                  UCT_IFACE_PARAM_FIELD_DEVICE |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
-    params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
-    params.mode.device.tl_name  = name;
-    params.mode.device.dev_name = mc_perf_opts.dev;
-    params.err_handler          = mc_perf_err_handler;
-    params.err_handler_arg      = (void*)name;
-    status = uct_iface_open(p->md[id], p->worker, &params, iface_config,
-                            &p->iface[id]);
-    uct_config_release(iface_config);
-    if (status != UCS_OK) {
-        perf_die("%s on %s: %s", name, mc_perf_opts.dev,
-                 ucs_status_string(status));
-    }
+    perf_uct_iface_open(name, name, mc_perf_opts.dev, p->worker,
+                        mc_perf_err_handler, &p->md[id], &p->iface[id]);
 
     status = uct_iface_query(p->iface[id], &p->attr[id]);
     PERF_CHECK_OK(status, "uct_iface_query");

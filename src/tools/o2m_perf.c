@@ -274,7 +274,6 @@ typedef struct {
 
 
 typedef struct {
-    uct_component_h  component;
     uct_md_h         md;
     uct_iface_h      iface;
     uct_iface_attr_t attr;
@@ -882,56 +881,10 @@ static void o2m_perf_tl_open(o2m_perf_proc_t *p, o2m_perf_tl_id_t id,
 {
     o2m_perf_tl_t *tl    = &p->tl[id];
     const char *tl_name  = o2m_perf_tl_names[id];
-    uct_component_h *components;
-    uct_component_attr_t comp_attr;
-    uct_md_config_t *md_config;
-    uct_iface_config_t *iface_config;
-    uct_iface_params_t params;
-    unsigned num_components, i;
     ucs_status_t status;
 
-    status = uct_query_components(&components, &num_components);
-    PERF_CHECK_OK(status, "uct_query_components");
-    tl->component = NULL;
-    for (i = 0; i < num_components; ++i) {
-        comp_attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
-        status = uct_component_query(components[i], &comp_attr);
-        if ((status == UCS_OK) && !strcmp(comp_attr.name, comp_name)) {
-            tl->component = components[i];
-        }
-    }
-    uct_release_component_list(components);
-    O2M_PERF_CHECK(tl->component != NULL, "UCT component '%s' not found%s",
-                   comp_name, strcmp(comp_name, "o2m") ? "" :
-                   " (the plugin libuct_o2m.so is not loaded)");
-
-    status = uct_md_config_read(tl->component, NULL, NULL, &md_config);
-    PERF_CHECK_OK(status, "uct_md_config_read");
-    status = uct_md_open(tl->component, comp_name, md_config, &tl->md);
-    uct_config_release(md_config);
-    PERF_CHECK_OK(status, "uct_md_open");
-
-    status = uct_md_iface_config_read(tl->md, tl_name, NULL, NULL,
-                                      &iface_config);
-    PERF_CHECK_OK(status, "uct_md_iface_config_read");
-
-    memset(&params, 0, sizeof(params));
-    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                                  UCT_IFACE_PARAM_FIELD_DEVICE |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
-    params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
-    params.mode.device.tl_name  = tl_name;
-    params.mode.device.dev_name = "memory";
-    params.err_handler          = o2m_perf_err_handler;
-    params.err_handler_arg      = (void*)tl_name;
-    params.err_handler_flags    = 0;
-
-    status = uct_iface_open(tl->md, p->worker, &params, iface_config,
-                            &tl->iface);
-    uct_config_release(iface_config);
-    PERF_CHECK_OK(status, tl_name);
+    perf_uct_iface_open(comp_name, tl_name, "memory", p->worker,
+                        o2m_perf_err_handler, &tl->md, &tl->iface);
 
     status = uct_iface_query(tl->iface, &tl->attr);
     PERF_CHECK_OK(status, "uct_iface_query");

@@ -1,6 +1,7 @@
 /**
- * ucx-o2m: the process supervisor of the benchmarks (ucx_o2m_perf and
- * ucg_perf).
+ * ucx-o2m: the process supervisor of the benchmarks (ucx_o2m_perf,
+ * ucg_perf, ucx_mc_perf), and the opening of a UCT interface for the
+ * transport-level ones.
  *
  * A benchmark forks one process per rank on this host, pins them one per
  * CPU when there are enough, and waits for them with a deadline.  Every
@@ -17,6 +18,7 @@
 #define O2M_PERF_LIB_H_
 
 #include <ucs/type/status.h>
+#include <uct/api/uct.h>
 
 #include <sched.h>
 #include <stddef.h>
@@ -66,6 +68,16 @@ perf_die(const char *fmt, ...);
             perf_die("%s: %s", (_what), ucs_status_string(_s)); \
         } \
     } while (0)
+
+/**
+ * Open the interface @a tl_name on device @a dev_name of the UCT component
+ * @a comp_name (its memory domain has the component's name) on @a worker,
+ * with @a err_handler (its argument: @a tl_name), or perf_die() saying why.
+ */
+void perf_uct_iface_open(const char *comp_name, const char *tl_name,
+                         const char *dev_name, uct_worker_h worker,
+                         uct_error_handler_t err_handler,
+                         uct_md_h *md_p, uct_iface_h *iface_p);
 
 /** The parent: SIGKILL every child still running. */
 void perf_kill_children(void);
