@@ -613,6 +613,33 @@ delegate:
     return m->prev_bcast(buff, count, dtype, root, comm, m->prev_bcast_module);
 }
 
+/* Allreduce and reduce on UCG (root: reduce's), or COLL_UCG_DELEGATE when
+ * UCG does not take them (size, datatype or operation) */
+static int coll_ucg_reduction(mca_coll_ucg_module_t *m, int coll,
+                              ucg_coll_type_t type, const void *sbuf,
+                              void *rbuf, int count,
+                              struct ompi_datatype_t *dtype,
+                              struct ompi_op_t *op, int root,
+                              struct ompi_communicator_t *comm)
+{
+    coll_ucg_call_t call = {{0}};
+    coll_ucg_user_op_arg_t user_arg; /* used by UCG until coll_ucg_go ends */
+
+    if (!coll_ucg_use(m, coll, coll_ucg_bytes(dtype, count)) ||
+        !coll_ucg_reduce_params(dtype, op, &user_arg, &call.params)) {
+        ++m->n_delegated[coll];
+        return COLL_UCG_DELEGATE;
+    }
+
+    call.params.type  = type;
+    call.params.root  = root;
+    call.params.count = count;
+    coll_ucg_call_init(m, coll, &call, 0);
+    call.params.sbuf  = (sbuf == MPI_IN_PLACE) ? UCG_IN_PLACE : sbuf;
+    call.params.rbuf  = rbuf;
+    return coll_ucg_go(m, coll, comm, &call);
+}
+
 static int coll_ucg_allreduce(const void *sbuf, void *rbuf, int count,
                               struct ompi_datatype_t *dtype,
                               struct ompi_op_t *op,
@@ -620,26 +647,13 @@ static int coll_ucg_allreduce(const void *sbuf, void *rbuf, int count,
                               mca_coll_base_module_t *module)
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
-    coll_ucg_call_t call     = {{0}};
-    coll_ucg_user_op_arg_t user_arg;
     int ret;
 
-    if (!coll_ucg_use(m, COLL_UCG_ALLREDUCE, coll_ucg_bytes(dtype, count)) ||
-        !coll_ucg_reduce_params(dtype, op, &user_arg, &call.params)) {
-        ++m->n_delegated[COLL_UCG_ALLREDUCE];
-        goto delegate;
-    }
-
-    call.params.type  = UCG_COLL_ALLREDUCE;
-    call.params.count = count;
-    coll_ucg_call_init(m, COLL_UCG_ALLREDUCE, &call, 0);
-    call.params.sbuf  = (sbuf == MPI_IN_PLACE) ? UCG_IN_PLACE : sbuf;
-    call.params.rbuf  = rbuf;
-    ret = coll_ucg_go(m, COLL_UCG_ALLREDUCE, comm, &call);
+    ret = coll_ucg_reduction(m, COLL_UCG_ALLREDUCE, UCG_COLL_ALLREDUCE, sbuf,
+                             rbuf, count, dtype, op, 0, comm);
     if (ret != COLL_UCG_DELEGATE) {
         return ret;
     }
-delegate:
     return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm,
                              m->prev_allreduce_module);
 }
@@ -650,27 +664,13 @@ static int coll_ucg_reduce(const void *sbuf, void *rbuf, int count,
                            mca_coll_base_module_t *module)
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
-    coll_ucg_call_t call     = {{0}};
-    coll_ucg_user_op_arg_t user_arg;
     int ret;
 
-    if (!coll_ucg_use(m, COLL_UCG_REDUCE, coll_ucg_bytes(dtype, count)) ||
-        !coll_ucg_reduce_params(dtype, op, &user_arg, &call.params)) {
-        ++m->n_delegated[COLL_UCG_REDUCE];
-        goto delegate;
-    }
-
-    call.params.type  = UCG_COLL_REDUCE;
-    call.params.root  = root;
-    call.params.count = count;
-    coll_ucg_call_init(m, COLL_UCG_REDUCE, &call, 0);
-    call.params.sbuf  = (sbuf == MPI_IN_PLACE) ? UCG_IN_PLACE : sbuf;
-    call.params.rbuf  = rbuf;
-    ret = coll_ucg_go(m, COLL_UCG_REDUCE, comm, &call);
+    ret = coll_ucg_reduction(m, COLL_UCG_REDUCE, UCG_COLL_REDUCE, sbuf, rbuf,
+                             count, dtype, op, root, comm);
     if (ret != COLL_UCG_DELEGATE) {
         return ret;
     }
-delegate:
     return m->prev_reduce(sbuf, rbuf, count, dtype, op, root, comm,
                           m->prev_reduce_module);
 }
