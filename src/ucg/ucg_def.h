@@ -9,6 +9,7 @@
 #define UCG_DEF_H_
 
 #include "api/ucg.h"
+#include <ucs/sys/compiler_def.h>
 #include <ucs/sys/math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -40,7 +41,12 @@ typedef struct ucg_sm_hdr {
                                               id is not taken */
     uint32_t frag;      /* fragment index in the phase */
     uint32_t src;       /* SM_ALLREDUCE: sender's index in its set */
-} ucg_sm_hdr_t;         /* 16 bytes: data after it stays 16-byte aligned */
+} UCS_S_PACKED ucg_sm_hdr_t; /* 16 bytes: data after it keeps the alignment
+                                of the header's start.  Packed because a
+                                transport may place it at any address (mc_udp
+                                puts its AM id in the byte before it): the
+                                fields are read and written without
+                                assuming alignment */
 
 
 /** Whether a collective of @a type has a root (ucg_coll_params_t::root) */
