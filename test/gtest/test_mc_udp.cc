@@ -289,11 +289,15 @@ TEST_F(mc_udp, p2p_exact_both_ways)
 }
 
 /* A receiver that sleeps in poll() on the event fd between datagrams: it
- * wakes for every message (and its timers), no busy polling */
+ * wakes for every message (and its timers), no busy polling.  The sender
+ * starts once the receiver has armed the fd and is about to sleep, so the
+ * receiver sleeps at least once however the processes are scheduled (on a
+ * loaded machine it may otherwise find every message already there) */
 TEST_F(mc_udp, p2p_event_fd)
 {
     proc_group pg(2);
-    volatile int *done = static_cast<volatile int*>(pg.shared());
+    volatile int *done  = static_cast<volatile int*>(pg.shared());
+    volatile int *armed = done + 1;
     const unsigned count = 300;
 
     pg.run_ok([&](unsigned rank) {
@@ -308,6 +312,14 @@ TEST_F(mc_udp, p2p_event_fd)
         addrs.exchange(pg, rank, env);
         if (rank == 0) {
             uct_ep_h ep = create_p2p_ep(env, addrs, 1);
+            double deadline = now_sec() + wait_timeout;
+
+            while (!*armed) {
+                CHILD_CHECK(now_sec() < deadline, "the receiver "
+                            "did not arm its event fd in %.0f s",
+                            wait_timeout);
+                sched_yield();
+            }
             for (unsigned k = 0; k < count; ++k) {
                 CHILD_CHECK_OK(send_msg(env, ep, m_salt, k, max));
             }
@@ -324,7 +336,10 @@ TEST_F(mc_udp, p2p_event_fd)
                         UCT_EVENT_RECV | UCT_EVENT_SEND_COMP);
                 if (status == UCS_OK) {
                     struct pollfd pfd = {fd, POLLIN, 0};
-                    int ret = poll(&pfd, 1, (int)(wait_timeout * 1000));
+                    int ret;
+
+                    *armed = 1;
+                    ret    = poll(&pfd, 1, (int)(wait_timeout * 1000));
                     CHILD_CHECK(ret == 1, "no event in %.0f s (%zu of %u "
                                 "messages)", wait_timeout, log.msgs.size(),
                                 count);
