@@ -313,9 +313,11 @@ ucs_config_field_t ucg_config_table[] = {
      "loopback (which reaches this host only).",
      ucs_offsetof(ucg_config_t, mc_device), UCS_CONFIG_TYPE_STRING},
 
-    {"MC_MAX_SIZE", "inf",
+    {"MC_MAX_SIZE", "4k",
      "Broadcasts between host leaders of at most this many bytes use\n"
-     "mc_udp; larger ones stay point-to-point (pipelined k-nomial tree).",
+     "mc_udp; larger ones stay point-to-point (pipelined k-nomial tree).\n"
+     "Across 3 hosts multicast was slower than point-to-point from 8 KiB\n"
+     "(docs/performance.md); inf: every size.",
      ucs_offsetof(ucg_config_t, mc_max_size), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"LOG_PLANS", "n",

@@ -53,6 +53,8 @@ env_t mc_env()
     env["UCX_UCG_HOSTS"]         = "2";   /* 3 virtual hosts of 2 */
     env["UCX_UCG_MC"]            = "yes";
     env["UCX_UCG_MC_DEVICE"]     = "lo";
+    /* Multicast at every size of the tests, not only up to the default */
+    env["UCX_UCG_MC_MAX_SIZE"]   = "inf";
     env["UCX_MC_UDP_MCAST_PORT"] = random_port();
     return env;
 }
@@ -121,6 +123,15 @@ TEST(ucg_mc, plans)
               plan_methods("GTESTUCGMC", key, 1));
     EXPECT_EQ((m_t{UCG_PHASE_P2P_BCAST, UCG_PHASE_SM_BCAST}),
               plan_methods("GTESTUCGMC", key, 0));
+
+    /* The default bound: multicast up to 4 KiB, point-to-point above */
+    key.msg_size = 4096;
+    EXPECT_EQ((m_t{UCG_PHASE_MC_BCAST, UCG_PHASE_SM_BCAST}),
+              plan_methods("GTESTUCGMC", key, 1));
+    key.msg_size = 4097;
+    EXPECT_EQ((m_t{UCG_PHASE_P2P_BCAST, UCG_PHASE_SM_BCAST}),
+              plan_methods("GTESTUCGMC", key, 1));
+    key.msg_size = 100;
 
     /* Above MC_MAX_SIZE: point-to-point between leaders */
     setenv("GTESTUCGMC2_UCG_MC_MAX_SIZE", "64", 1);

@@ -114,7 +114,10 @@ if [ "$loss" -gt 0 ]; then
 fi
 
 mc_env=()
-[ "${MPI_TEST_EXPECT_MC:-0}" = 1 ] && mc_env=(-x UCX_UCG_MC=yes)
+# MC_MAX_SIZE=inf: multicast at every size the tests use, not only below
+# the default bound
+[ "${MPI_TEST_EXPECT_MC:-0}" = 1 ] && \
+    mc_env=(-x UCX_UCG_MC=yes -x UCX_UCG_MC_MAX_SIZE=inf)
 
 fail=0
 start=$(date +%s)

@@ -67,7 +67,7 @@ if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ]; then
     extra+=(--mca coll_ucg_verbose 1)
 fi
 if [ "${MPI_TEST_EXPECT_MC:-0}" = 1 ]; then
-    extra+=(-x UCX_UCG_MC=yes -x UCX_LOG_LEVEL=diag)
+    extra+=(-x UCX_UCG_MC=yes -x UCX_UCG_MC_MAX_SIZE=inf -x UCX_LOG_LEVEL=diag)
 fi
 
 . "$here/mpi_bin.sh"
