@@ -115,7 +115,7 @@ static int ucg_context_tls_allow_o2m(ucg_context_t *context)
     return 0;
 }
 
-static uct_component_h ucg_context_find_o2m_component(void)
+uct_component_h ucg_context_find_component(const char *name)
 {
     uct_component_h *components, found = NULL;
     uct_component_attr_t attr;
@@ -132,7 +132,7 @@ static uct_component_h ucg_context_find_o2m_component(void)
     for (i = 0; (i < num) && (found == NULL); ++i) {
         attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
         if ((uct_component_query(components[i], &attr) == UCS_OK) &&
-            !strcmp(attr.name, UCG_O2M_COMPONENT_NAME)) {
+            !strcmp(attr.name, name)) {
             found = components[i];
         }
     }
@@ -339,7 +339,8 @@ static ucs_status_t ucg_context_o2m_open(ucg_context_t *context)
     ucs_status_t status;
     ucg_sm_tl_t tl;
 
-    context->o2m_component = ucg_context_find_o2m_component();
+    context->o2m_component = ucg_context_find_component(
+                                     UCG_O2M_COMPONENT_NAME);
     if (context->o2m_component == NULL) {
         ucs_diag("UCT component '%s' is not registered",
                  UCG_O2M_COMPONENT_NAME);

@@ -260,26 +260,6 @@ out:
     return status;
 }
 
-static uct_component_h ucg_mc_find_component(void)
-{
-    uct_component_h *components, found = NULL;
-    uct_component_attr_t attr;
-    unsigned i, num;
-
-    if (uct_query_components(&components, &num) != UCS_OK) {
-        return NULL;
-    }
-    for (i = 0; (i < num) && (found == NULL); ++i) {
-        attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
-        if ((uct_component_query(components[i], &attr) == UCS_OK) &&
-            !strcmp(attr.name, UCT_MC_UDP_TL_NAME)) {
-            found = components[i];
-        }
-    }
-    uct_release_component_list(components);
-    return found;
-}
-
 ucs_status_t ucg_mc_context_init(ucg_context_h context)
 {
     ucs_ternary_auto_value_t mode = context->config->mc;
@@ -301,7 +281,7 @@ ucs_status_t ucg_mc_context_init(ucg_context_h context)
         return UCS_OK;
     }
 
-    component = ucg_mc_find_component();
+    component = ucg_context_find_component(UCT_MC_UDP_TL_NAME);
     mc        = ucs_calloc(1, sizeof(*mc), "ucg mc");
     if ((component == NULL) || (mc == NULL)) {
         ucs_free(mc);
