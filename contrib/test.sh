@@ -20,8 +20,10 @@
 #      test/mpi/run-multihost.sh, quick matrix on 2 and 3 hosts x 1..2 ranks
 #      and a rank on another host killed during a collective (about half a
 #      minute), then the quick matrix on 2x2 and 3x1 with UCG's broadcasts
-#      between hosts on mc_udp and 10 % of every host's UDP dropped
-#      (run-multihost.sh --mc --loss 10, about 45 s); skipped with a
+#      between hosts on mc_udp and 10 % of every host's UDP dropped, the
+#      OSU-style benchmark (data checked) on both layouts and a host leader
+#      killed during a bcast loop (run-multihost.sh --mc --loss 10 -b,
+#      about 15 s); skipped with a
 #      message where namespaces cannot be made, e.g. not root)
 #   5. test/fuzz/fuzz.sh: the libFuzzer targets of the shared-memory checks
 #      (o2m_check.c) and of the multicast engine's packets (mc/rel/), built
@@ -221,9 +223,10 @@ run_mpi_hosts() {
     run_step "MPI across hosts (build/)" run_mpi "$1" \
         test/mpi/run-multihost.sh -q -x -t 120 || true
     # UCG's broadcasts between hosts on mc_udp, 10 % of every host's UDP
-    # dropped: results exact, mc_udp carried them, losses repaired
+    # dropped: results exact, mc_udp carried them, losses repaired; the
+    # OSU-style benchmark; kills, among them a leader in a bcast loop
     run_step "MPI across hosts, mc_udp, 10 % loss (build/)" run_mpi "$1" \
-        test/mpi/run-multihost.sh -q -x -k -L "2x2 3x1" --mc --loss 10 \
+        test/mpi/run-multihost.sh -q -x -b -L "2x2 3x1" --mc --loss 10 \
         -t 120 || true
 }
 

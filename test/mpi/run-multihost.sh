@@ -6,8 +6,8 @@
 # during a collective (coll_kill).  Every mpirun is bounded by `timeout`.
 #
 # Usage: test/mpi/run-multihost.sh [-L "2x1 2x2 3x1 3x2"] [-q] [-x] [-k]
-#            [-t SECONDS] [--mc] [--loss PCT] [--ucg-path DIR] [--build-dir DIR]
-#            [-- MPIRUN_ARGS...]
+#            [-t SECONDS] [-b] [--mc] [--loss PCT] [--ucg-path DIR]
+#            [--build-dir DIR] [-- MPIRUN_ARGS...]
 #   -L LIST   layouts HOSTSxRANKS (default "2x1 2x2 3x1 3x2"): run.sh with
 #             np = HOSTS*RANKS and --host h1:RANKS,...,hHOSTS:RANKS
 #   -q        quick coll_test matrix (run.sh -q)
@@ -15,6 +15,11 @@
 #             otherwise run once, on the first layout of 3 ranks or more)
 #   -k        no coll_kill
 #   -t SEC    time limit per mpirun (default 180)
+#   -b        also the OSU-style benchmark on every layout (coll_bench: bcast
+#             and allreduce, 8 B to 64 KiB, few iterations; its untimed
+#             last call of each size checks the data): a table per layout,
+#             under the same loss and multicast settings; it fails on a
+#             wrong result, an error or the time limit, never on a time
 #   --ucg-path, --build-dir, after --: as for run.sh (MPI_TEST_EXPECT_UCG=1 also applies)
 #   --mc      UCG's broadcasts between host leaders on mc_udp (UCX_UCG_MC=yes),
 #             and proof that it carried them (run.sh's MPI_TEST_EXPECT_MC)
@@ -43,6 +48,7 @@ loss=0
 quick=()
 extra_tests=1
 kill_tests=1
+bench=0
 limit=180
 ucg_path=()
 ucg_dir=""
@@ -55,6 +61,7 @@ while [ $# -gt 0 ]; do
     -q) quick=(-q); shift ;;
     -x) extra_tests=0; shift ;;
     -k) kill_tests=0; shift ;;
+    -b) bench=1; shift ;;
     -t) limit="$2"; shift 2 ;;
     --ucg-path) ucg_path=(--ucg-path "$2"); ucg_dir=$2; shift 2 ;;
     --build-dir) build_dir=$(readlink -m "$2"); shift 2 ;;
@@ -95,7 +102,7 @@ host_list() {
 }
 
 . "$here/mpi_bin.sh"
-mpi_bin_make "$build_dir" coll_test coll_kill || exit 1
+mpi_bin_make "$build_dir" coll_test coll_kill coll_bench || exit 1
 if [ -n "$ucg_dir" ]; then   # as run.sh does
     export OMPI_MCA_mca_base_component_path="$ucg_dir:/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3"
 fi
@@ -119,6 +126,34 @@ mc_env=()
 [ "${MPI_TEST_EXPECT_MC:-0}" = 1 ] && \
     mc_env=(-x UCX_UCG_MC=yes -x UCX_UCG_MC_MAX_SIZE=inf)
 
+# run_bench HOSTS PPN: coll_bench on the layout, checked (exit status, its
+# validation, every size reported); prints rank 0's table
+run_bench() {
+    local hosts=$1 ppn=$2 np=$(($1 * $2))
+    local log rc n
+    log=$(mktemp)
+    timeout -k 10 "$limit" mpirun --allow-run-as-root --oversubscribe \
+        -np "$np" --host "$(host_list "$hosts" "$ppn")" \
+        "${mc_env[@]}" "${extra[@]}" "$mpi_bin/coll_bench" \
+        -c bcast,allreduce -s 8:64k -i 100 -I 20 -w 10 >"$log" 2>&1
+    rc=$?
+    # 2 collectives x 14 sizes (8 B .. 64 KiB)
+    n=$(grep -Ec '^(bcast|allreduce) [0-9]+ ' "$log")
+    if [ $rc -ne 0 ] || [ "$n" -ne 28 ] ||
+       grep -q 'validation FAILED' "$log"; then
+        echo "coll_bench $hosts x $ppn: FAILED (exit $rc, $n of 28 sizes" \
+             "reported)$([ $rc = 124 ] && echo ": TIMEOUT after ${limit}s")"
+        grep -v '^ *$' "$log" | tail -15
+        rc=1
+    else
+        echo "coll_bench $hosts x $ppn (us: coll bytes avg min max iters):"
+        grep -E '^(bcast|allreduce) [0-9]+ ' "$log" | sed 's/^/  /'
+        rc=0
+    fi
+    rm -f "$log"
+    return $rc
+}
+
 fail=0
 start=$(date +%s)
 extras_done=0
@@ -136,6 +171,9 @@ for l in $layouts; do
         "${ucg_path[@]}" --build-dir "$mpi_build" \
         -- --host "$(host_list "$hosts" "$ppn")" \
         "${extra[@]}" || fail=1
+    if [ "$bench" = 1 ]; then
+        run_bench "$hosts" "$ppn" || fail=1
+    fi
 done
 
 # run_kill HOSTS PPN VICTIM [PATTERN [MODE]]: one coll_kill run, checked;
