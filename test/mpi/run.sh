@@ -31,7 +31,7 @@
 # starting with "coll:ucg:" that name the collective and carry "ucg=N", the
 # number of calls it served itself (vs. delegated to the previous module).
 # The check requires such a line with N > 0 for bcast and for allreduce, e.g.
-#   [host:pid] coll:ucg: comm MPI_COMM_WORLD (cid 0) rank 0: bcast ucg=2 delegated=0
+#   [host:pid] coll:ucg: comm MPI_COMM_WORLD (cid 0) rank 0: bcast ucg=2 delegated=0 ...
 # (Open MPI prefixes "[host:pid] ", so the pattern is not anchored.)
 # --ucg-path DIR runs with OMPI_MCA_mca_base_component_path=DIR:<system dir>
 # (a build tree's .libs does not load: link the .so into a directory of its
@@ -182,6 +182,12 @@ if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ] && [ "$extra_tests" = 1 ]; then
             --mca coll_ucg_test_fail_call "$2" -- "$mpi_bin/coll_abort" "$1" ||
             fail=1
     done
+    # mpi_yield_when_idle (set by Open MPI on an oversubscribed node): a
+    # rank waiting in a collective on UCG gives its CPU away between polls
+    # (its counter line shows yields > 0; without the parameter, none)
+    run_extra "coll_test np=3 with mpi_yield_when_idle" 3 \
+        'coll:ucg: .* ucg=[1-9][0-9]* .*yields=[1-9]' \
+        --mca mpi_yield_when_idle 1 -- "$mpi_bin/coll_test" -q || fail=1
 fi
 
 # Slow is not dead, finished is not failed, side

@@ -69,6 +69,8 @@ typedef struct mca_coll_ucg_module {
     unsigned long          n_delegated[COLL_UCG_NUM];
     unsigned long          n_reused[COLL_UCG_NUM];  /* of n_ucg: cached */
     unsigned long          n_agreed[COLL_UCG_NUM];  /* agreements made */
+    unsigned long          n_yields[COLL_UCG_NUM];  /* sched_yield()s while
+                                                       waiting */
     char                   comm_name[MPI_MAX_OBJECT_NAME];
     uint32_t               comm_cid;
 

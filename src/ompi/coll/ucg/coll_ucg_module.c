@@ -14,6 +14,7 @@
 #include "ompi/group/group.h"
 
 #include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -516,7 +517,10 @@ static int coll_ucg_decide(mca_coll_ucg_module_t *m, int coll,
 /* Run a prepared collective on UCG, progressing Open MPI every
  * COLL_UCG_OPAL_PROGRESS_POLLS polls while it waits (a peer may need our
  * PML progress before it joins the collective; on every poll it would cost
- * more than the collective) */
+ * more than the collective).  With mpi_yield_when_idle (which Open MPI
+ * sets on an oversubscribed node) it yields the CPU between polls, as
+ * opal_progress() does: with more ranks than cores, the rank it waits for
+ * may need this CPU to send. */
 static int coll_ucg_run(mca_coll_ucg_module_t *m, int coll,
                         coll_ucg_call_t *call)
 {
@@ -536,6 +540,9 @@ static int coll_ucg_run(mca_coll_ucg_module_t *m, int coll,
             if (++polls == COLL_UCG_OPAL_PROGRESS_POLLS) {
                 polls = 0;
                 opal_progress();
+            } else if (opal_progress_yield_when_idle) {
+                sched_yield();
+                ++m->n_yields[coll];
             }
         }
     }
@@ -1100,10 +1107,11 @@ static void coll_ucg_module_destruct(mca_coll_ucg_module_t *m)
                 continue;
             }
             opal_output(0, "coll:ucg: comm %s (cid %u) rank %d: %s ucg=%lu "
-                        "delegated=%lu reused=%lu agreed=%lu", m->comm_name,
-                        m->comm_cid, m->comm_rank, mca_coll_ucg_coll_names[i],
-                        m->n_ucg[i], m->n_delegated[i], m->n_reused[i],
-                        m->n_agreed[i]);
+                        "delegated=%lu reused=%lu agreed=%lu yields=%lu",
+                        m->comm_name, m->comm_cid, m->comm_rank,
+                        mca_coll_ucg_coll_names[i], m->n_ucg[i],
+                        m->n_delegated[i], m->n_reused[i], m->n_agreed[i],
+                        m->n_yields[i]);
         }
     }
     for (i = 0; i < COLL_UCG_NUM; ++i) {
