@@ -429,6 +429,42 @@ struct fault_name {
     }
 };
 
+/* What a process of a corruption test gets: its rank, its interface and
+ * device address, and an endpoint that is destroyed after @a fn if set */
+typedef std::function<void(proc_group &pg, unsigned rank,
+                           corrupt_shared *sh, uct_env &env,
+                           const std::vector<char> &dev, uct_ep_h &ep)>
+        corrupt_fn;
+
+/*
+ * Runs @a fn in @a nprocs processes sharing a corrupt_shared, each with an
+ * interface of @a tl (corrupt_config(), and @a root_config on top of it on
+ * rank 0); every child must exit with success within 60 s
+ */
+void run_corrupt(unsigned nprocs, const char *tl, const corrupt_fn &fn,
+                 const std::map<std::string, std::string> &root_config = {})
+{
+    proc_group pg(nprocs, sizeof(corrupt_shared) + 4096);
+    corrupt_shared *sh = static_cast<corrupt_shared*>(pg.shared());
+
+    pg.run_ok([&](unsigned rank) {
+        std::map<std::string, std::string> config = corrupt_config();
+        uct_ep_h ep                                = NULL;
+
+        if (rank == 0) {
+            for (const auto &kv : root_config) {
+                config[kv.first] = kv.second;
+            }
+        }
+
+        uct_env env(tl, config);
+        fn(pg, rank, sh, env, env.dev_addr(), ep);
+        if (ep != NULL) {
+            uct_ep_destroy(ep);
+        }
+    }, 60);
+}
+
 } // namespace
 
 
@@ -441,16 +477,13 @@ class corrupt_group_geom : public ::testing::TestWithParam<geom_fault> {};
 TEST_P(corrupt_group_geom, member_attach_fails)
 {
     const geom_fault fault = GetParam();
-    proc_group pg(3, sizeof(corrupt_shared) + 4096);
-    corrupt_shared *sh = static_cast<corrupt_shared*>(pg.shared());
+    const char *tl         = fault.incast ? "sm_incast" : "sm_bcast";
+    uct_o2m_op_t op        = fault.incast ? UCT_O2M_OP_SUM :
+                                            UCT_O2M_OP_GATHER;
 
-    pg.run_ok([&](unsigned rank) {
-        const char *tl = fault.incast ? "sm_incast" : "sm_bcast";
-        uct_o2m_op_t op = fault.incast ? UCT_O2M_OP_SUM : UCT_O2M_OP_GATHER;
-        uct_env env(tl, corrupt_config());
-        std::vector<char> dev = env.dev_addr();
-        uct_ep_h ep = NULL;
-
+    run_corrupt(3, tl, [&](proc_group &pg, unsigned rank,
+                           corrupt_shared *sh, uct_env &env,
+                           const std::vector<char> &dev, uct_ep_h &ep) {
         if (rank == 0) {
             std::vector<char> a = env.iface_addr();
             memcpy(&sh->owner_addr, a.data(), sizeof(sh->owner_addr));
@@ -475,11 +508,7 @@ TEST_P(corrupt_group_geom, member_attach_fails)
                         ucs_status_string(status));
         }
         pg.barrier(rank);
-
-        if (ep != NULL) {
-            uct_ep_destroy(ep);
-        }
-    }, 60);
+    });
 }
 
 INSTANTIATE_TEST_SUITE_P(field, corrupt_group_geom,
@@ -496,12 +525,10 @@ class corrupt_iface_geom : public ::testing::TestWithParam<iface_fault> {};
 TEST_P(corrupt_iface_geom, peer_map_fails)
 {
     const iface_fault fault = GetParam();
-    proc_group pg(3, sizeof(corrupt_shared) + 4096);
-    corrupt_shared *sh = static_cast<corrupt_shared*>(pg.shared());
 
-    pg.run_ok([&](unsigned rank) {
-        uct_env env("sm_bcast", corrupt_config());
-        std::vector<char> dev = env.dev_addr();
+    run_corrupt(3, "sm_bcast", [&](proc_group &pg, unsigned rank,
+                                   corrupt_shared *sh, uct_env &env,
+                                   const std::vector<char> &dev, uct_ep_h &ep) {
         ucs_status_t status;
 
         publish_owner(pg, rank, env, sh);
@@ -514,8 +541,6 @@ TEST_P(corrupt_iface_geom, peer_map_fails)
 
         if (rank == 1) {
             /* A point-to-point endpoint, as UCP creates it */
-            uct_ep_h ep = NULL;
-
             status = p2p_ep_create(env, dev, sh, &ep);
             CHILD_CHECK(status == UCS_ERR_INVALID_PARAM,
                         "%s: p2p ep creation: %s", fault.name,
@@ -531,7 +556,7 @@ TEST_P(corrupt_iface_geom, peer_map_fails)
                         ucs_status_string(status));
         }
         pg.barrier(rank);
-    }, 60);
+    });
 }
 
 INSTANTIATE_TEST_SUITE_P(field, corrupt_iface_geom,
@@ -548,14 +573,10 @@ class corrupt_bcast_elem : public ::testing::TestWithParam<elem_fault> {};
 TEST_P(corrupt_bcast_elem, receiver_fails)
 {
     const elem_fault fault = GetParam();
-    proc_group pg(3, sizeof(corrupt_shared) + 4096);
-    corrupt_shared *sh = static_cast<corrupt_shared*>(pg.shared());
 
-    pg.run_ok([&](unsigned rank) {
-        uct_env env("sm_bcast", corrupt_config());
-        std::vector<char> dev = env.dev_addr();
-        uct_ep_h ep = NULL;
-
+    run_corrupt(3, "sm_bcast", [&](proc_group &pg, unsigned rank,
+                                   corrupt_shared *sh, uct_env &env,
+                                   const std::vector<char> &dev, uct_ep_h &ep) {
         env.set_am_handler(AM_ID, count_am, sh);
         publish_owner(pg, rank, env, sh);
 
@@ -578,11 +599,7 @@ TEST_P(corrupt_bcast_elem, receiver_fails)
                         "%s: flush after the failure", fault.name);
         }
         pg.barrier(rank);
-
-        if (ep != NULL) {
-            uct_ep_destroy(ep);
-        }
-    }, 60);
+    });
 }
 
 INSTANTIATE_TEST_SUITE_P(field, corrupt_bcast_elem,
@@ -600,13 +617,10 @@ class corrupt_p2p_elem : public ::testing::TestWithParam<elem_fault> {};
 TEST_P(corrupt_p2p_elem, element_dropped_fifo_moves)
 {
     const elem_fault fault = GetParam();
-    proc_group pg(3, sizeof(corrupt_shared) + 4096);
-    corrupt_shared *sh = static_cast<corrupt_shared*>(pg.shared());
 
-    pg.run_ok([&](unsigned rank) {
-        uct_env env("sm_bcast", corrupt_config());
-        std::vector<char> dev = env.dev_addr();
-
+    run_corrupt(3, "sm_bcast", [&](proc_group &pg, unsigned rank,
+                                   corrupt_shared *sh, uct_env &env,
+                                   const std::vector<char> &dev, uct_ep_h &ep) {
         env.set_am_handler(AM_ID, count_am, sh);
         publish_owner(pg, rank, env, sh);
 
@@ -627,7 +641,6 @@ TEST_P(corrupt_p2p_elem, element_dropped_fifo_moves)
 
         if (rank == 1) {
             uint64_t word = 42;
-            uct_ep_h ep;
 
             CHILD_CHECK_OK(p2p_ep_create(env, dev, sh, &ep));
             CHILD_CHECK_OK(uct_ep_am_short(ep, AM_ID, 7, &word,
@@ -637,6 +650,7 @@ TEST_P(corrupt_p2p_elem, element_dropped_fifo_moves)
             });
             CHILD_CHECK(ok, "%s: good message not consumed", fault.name);
             uct_ep_destroy(ep);
+            ep = NULL;
         } else if (rank == 0) {
             bool ok = progress_wait(env, [&]() { return sh->am_calls > 0; });
             CHILD_CHECK(ok, "%s: good message after the bad one not "
@@ -650,7 +664,7 @@ TEST_P(corrupt_p2p_elem, element_dropped_fifo_moves)
                         ucs_status_string(env.errors.front()));
         }
         pg.barrier(rank);
-    }, 60);
+    });
 }
 
 INSTANTIATE_TEST_SUITE_P(field, corrupt_p2p_elem,
@@ -692,14 +706,11 @@ class corrupt_incast_slot : public ::testing::TestWithParam<elem_fault> {};
 TEST_P(corrupt_incast_slot, root_fails)
 {
     const elem_fault fault = GetParam();
-    proc_group pg(3, sizeof(corrupt_shared) + 4096);
-    corrupt_shared *sh = static_cast<corrupt_shared*>(pg.shared());
 
-    pg.run_ok([&](unsigned rank) {
-        uct_env env("sm_incast", corrupt_config());
-        std::vector<char> dev = env.dev_addr();
-        uct_ep_h ep = NULL;
-
+    run_corrupt(3, "sm_incast", [&](proc_group &pg, unsigned rank,
+                                    corrupt_shared *sh, uct_env &env,
+                                    const std::vector<char> &dev,
+                                    uct_ep_h &ep) {
         env.set_am_handler(AM_ID, count_am, sh);
         publish_owner(pg, rank, env, sh);
         attach_root_first(pg, rank, env,
@@ -724,11 +735,7 @@ TEST_P(corrupt_incast_slot, root_fails)
             wait_error(env, UCS_ERR_INVALID_PARAM, fault.name);
         }
         pg.barrier(rank);
-
-        if (ep != NULL) {
-            uct_ep_destroy(ep);
-        }
-    }, 60);
+    });
 }
 
 INSTANTIATE_TEST_SUITE_P(field, corrupt_incast_slot,
@@ -745,14 +752,9 @@ static void
 run_tampered_group(int count, bool flush,
                    const std::function<void(corrupt_shared*)> &tamper)
 {
-    proc_group pg(3, sizeof(corrupt_shared) + 4096);
-    corrupt_shared *sh = static_cast<corrupt_shared*>(pg.shared());
-
-    pg.run_ok([&](unsigned rank) {
-        uct_env env("sm_bcast", corrupt_config());
-        std::vector<char> dev = env.dev_addr();
-        uct_ep_h ep = NULL;
-
+    run_corrupt(3, "sm_bcast", [&](proc_group &pg, unsigned rank,
+                                   corrupt_shared *sh, uct_env &env,
+                                   const std::vector<char> &dev, uct_ep_h &ep) {
         env.set_am_handler(AM_ID, count_am, sh);
         publish_owner(pg, rank, env, sh);
         attach_root_first(pg, rank, env, am_group_params(sh, dev, rank), 2,
@@ -783,11 +785,7 @@ run_tampered_group(int count, bool flush,
                         ucs_status_string(env.errors.front()));
         }
         pg.barrier(rank);
-
-        if (ep != NULL) {
-            uct_ep_destroy(ep);
-        }
-    }, 60);
+    });
 }
 
 /*
@@ -850,12 +848,9 @@ TEST(corrupt_seg, resize_refused_group_goes_on)
 
 TEST(corrupt_seg, unsealed_segment_refused)
 {
-    proc_group pg(2, sizeof(corrupt_shared) + 4096);
-    corrupt_shared *sh = static_cast<corrupt_shared*>(pg.shared());
-
-    pg.run_ok([&](unsigned rank) {
-        uct_env env("sm_bcast", corrupt_config());
-        std::vector<char> dev = env.dev_addr();
+    run_corrupt(2, "sm_bcast", [&](proc_group &pg, unsigned rank,
+                                   corrupt_shared *sh, uct_env &env,
+                                   const std::vector<char> &dev, uct_ep_h &ep) {
         int fd = -1;
 
         if (rank == 0) {
@@ -876,8 +871,6 @@ TEST(corrupt_seg, unsealed_segment_refused)
         pg.barrier(rank);
 
         if (rank == 1) {
-            uct_ep_h ep = NULL;
-
             ucs_status_t status = p2p_ep_create(env, dev, sh, &ep);
             CHILD_CHECK(status == UCS_ERR_INVALID_PARAM,
                         "p2p ep to an unsealed segment: %s",
@@ -888,7 +881,7 @@ TEST(corrupt_seg, unsealed_segment_refused)
         if (fd >= 0) {
             close(fd);
         }
-    }, 60);
+    });
 }
 
 
@@ -899,18 +892,10 @@ TEST(corrupt_seg, unsealed_segment_refused)
  */
 TEST(corrupt_incast, bcopy_above_root_limit_stays_in_slot)
 {
-    proc_group pg(3, sizeof(corrupt_shared) + 4096);
-    corrupt_shared *sh = static_cast<corrupt_shared*>(pg.shared());
-
-    pg.run_ok([&](unsigned rank) {
-        std::map<std::string, std::string> config = corrupt_config();
-        if (rank == 0) {
-            config["SEG_SIZE"] = "1024";
-        }
-        uct_env env("sm_incast", config);
-        std::vector<char> dev = env.dev_addr();
-        uct_ep_h ep = NULL;
-
+    run_corrupt(3, "sm_incast", [&](proc_group &pg, unsigned rank,
+                                    corrupt_shared *sh, uct_env &env,
+                                    const std::vector<char> &dev,
+                                    uct_ep_h &ep) {
         publish_owner(pg, rank, env, sh);
         uct_o2m_group_params_t p = group_params(sh->owner_addr, dev, rank,
                                                 UCT_O2M_MODE_BATCHED,
@@ -940,9 +925,5 @@ TEST(corrupt_incast, bcopy_above_root_limit_stays_in_slot)
             }
         }
         pg.barrier(rank);
-
-        if (ep != NULL) {
-            uct_ep_destroy(ep);
-        }
-    }, 60);
+    }, {{"SEG_SIZE", "1024"}});
 }
