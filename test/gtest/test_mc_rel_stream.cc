@@ -191,11 +191,54 @@ protected:
         return h;
     }
 
-    void recv(unsigned r, const uct_mc_rel_hdr_t &h)
+    /* @a h (and payload_len bytes of 0x3c) received by @a stream */
+    void recv_on(uct_mc_rel_stream_t *stream, const uct_mc_rel_hdr_t &h)
     {
         std::vector<uint8_t> buf(UCT_MC_REL_HDR_LEN + h.payload_len, 0x3c);
         uct_mc_rel_pack(&h, buf.data());
-        uct_mc_rel_recv(m_ep[r].stream, buf.data(), buf.size(), m_now);
+        uct_mc_rel_recv(stream, buf.data(), buf.size(), m_now);
+    }
+
+    void recv(unsigned r, const uct_mc_rel_hdr_t &h)
+    {
+        recv_on(m_ep[r].stream, h);
+    }
+
+    /*
+     * The root of a group of @a size (radix and thresholds of m_config),
+     * joined by every other member, which has sent @a msg; what it sent so
+     * far is cleared from @a ep
+     */
+    void root_sent(unsigned size, const std::vector<uint8_t> &msg,
+                   uct_mc_rel_stream_t **root, endpoint *ep)
+    {
+        uct_mc_rel_hdr_t h;
+
+        ASSERT_EQ(UCS_OK, create(0, root, ep, size));
+        uct_mc_rel_progress(*root, m_now);               /* probe */
+        for (unsigned c = 1; c < size; ++c) {
+            h = hdr(UCT_MC_REL_PKT_ACK, c);
+            h.flags = UCT_MC_REL_FLAG_JOINED;
+            h.psn   = PSN0;
+            recv_on(*root, h);
+        }
+        ASSERT_EQ(UCS_OK, uct_mc_rel_status(*root));
+        ASSERT_EQ(UCS_OK, uct_mc_rel_send(*root, msg.data(), msg.size(),
+                                          m_now));
+        ep->sent.clear();
+    }
+
+    /* A NACK from @a src to @a root: @a count members miss the PSNs of
+     * @a bitmap from @a psn */
+    void nack(uct_mc_rel_stream_t *root, unsigned src, uint32_t psn,
+              uint32_t count, uint64_t bitmap)
+    {
+        uct_mc_rel_hdr_t h = hdr(UCT_MC_REL_PKT_NACK, src);
+
+        h.psn    = psn;
+        h.aux    = count;
+        h.bitmap = bitmap;
+        recv_on(root, h);
     }
 
     /* @a h sent to member @a r is dropped for @a why, and only that */
@@ -486,37 +529,14 @@ TEST_F(mc_rel_stream, repair_unicast_or_remulticast)
 {
     uct_mc_rel_stream_t *root;
     endpoint ep;
-    uct_mc_rel_hdr_t h;
     std::vector<uint8_t> msg(48, 0x11); /* 3 fragments */
 
     m_config.radix          = 4;
     m_config.remcast_thresh = 3;
-    ASSERT_EQ(UCS_OK, create(0, &root, &ep, 5));
-    uct_mc_rel_progress(root, m_now);               /* probe */
-    for (unsigned c = 1; c <= 4; ++c) {
-        h = hdr(UCT_MC_REL_PKT_ACK, c);
-        h.flags = UCT_MC_REL_FLAG_JOINED;
-        h.psn   = PSN0;
-        std::vector<uint8_t> buf(UCT_MC_REL_HDR_LEN);
-        uct_mc_rel_pack(&h, buf.data());
-        uct_mc_rel_recv(root, buf.data(), buf.size(), m_now);
-    }
-    ASSERT_EQ(UCS_OK, uct_mc_rel_status(root));
-    ASSERT_EQ(UCS_OK, uct_mc_rel_send(root, msg.data(), msg.size(), m_now));
-    ep.sent.clear();
-
-    auto nack = [&](unsigned src, uint32_t count, uint64_t bits) {
-        uct_mc_rel_hdr_t n = hdr(UCT_MC_REL_PKT_NACK, src);
-        std::vector<uint8_t> buf(UCT_MC_REL_HDR_LEN);
-        n.psn    = PSN0;
-        n.aux    = count;
-        n.bitmap = bits;
-        uct_mc_rel_pack(&n, buf.data());
-        uct_mc_rel_recv(root, buf.data(), buf.size(), m_now);
-    };
+    ASSERT_NO_FATAL_FAILURE(root_sent(5, msg, &root, &ep));
 
     /* one member misses PSN0 + 1: unicast to it */
-    nack(1, 1, 2);
+    nack(root, 1, PSN0, 1, 2);
     ASSERT_EQ(1u, ep.sent.size());
     EXPECT_EQ(1, ep.sent[0].dest);
     EXPECT_EQ(PSN0 + 1, ep.sent[0].hdr.psn);
@@ -526,7 +546,7 @@ TEST_F(mc_rel_stream, repair_unicast_or_remulticast)
     /* a second child reports 2 more (its subtree): 3 in one RTO ->
      * re-multicast of that PSN only; PSN0 is unicast (1 missing) */
     ep.sent.clear();
-    nack(2, 2, 3);
+    nack(root, 2, PSN0, 2, 3);
     ASSERT_EQ(2u, ep.sent.size());
     EXPECT_EQ(2, ep.sent[0].dest);
     EXPECT_EQ(PSN0, ep.sent[0].hdr.psn);
@@ -535,7 +555,7 @@ TEST_F(mc_rel_stream, repair_unicast_or_remulticast)
 
     /* a third asks at once: the re-multicast is on its way */
     ep.sent.clear();
-    nack(3, 1, 2);
+    nack(root, 3, PSN0, 1, 2);
     EXPECT_TRUE(ep.sent.empty());
 
     uct_mc_rel_stats_t st;
@@ -547,7 +567,7 @@ TEST_F(mc_rel_stream, repair_unicast_or_remulticast)
     /* one RTO later the count starts again: unicast */
     m_now += m_config.rto_max;
     ep.sent.clear();
-    nack(3, 1, 2);
+    nack(root, 3, PSN0, 1, 2);
     ASSERT_EQ(1u, ep.sent.size());
     EXPECT_EQ(3, ep.sent[0].dest);
     uct_mc_rel_stream_destroy(root);
@@ -564,42 +584,23 @@ TEST_F(mc_rel_stream, remcast_counts_each_subtree_once)
     for (unsigned size : {2u, 5u}) {
         uct_mc_rel_stream_t *root;
         endpoint ep;
-        uct_mc_rel_hdr_t h;
 
         m_config.radix          = 4;
         m_config.remcast_thresh = (size == 2) ? 0 : 3; /* 0: max(2, N/8) */
-        ASSERT_EQ(UCS_OK, create(0, &root, &ep, size));
-        uct_mc_rel_progress(root, m_now);               /* probe */
-        for (unsigned c = 1; c < size; ++c) {
-            h = hdr(UCT_MC_REL_PKT_ACK, c);
-            h.flags = UCT_MC_REL_FLAG_JOINED;
-            h.psn   = PSN0;
-            std::vector<uint8_t> buf(UCT_MC_REL_HDR_LEN);
-            uct_mc_rel_pack(&h, buf.data());
-            uct_mc_rel_recv(root, buf.data(), buf.size(), m_now);
-        }
-        ASSERT_EQ(UCS_OK, uct_mc_rel_status(root));
-        ASSERT_EQ(UCS_OK, uct_mc_rel_send(root, msg.data(), msg.size(),
-                                          m_now));
-        ep.sent.clear();
+        ASSERT_NO_FATAL_FAILURE(root_sent(size, msg, &root, &ep));
 
-        auto nack = [&](unsigned src, uint32_t count) {
-            uct_mc_rel_hdr_t n = hdr(UCT_MC_REL_PKT_NACK, src);
-            std::vector<uint8_t> buf(UCT_MC_REL_HDR_LEN);
-            n.psn    = PSN0 + 1;
-            n.aux    = count;
-            n.bitmap = 1;
-            uct_mc_rel_pack(&n, buf.data());
-            uct_mc_rel_recv(root, buf.data(), buf.size(), m_now);
+        /* @a src NACKs PSN0 + 1 alone */
+        auto nack1 = [&](unsigned src, uint32_t count) {
+            nack(root, src, PSN0 + 1, count, 1);
             m_now += 1000; /* well within one RTO */
         };
 
         /* the same receiver three times: one member misses it */
         for (int i = 0; i < 3; ++i) {
-            nack(1, 1);
+            nack1(1, 1);
         }
         if (size == 5) {
-            nack(1, 2); /* its subtree: 2 now, not 1 + 1 + 1 + 2 */
+            nack1(1, 2); /* its subtree: 2 now, not 1 + 1 + 1 + 2 */
         }
         uct_mc_rel_stats_t st;
         uct_mc_rel_stats(root, &st);
@@ -613,7 +614,7 @@ TEST_F(mc_rel_stream, remcast_counts_each_subtree_once)
         if (size == 5) {
             /* another subtree: 2 + 1 reach the threshold */
             ep.sent.clear();
-            nack(2, 1);
+            nack1(2, 1);
             ASSERT_EQ(1u, ep.sent.size());
             EXPECT_EQ(UCT_MC_REL_DEST_MCAST, ep.sent[0].dest);
             EXPECT_EQ(PSN0 + 1, ep.sent[0].hdr.psn);
