@@ -321,6 +321,32 @@ protected:
         return plan(topo.t, key, hier_p);
     }
 
+    /*
+     * The single-copy threshold @a knob of @a type on @a topo (one host),
+     * in the centralized modes: plan @a cma from @a at_default bytes (the
+     * default threshold) and, with @a knob=1, from @a one_elem bytes; plan
+     * @a copy at 1 GiB with @a knob=inf; "auto" is refused
+     */
+    void check_cma_knob(const topo_holder &topo, const char *knob,
+                        ucg_coll_type_t type, size_t at_default,
+                        size_t one_elem, const std::string &cma,
+                        const std::string &copy)
+    {
+        set("SM_BCAST_MODE", "centralized");
+        set("SM_INCAST_MODE", "centralized");
+        EXPECT_EQ(cma, plan(topo, make_key(type, at_default, 0)));
+
+        set(knob, "1");
+        EXPECT_EQ(cma, plan(topo, make_key(type, one_elem, 0)));
+
+        set(knob, "inf");
+        EXPECT_EQ(copy, plan(topo, make_key(type, 1 << 30, 0)));
+
+        EXPECT_NE(UCS_OK, ucg_config_modify(m_config, knob, "auto") ==
+                          UCS_OK ? ucg_config_check(m_config) :
+                                   UCS_ERR_INVALID_PARAM);
+    }
+
     ucg_config_t *m_config;
 };
 
@@ -759,22 +785,9 @@ TEST_F(test_ucg_plan, sm_bcast_cma_thresh)
               plan(topo, make_key(UCG_COLL_ALLREDUCE, 1 << 20, 0,
                                   UCG_DT_INT32, UCG_OP_USER, 0)));
 
-    set("SM_BCAST_MODE", "centralized");
-    set("SM_INCAST_MODE", "centralized");
-    EXPECT_EQ("sm_bcast_cma:centralized:ackcentralized {0*,1,2,3}",
-              plan(topo, make_key(UCG_COLL_BCAST, 16 << 10, 0)));
-
-    set("SM_BCAST_CMA_THRESH", "1");
-    EXPECT_EQ("sm_bcast_cma:centralized:ackcentralized {0*,1,2,3}",
-              plan(topo, make_key(UCG_COLL_BCAST, 1, 0)));
-
-    set("SM_BCAST_CMA_THRESH", "inf");
-    EXPECT_EQ("sm_bcast:centralized:f1024 {0*,1,2,3}",
-              plan(topo, make_key(UCG_COLL_BCAST, 1 << 30, 0)));
-
-    EXPECT_NE(UCS_OK, ucg_config_modify(m_config, "SM_BCAST_CMA_THRESH",
-                                        "auto") == UCS_OK ?
-                      ucg_config_check(m_config) : UCS_ERR_INVALID_PARAM);
+    check_cma_knob(topo, "SM_BCAST_CMA_THRESH", UCG_COLL_BCAST, 16 << 10, 1,
+                   "sm_bcast_cma:centralized:ackcentralized {0*,1,2,3}",
+                   "sm_bcast:centralized:f1024 {0*,1,2,3}");
 }
 
 /* Host-local reduce (commutative) from SM_REDUCE_CMA_THRESH on is
@@ -808,22 +821,9 @@ TEST_F(test_ucg_plan, sm_reduce_cma_thresh)
     EXPECT_EQ(std::string::npos,
               plan(topo, make_key(UCG_COLL_ALLREDUCE, 1 << 20)).find("cma"));
 
-    set("SM_BCAST_MODE", "centralized");
-    set("SM_INCAST_MODE", "centralized");
-    EXPECT_EQ("sm_reduce_cma:centralized:ackcentralized {0*,1,2,3}",
-              plan(topo, make_key(UCG_COLL_REDUCE, 32 << 10, 0)));
-
-    set("SM_REDUCE_CMA_THRESH", "1");
-    EXPECT_EQ("sm_reduce_cma:centralized:ackcentralized {0*,1,2,3}",
-              plan(topo, make_key(UCG_COLL_REDUCE, 4, 0)));
-
-    set("SM_REDUCE_CMA_THRESH", "inf");
-    EXPECT_EQ("sm_reduce:centralized:native:f1024 {0*,1,2,3}",
-              plan(topo, make_key(UCG_COLL_REDUCE, 1 << 30, 0)));
-
-    EXPECT_NE(UCS_OK, ucg_config_modify(m_config, "SM_REDUCE_CMA_THRESH",
-                                        "auto") == UCS_OK ?
-                      ucg_config_check(m_config) : UCS_ERR_INVALID_PARAM);
+    check_cma_knob(topo, "SM_REDUCE_CMA_THRESH", UCG_COLL_REDUCE, 32 << 10, 4,
+                   "sm_reduce_cma:centralized:ackcentralized {0*,1,2,3}",
+                   "sm_reduce:centralized:native:f1024 {0*,1,2,3}");
 }
 
 TEST_F(test_ucg_plan, two_per_host)
