@@ -71,6 +71,18 @@ ucs_status_t count_am_cb(void *arg, void *data, size_t length, unsigned flags)
     return UCS_OK;
 }
 
+/* @a received counts what this process's interface receives (AM id 1);
+ * once every rank knows every address: this rank's parameters of group
+ * @a id of all the processes */
+uct_o2m_group_params_t counting_member(proc_group &pg, unsigned rank,
+                                       uct_env &env, unsigned *received,
+                                       peer_addrs &addrs, uint64_t id)
+{
+    env.set_am_handler(1, count_am_cb, received);
+    addrs.exchange(pg, rank, env);
+    return addrs.group_params(id, pg.size(), rank);
+}
+
 /* The directory entry of @a group_id in our own interface, or NULL */
 uct_o2m_dir_entry_t *own_dir_entry(const uct_env &env, uint64_t group_id)
 {
@@ -112,9 +124,7 @@ TEST_P(sm_refused, root_out_of_memory)
         peer_addrs addrs;
         uct_ep_h ep;
 
-        env.set_am_handler(1, count_am_cb, &received);
-        addrs.exchange(pg, rank, env);
-        params = addrs.group_params(id, 3, rank);
+        params = counting_member(pg, rank, env, &received, addrs, id);
         if (rank == 0) {
             deny_memfd(); /* the interface is open: only the group fails */
         }
@@ -352,9 +362,7 @@ TEST_F(sm_refused_uct, fd_limit_then_same_id)
         uct_ep_h ep;
         int fd;
 
-        env.set_am_handler(1, count_am_cb, &received);
-        addrs.exchange(pg, rank, env);
-        params = addrs.group_params(id, 3, rank);
+        params = counting_member(pg, rank, env, &received, addrs, id);
         if (rank == 0) {
             CHILD_CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0, "getrlimit: %m");
             rl.rlim_cur = 256;
