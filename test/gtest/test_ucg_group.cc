@@ -169,6 +169,23 @@ void run_with_env(const std::vector<std::pair<const char*, const char*>> &env,
     }, 60);
 }
 
+/* Runs @a fn in @a n children, each with its UCG context (destroyed after
+ * @a fn) and its out-of-band channel */
+void run_with_context(unsigned n,
+                      const std::function<void(proc_group&, unsigned,
+                                               oob_ctx&, ucg_context_h)> &fn)
+{
+    proc_group pg(n);
+
+    pg.run_ok([&](unsigned rank) {
+        oob_ctx oob           = {&pg, rank};
+        ucg_context_h context = make_context();
+
+        fn(pg, rank, oob, context);
+        ucg_context_destroy(context);
+    }, 60);
+}
+
 /* Every test: nothing of the project's left in /dev/shm, and no process
  * of the test holds a segment once its children exited */
 class ucg_group_test : public ::testing::Test {
@@ -332,11 +349,8 @@ TEST_F(ucg_group_test, sm_messages_of_earlier_groups)
 /* A proposed id already in use on another member is skipped */
 TEST_F(ucg_group_test, id_in_use_elsewhere)
 {
-    proc_group pg(2);
-
-    pg.run_ok([&](unsigned rank) {
-        oob_ctx oob = {&pg, rank};
-        ucg_context_h context = make_context();
+    run_with_context(2, [&](proc_group &pg, unsigned rank, oob_ctx &oob,
+                            ucg_context_h context) {
         std::vector<ucg_group_h> self;
 
         /* Rank 1 holds ids 0..4; rank 0 proposes 0 and holds none */
@@ -350,29 +364,27 @@ TEST_F(ucg_group_test, id_in_use_elsewhere)
                 ucg_group_destroy(g);
             }
         }
+        /* A new group: the same id on every member, @a expected */
+        auto group_with_id = [&](unsigned expected, const char *why) {
+            ucg_group_h g = make_group(context, oob);
+            check_same(oob, g->id, "id");
+            CHILD_CHECK(g->id == expected, "id %u%s", g->id, why);
+            return g;
+        };
+
         /* Rank 1 now holds only id 2, proposes 5 */
         context->next_group_id = 0;
 
-        ucg_group_h a = make_group(context, oob);
-        check_same(oob, a->id, "id");
-        CHILD_CHECK(a->id == 0, "id %u", a->id);
-        ucg_group_h b = make_group(context, oob);
-        check_same(oob, b->id, "id");
-        CHILD_CHECK(b->id == 1, "id %u", b->id);
-        ucg_group_h c = make_group(context, oob);
-        check_same(oob, c->id, "id");
-        CHILD_CHECK(c->id == 3, "id %u (2 is in use on rank 1)", c->id);
+        ucg_group_h a = group_with_id(0, "");
+        ucg_group_h b = group_with_id(1, "");
+        ucg_group_h c = group_with_id(3, " (2 is in use on rank 1)");
         CHILD_CHECK(context->next_group_id == 4, "next id %u",
                     context->next_group_id);
 
         /* Wrap-around: proposals at the end of the id space */
         context->next_group_id = 0xffff;
-        ucg_group_h d = make_group(context, oob);
-        check_same(oob, d->id, "id");
-        CHILD_CHECK(d->id == 0xffff, "id %u", d->id);
-        ucg_group_h e = make_group(context, oob);
-        check_same(oob, e->id, "id");
-        CHILD_CHECK(e->id == 4, "id %u after the wrap", e->id);
+        ucg_group_h d = group_with_id(0xffff, "");
+        ucg_group_h e = group_with_id(4, " after the wrap");
 
         pg.barrier(rank);
         for (ucg_group_h g : {a, b, c, d, e}) {
@@ -380,8 +392,7 @@ TEST_F(ucg_group_test, id_in_use_elsewhere)
         }
         ucg_group_destroy(ucg_context_find_group(context, 2));
         CHILD_CHECK(ucs_list_is_empty(&context->groups), "groups left");
-        ucg_context_destroy(context);
-    }, 60);
+    });
 }
 
 /* Host layouts of UCX_UCG_HOSTS, global ranks and caller host ids */
@@ -695,13 +706,10 @@ TEST_F(ucg_group_test, oob_failure)
 /* Two members claiming one rank: every member fails, none hangs */
 TEST_F(ucg_group_test, duplicate_rank)
 {
-    proc_group pg(2);
-
-    pg.run_ok([&](unsigned rank) {
-        oob_ctx oob = {&pg, rank};
+    run_with_context(2, [&](proc_group &pg, unsigned rank, oob_ctx &oob,
+                            ucg_context_h context) {
         ucg_group_params_t params = group_params(oob);
-        ucg_context_h context = make_context();
-        ucg_group_h group = NULL;
+        ucg_group_h group         = NULL;
         ucs_status_t status;
 
         params.rank = 0;
@@ -715,8 +723,7 @@ TEST_F(ucg_group_test, duplicate_rank)
         p2p_ring(group, 0x77);
         pg.barrier(rank);
         ucg_group_destroy(group);
-        ucg_context_destroy(context);
-    }, 60);
+    });
 }
 
 /* A UCP worker given by the caller is used and left to the caller */
