@@ -215,6 +215,17 @@ std::string group_name(const group_desc &g)
     return std::string(tl_name(g.incast)) + "/" + uct_o2m_mode_name(g.mode);
 }
 
+/* Runs @a fn in @a nprocs processes, which must all exit with success
+ * within @a timeout seconds and leave no shared memory behind */
+void run_checked(unsigned nprocs, double timeout,
+                 const std::function<void(proc_group&, unsigned)> &fn)
+{
+    shm_residue_check shm;
+    proc_group pg(nprocs);
+
+    pg.run_ok([&](unsigned rank) { fn(pg, rank); }, timeout);
+}
+
 } // namespace
 
 
@@ -292,10 +303,8 @@ TEST(o2m_teardown, join_after_root_left)
 {
     const unsigned nprocs = 3;
     const uint64_t count  = 10;
-    shm_residue_check shm;
-    proc_group pg(nprocs);
 
-    pg.run_ok([&](unsigned rank) {
+    run_checked(nprocs, 120, [&](proc_group &pg, unsigned rank) {
         group_desc gb = {0x610, nprocs, 0, UCT_O2M_MODE_BATCHED, false};
         group_desc gi = {0x611, nprocs, 0, UCT_O2M_MODE_BATCHED, true};
         both_ifaces w(pg, rank, {{"CHECK_INTERVAL", "10ms"}});
@@ -340,7 +349,7 @@ TEST(o2m_teardown, join_after_root_left)
         CHILD_CHECK(status == UCS_ERR_CONNECTION_RESET, "rank %u: send to a "
                     "closed group: %s", rank, ucs_status_string(status));
         uct_ep_destroy(iep);
-    }, 120);
+    });
 }
 
 /*
@@ -356,10 +365,8 @@ TEST(o2m_teardown, late_peers)
     const unsigned nprocs = 3;
     const uint64_t count  = 6;
     const double late     = 20.5;
-    shm_residue_check shm;
-    proc_group pg(nprocs);
 
-    pg.run_ok([&](unsigned rank) {
+    run_checked(nprocs, 120, [&](proc_group &pg, unsigned rank) {
         group_desc ga = {0x700, nprocs, 0, UCT_O2M_MODE_BATCHED, false};
         group_desc gb = {0x701, nprocs, 1, UCT_O2M_MODE_CENTRALIZED, false};
         group_desc gc = {0x702, nprocs, 2, UCT_O2M_MODE_BATCHED, true};
@@ -368,9 +375,11 @@ TEST(o2m_teardown, late_peers)
 
         if (rank == 0) {
             usleep((useconds_t)(late * 1e6));
-            uct_ep_h a = create_ep(w.bcast, w.baddrs, ga, rank, w.pids);
-            uct_ep_h b = create_ep(w.bcast, w.baddrs, gb, rank, w.pids);
-            uct_ep_h c = create_ep(w.incast, w.iaddrs, gc, rank, w.pids);
+        }
+        uct_ep_h a = create_ep(w.bcast, w.baddrs, ga, rank, w.pids);
+        uct_ep_h b = create_ep(w.bcast, w.baddrs, gb, rank, w.pids);
+        uct_ep_h c = create_ep(w.incast, w.iaddrs, gc, rank, w.pids);
+        if (rank == 0) {
             for (uint64_t k = 0; k < count; ++k) {
                 CHILD_CHECK_OK(send_msg(w.bcast, a, ga, rank, k));
                 CHILD_CHECK_OK(send_msg(w.incast, c, gc, rank, k));
@@ -378,19 +387,7 @@ TEST(o2m_teardown, late_peers)
             check_msgs(w.bcast, w.blog, 0, gb, count, rank);
             CHILD_CHECK_OK(flush_ep(w.bcast, a));
             CHILD_CHECK_OK(flush_ep(w.incast, c));
-            check_no_errors(w.bcast, rank, "sm_bcast");
-            check_no_errors(w.incast, rank, "sm_incast");
-            pg.barrier(rank);
-            uct_ep_destroy(a);
-            uct_ep_destroy(b);
-            uct_ep_destroy(c);
-            return;
-        }
-
-        uct_ep_h a = create_ep(w.bcast, w.baddrs, ga, rank, w.pids);
-        uct_ep_h b = create_ep(w.bcast, w.baddrs, gb, rank, w.pids);
-        uct_ep_h c = create_ep(w.incast, w.iaddrs, gc, rank, w.pids);
-        if (rank == 1) {
+        } else if (rank == 1) {
             for (uint64_t k = 0; k < count; ++k) {
                 CHILD_CHECK_OK(send_msg(w.bcast, b, gb, rank, k));
                 CHILD_CHECK_OK(send_msg(w.incast, c, gc, rank, k));
@@ -422,7 +419,7 @@ TEST(o2m_teardown, late_peers)
         uct_ep_destroy(a);
         uct_ep_destroy(b);
         uct_ep_destroy(c);
-    }, 120);
+    });
 }
 
 /*
@@ -436,10 +433,8 @@ TEST(o2m_teardown, create_use_destroy_rounds)
 {
     const unsigned nprocs = 4;
     const unsigned rounds = 300;
-    shm_residue_check shm;
-    proc_group pg(nprocs);
 
-    pg.run_ok([&](unsigned rank) {
+    run_checked(nprocs, 180, [&](proc_group &pg, unsigned rank) {
         both_ifaces w(pg, rank, {{"CHECK_INTERVAL", "1ms"},
                                  {"MAX_GROUPS", "8"}});
         std::mt19937 rng(rank * 7919 + 1);
@@ -495,7 +490,7 @@ TEST(o2m_teardown, create_use_destroy_rounds)
             check_no_errors(w.incast, rank, "sm_incast round");
         }
         pg.barrier(rank);
-    }, 180);
+    });
 }
 
 /*
@@ -509,10 +504,8 @@ TEST(o2m_teardown, create_use_destroy_rounds)
 TEST(o2m_teardown, retired_groups_bounded)
 {
     const unsigned nprocs = 2, nretired = 5;
-    shm_residue_check shm;
-    proc_group pg(nprocs);
 
-    pg.run_ok([&](unsigned rank) {
+    run_checked(nprocs, 120, [&](proc_group &pg, unsigned rank) {
         uct_env env("sm_bcast", {{"MAX_GROUPS", "2"}});
         peer_addrs addrs;
         am_log log;
@@ -572,5 +565,5 @@ TEST(o2m_teardown, retired_groups_bounded)
             progress_for(env, 0.01);
             uct_ep_destroy(ep);
         }
-    }, 120);
+    });
 }
