@@ -110,6 +110,58 @@ static size_t fuzz_take(void *dst, size_t dst_size, const uint8_t **data,
     return n;
 }
 
+/*
+ * The streams of a group of FUZZ_MEMBERS rooted at 0 (radix 2, FUZZ_MTU,
+ * FUZZ_MAX_MSG, @a window packets, @a peer_timeout ns or the default when
+ * 0): group @a group_id, @a epoch, the root's first PSN @a init_psn.
+ * Stream r calls @a send and @a deliver with @a args[r] (NULL when @a args
+ * is NULL).  @a config and @a ops are filled here; they live as long as
+ * the streams.
+ */
+static void fuzz_group_create(uint32_t group_id, uint32_t epoch,
+                              uint32_t init_psn, unsigned window,
+                              uint64_t peer_timeout,
+                              ucs_status_t (*send)(void*, int, const void*,
+                                                   const void*, size_t),
+                              void (*deliver)(void*, const void*, size_t),
+                              void **args, uint64_t now,
+                              uct_mc_rel_config_t *config,
+                              uct_mc_rel_ops_t *ops,
+                              uct_mc_rel_stream_t **streams)
+{
+    uct_mc_rel_params_t params;
+    unsigned r;
+
+    uct_mc_rel_config_default(config);
+    config->window  = window;
+    config->radix   = 2;
+    config->mtu     = FUZZ_MTU;
+    config->max_msg = FUZZ_MAX_MSG;
+    if (peer_timeout != 0) {
+        config->peer_timeout = peer_timeout;
+    }
+
+    memset(ops, 0, sizeof(*ops));
+    ops->send    = send;
+    ops->deliver = deliver;
+
+    memset(&params, 0, sizeof(params));
+    params.group_id    = group_id;
+    params.epoch       = epoch;
+    params.num_members = FUZZ_MEMBERS;
+    params.root        = 0;
+    params.init_psn    = init_psn;
+    params.config      = config;
+    params.ops         = ops;
+    for (r = 0; r < FUZZ_MEMBERS; ++r) {
+        params.my_rank = r;
+        params.arg     = (args != NULL) ? args[r] : NULL;
+        if (uct_mc_rel_stream_create(&params, now, &streams[r]) != UCS_OK) {
+            abort();
+        }
+    }
+}
+
 /* One item of the packet sequence */
 struct fuzz_item {
     uint8_t  member;
@@ -129,7 +181,6 @@ static void fuzz_streams(const uint8_t *data, size_t size)
 {
     uct_mc_rel_stream_t *streams[FUZZ_MEMBERS] = {NULL};
     uint8_t pkt[UCT_MC_REL_HDR_LEN + 255];
-    uct_mc_rel_params_t params;
     uct_mc_rel_config_t config;
     uct_mc_rel_ops_t ops;
     struct fuzz_item item;
@@ -140,31 +191,8 @@ static void fuzz_streams(const uint8_t *data, size_t size)
     size_t len;
     unsigned i;
 
-    uct_mc_rel_config_default(&config);
-    config.window       = 16;
-    config.radix        = 2;
-    config.mtu          = FUZZ_MTU;
-    config.max_msg      = FUZZ_MAX_MSG;
-    config.peer_timeout = 50000000;
-
-    memset(&ops, 0, sizeof(ops));
-    ops.send    = fuzz_send;
-    ops.deliver = fuzz_deliver;
-
-    memset(&params, 0, sizeof(params));
-    params.group_id    = 7;
-    params.epoch       = 3;
-    params.num_members = FUZZ_MEMBERS;
-    params.root        = 0;
-    params.init_psn    = 1000;
-    params.config      = &config;
-    params.ops         = &ops;
-    for (i = 0; i < FUZZ_MEMBERS; ++i) {
-        params.my_rank = i;
-        if (uct_mc_rel_stream_create(&params, now, &streams[i]) != UCS_OK) {
-            abort();
-        }
-    }
+    fuzz_group_create(7, 3, 1000, 16, 50000000, fuzz_send, fuzz_deliver,
+                      NULL, now, &config, &ops, streams);
 
     memset(msg, 0x5a, sizeof(msg));
     while (size > 0) {
@@ -301,7 +329,7 @@ static void fuzz_network(const uint8_t *data, size_t size)
 {
     uct_mc_rel_stream_t *streams[FUZZ_MEMBERS] = {NULL};
     uint8_t msg[FUZZ_MAX_MSG];
-    uct_mc_rel_params_t params;
+    void *args[FUZZ_MEMBERS];
     uct_mc_rel_config_t config;
     uct_mc_rel_ops_t ops;
     uint64_t now = 1000000;
@@ -310,36 +338,15 @@ static void fuzz_network(const uint8_t *data, size_t size)
     unsigned r, k;
     uint8_t op;
 
-    uct_mc_rel_config_default(&config);
-    config.window  = 8;
-    config.radix   = 2;
-    config.mtu     = FUZZ_MTU;
-    config.max_msg = FUZZ_MAX_MSG;
-
-    memset(&ops, 0, sizeof(ops));
-    ops.send    = net_send;
-    ops.deliver = net_deliver;
-
-    memset(&params, 0, sizeof(params));
-    params.group_id    = 9;
-    params.epoch       = 1;
-    params.num_members = FUZZ_MEMBERS;
-    params.root        = 0;
-    params.init_psn    = 0xfffffff0u;
-    params.config      = &config;
-    params.ops         = &ops;
-
     net_count     = 0;
     net_sent_msgs = 0;
     for (r = 0; r < FUZZ_MEMBERS; ++r) {
         net_members[r].rank       = r;
         net_members[r].ndelivered = 0;
-        params.my_rank            = r;
-        params.arg                = &net_members[r];
-        if (uct_mc_rel_stream_create(&params, now, &streams[r]) != UCS_OK) {
-            abort();
-        }
+        args[r]                   = &net_members[r];
     }
+    fuzz_group_create(9, 1, 0xfffffff0u, 8, 0, net_send, net_deliver, args,
+                      now, &config, &ops, streams);
 
     while (size >= 2) {
         op   = data[0];
