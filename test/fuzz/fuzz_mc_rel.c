@@ -366,7 +366,8 @@ static void fuzz_network(const uint8_t *data, size_t size)
             break;
         case 4: /* lose one */
             if (net_count > 0) {
-                net_inflight[idx % net_count] = net_inflight[--net_count];
+                idx %= net_count;
+                net_inflight[idx] = net_inflight[--net_count];
             }
             break;
         case 5: /* duplicate one */
