@@ -103,6 +103,25 @@ static int64_t small_val(int op, int rank, size_t i, int seed, int is_unsigned)
 
 #define FOR_I for (size_t i = 0; i < n; ++i)
 
+/* Element by element with != (not memcmp: neither padding bytes nor the
+ * sign of a zero count); the index of the first difference, or -1 */
+#define DEF_CMP(NAME, T) \
+static long cmp_##NAME(const void *a_, const void *b_, size_t n) \
+{ \
+    const T *a = a_, *b = b_; \
+    FOR_I if (a[i] != b[i]) return (long)i; \
+    return -1; \
+}
+
+/* The reference of the arithmetic ops, in a switch on the op (the cast
+ * wraps integer sums and products to the type) */
+#define REF_SUM_PROD(T) \
+    case OP_SUM:  FOR_I io[i] = (T)(in[i] + io[i]); break; \
+    case OP_PROD: FOR_I io[i] = (T)(in[i] * io[i]); break;
+#define REF_MIN_MAX \
+    case OP_MIN:  FOR_I io[i] = in[i] < io[i] ? in[i] : io[i]; break; \
+    case OP_MAX:  FOR_I io[i] = in[i] > io[i] ? in[i] : io[i]; break;
+
 /* ---- integer types ---- */
 #define DEF_INT(NAME, T, UNS) \
 static void gen_##NAME(void *b, size_t n, int rank, int seed, int op) \
@@ -120,10 +139,8 @@ static void ref_##NAME(int op, const void *in_, void *io_, size_t n) \
 { \
     const T *in = in_; T *io = io_; \
     switch (op) { \
-    case OP_SUM:  FOR_I io[i] = (T)(in[i] + io[i]); break; \
-    case OP_PROD: FOR_I io[i] = (T)(in[i] * io[i]); break; \
-    case OP_MIN:  FOR_I io[i] = in[i] < io[i] ? in[i] : io[i]; break; \
-    case OP_MAX:  FOR_I io[i] = in[i] > io[i] ? in[i] : io[i]; break; \
+    REF_SUM_PROD(T) \
+    REF_MIN_MAX \
     case OP_LAND: FOR_I io[i] = (T)(in[i] && io[i]); break; \
     case OP_LOR:  FOR_I io[i] = (T)(in[i] || io[i]); break; \
     case OP_LXOR: FOR_I io[i] = (T)(!in[i] != !io[i]); break; \
@@ -133,12 +150,7 @@ static void ref_##NAME(int op, const void *in_, void *io_, size_t n) \
     default: abort(); \
     } \
 } \
-static long cmp_##NAME(const void *a_, const void *b_, size_t n) \
-{ \
-    const T *a = a_, *b = b_; \
-    FOR_I if (a[i] != b[i]) return (long)i; \
-    return -1; \
-} \
+DEF_CMP(NAME, T) \
 static void fmt_##NAME(const void *b, size_t i, char *out, size_t len) \
 { \
     const T *p = b; \
@@ -196,12 +208,7 @@ static void ref_bool(int op, const void *in_, void *io_, size_t n)
     default: abort();
     }
 }
-static long cmp_bool(const void *a_, const void *b_, size_t n)
-{
-    const bool *a = a_, *b = b_;
-    FOR_I if (a[i] != b[i]) return (long)i;
-    return -1;
-}
+DEF_CMP(bool, bool)
 static void fmt_bool(const void *b, size_t i, char *out, size_t len)
 {
     snprintf(out, len, "%d", (int)((const bool*)b)[i]);
@@ -218,19 +225,12 @@ static void ref_##NAME(int op, const void *in_, void *io_, size_t n) \
 { \
     const T *in = in_; T *io = io_; \
     switch (op) { \
-    case OP_SUM:  FOR_I io[i] = in[i] + io[i]; break; \
-    case OP_PROD: FOR_I io[i] = in[i] * io[i]; break; \
-    case OP_MIN:  FOR_I io[i] = in[i] < io[i] ? in[i] : io[i]; break; \
-    case OP_MAX:  FOR_I io[i] = in[i] > io[i] ? in[i] : io[i]; break; \
+    REF_SUM_PROD(T) \
+    REF_MIN_MAX \
     default: abort(); \
     } \
 } \
-static long cmp_##NAME(const void *a_, const void *b_, size_t n) \
-{ \
-    const T *a = a_, *b = b_; \
-    FOR_I if (a[i] != b[i]) return (long)i; \
-    return -1; \
-} \
+DEF_CMP(NAME, T) \
 static void fmt_##NAME(const void *b, size_t i, char *out, size_t len) \
 { \
     snprintf(out, len, "%Lg", (long double)((const T*)b)[i]); \
@@ -262,17 +262,11 @@ static void ref_##NAME(int op, const void *in_, void *io_, size_t n) \
 { \
     const T *in = in_; T *io = io_; \
     switch (op) { \
-    case OP_SUM:  FOR_I io[i] = in[i] + io[i]; break; \
-    case OP_PROD: FOR_I io[i] = in[i] * io[i]; break; \
+    REF_SUM_PROD(T) \
     default: abort(); \
     } \
 } \
-static long cmp_##NAME(const void *a_, const void *b_, size_t n) \
-{ \
-    const T *a = a_, *b = b_; \
-    FOR_I if (a[i] != b[i]) return (long)i; \
-    return -1; \
-} \
+DEF_CMP(NAME, T) \
 static void fmt_##NAME(const void *b, size_t i, char *out, size_t len) \
 { \
     const T *p = b; \
@@ -621,39 +615,57 @@ static int roots_for(const ctx_t *c, size_t count, int *out)
 
 static int g_seed;
 
-static void test_bcast(const ctx_t *c)
+/* The cases of collective @a coll on type @a t, with the @a nc element
+ * counts @a counts */
+typedef void (*type_cases_fn_t)(const ctx_t *c, int coll, const tdesc_t *t,
+                                const size_t *counts, int nc);
+
+/* Runs @a fn on every type this run tests that has all of @a flags */
+static void for_each_type(const ctx_t *c, int coll, unsigned flags,
+                          type_cases_fn_t fn)
 {
     size_t counts[16];
-    int roots[64];
 
     for (int k = 0; k < g_ntypes; ++k) {
         const tdesc_t *t = &g_types[k];
-        if (!use_type(c, t)) {
+        if (((t->flags & flags) != flags) || !use_type(c, t)) {
             continue;
         }
-        int nc = counts_for(c, t, C_BCAST, counts);
-        for (int ci = 0; ci < nc; ++ci) {
-            size_t count = counts[ci];
-            int nr = roots_for(c, count, roots);
-            void *buf = xmalloc(count * t->ext);
-            void *exp = xmalloc(count * t->ext);
-            for (int ri = 0; ri < nr; ++ri) {
-                int root = roots[ri], seed = ++g_seed;
-                t->gen(exp, count, root, seed, OP_NONE);
-                if (c->rank == root) {
-                    memcpy(buf, exp, count * t->ext);
-                } else {
-                    memset(buf, 0xa5, count * t->ext);
-                }
-                MPI_Bcast(buf, (int)count, t->dt, root, c->comm);
-                g_ncases[C_BCAST]++;
-                check(C_BCAST, c, t, OP_NONE, count, root, 0, buf, exp,
-                      count, "buf");
-            }
-            free(buf);
-            free(exp);
-        }
+        fn(c, coll, t, counts, counts_for(c, t, coll, counts));
     }
+}
+
+static void bcast_cases(const ctx_t *c, int coll, const tdesc_t *t,
+                        const size_t *counts, int nc)
+{
+    int roots[64];
+
+    for (int ci = 0; ci < nc; ++ci) {
+        size_t count = counts[ci];
+        int nr = roots_for(c, count, roots);
+        void *buf = xmalloc(count * t->ext);
+        void *exp = xmalloc(count * t->ext);
+        for (int ri = 0; ri < nr; ++ri) {
+            int root = roots[ri], seed = ++g_seed;
+            t->gen(exp, count, root, seed, OP_NONE);
+            if (c->rank == root) {
+                memcpy(buf, exp, count * t->ext);
+            } else {
+                memset(buf, 0xa5, count * t->ext);
+            }
+            MPI_Bcast(buf, (int)count, t->dt, root, c->comm);
+            g_ncases[C_BCAST]++;
+            check(C_BCAST, c, t, OP_NONE, count, root, 0, buf, exp,
+                  count, "buf");
+        }
+        free(buf);
+        free(exp);
+    }
+}
+
+static void test_bcast(const ctx_t *c)
+{
+    for_each_type(c, C_BCAST, 0, bcast_cases);
 }
 
 /* Allreduce (root < 0) or Reduce to root */
@@ -697,48 +709,46 @@ static void do_reduce(const ctx_t *c, const tdesc_t *t, int op, size_t count,
     free(tmp);
 }
 
-static void test_reductions(const ctx_t *c, int coll)
+static void reduce_cases(const ctx_t *c, int coll, const tdesc_t *t,
+                         const size_t *counts, int nc)
 {
-    size_t counts[16];
     int roots[64];
 
-    for (int k = 0; k < g_ntypes; ++k) {
-        const tdesc_t *t = &g_types[k];
-        if (!use_type(c, t)) {
+    for (int op = OP_SUM; op < OP_LAST; ++op) {
+        if (!(t->ops & (1u << op))) {
             continue;
         }
-        int nc = counts_for(c, t, coll, counts);
-        for (int op = OP_SUM; op < OP_LAST; ++op) {
-            if (!(t->ops & (1u << op))) {
+        for (int ci = 0; ci < nc; ++ci) {
+            size_t count = counts[ci];
+            int small = ci < 4;
+            if (coll == C_ALLREDUCE) {
+                /* both in-place variants for small counts, alternate for
+                 * the big ones to bound the run time */
+                if (small) {
+                    do_reduce(c, t, op, count, -1, 0);
+                    do_reduce(c, t, op, count, -1, 1);
+                } else {
+                    do_reduce(c, t, op, count, -1, ci & 1);
+                }
                 continue;
             }
-            for (int ci = 0; ci < nc; ++ci) {
-                size_t count = counts[ci];
-                int small = ci < 4;
-                if (coll == C_ALLREDUCE) {
-                    /* both in-place variants for small counts, alternate
-                     * for the big ones to bound the run time */
-                    if (small) {
-                        do_reduce(c, t, op, count, -1, 0);
-                        do_reduce(c, t, op, count, -1, 1);
-                    } else {
-                        do_reduce(c, t, op, count, -1, ci & 1);
-                    }
-                    continue;
-                }
-                int nr = roots_for(c, count, roots);
-                for (int ri = 0; ri < nr; ++ri) {
-                    if (small && count > 7) {
-                        do_reduce(c, t, op, count, roots[ri], 0);
-                        do_reduce(c, t, op, count, roots[ri], 1);
-                    } else {
-                        do_reduce(c, t, op, count, roots[ri],
-                                  (roots[ri] + ci) & 1);
-                    }
+            int nr = roots_for(c, count, roots);
+            for (int ri = 0; ri < nr; ++ri) {
+                if (small && count > 7) {
+                    do_reduce(c, t, op, count, roots[ri], 0);
+                    do_reduce(c, t, op, count, roots[ri], 1);
+                } else {
+                    do_reduce(c, t, op, count, roots[ri],
+                              (roots[ri] + ci) & 1);
                 }
             }
         }
     }
+}
+
+static void test_reductions(const ctx_t *c, int coll)
+{
+    for_each_type(c, coll, 0, reduce_cases);
 }
 
 static double now_s(void)
@@ -841,35 +851,32 @@ static void do_gather(const ctx_t *c, const tdesc_t *t, size_t count,
     free(one);
 }
 
-static void test_gathers(const ctx_t *c, int coll)
+static void gather_cases(const ctx_t *c, int coll, const tdesc_t *t,
+                         const size_t *counts, int nc)
 {
-    size_t counts[16];
     int roots[64];
 
-    for (int k = 0; k < g_ntypes; ++k) {
-        const tdesc_t *t = &g_types[k];
-        if (!(t->flags & T_GATH) || !use_type(c, t)) {
+    for (int ci = 0; ci < nc; ++ci) {
+        size_t count = counts[ci];
+        if (coll == C_ALLGATHER) {
+            do_gather(c, t, count, -1, 0, 0);
+            do_gather(c, t, count, -1, 1, 0);
             continue;
         }
-        int nc = counts_for(c, t, coll, counts);
-        for (int ci = 0; ci < nc; ++ci) {
-            size_t count = counts[ci];
-            if (coll == C_ALLGATHER) {
-                do_gather(c, t, count, -1, 0, 0);
-                do_gather(c, t, count, -1, 1, 0);
-                continue;
-            }
-            int nr = roots_for(c, count, roots);
-            for (int ri = 0; ri < nr; ++ri) {
-                int ip = (roots[ri] + ci) & 1;
-                do_gather(c, t, count, roots[ri], ip, coll == C_SCATTER);
-                if (count == 1000) {
-                    do_gather(c, t, count, roots[ri], !ip,
-                              coll == C_SCATTER);
-                }
+        int nr = roots_for(c, count, roots);
+        for (int ri = 0; ri < nr; ++ri) {
+            int ip = (roots[ri] + ci) & 1;
+            do_gather(c, t, count, roots[ri], ip, coll == C_SCATTER);
+            if (count == 1000) {
+                do_gather(c, t, count, roots[ri], !ip, coll == C_SCATTER);
             }
         }
     }
+}
+
+static void test_gathers(const ctx_t *c, int coll)
+{
+    for_each_type(c, coll, T_GATH, gather_cases);
 }
 
 /*
