@@ -17,6 +17,7 @@
 #include "common/traffic.h"
 #include "common/peers.h"
 #include "common/residue.h"
+#include "common/o2m_values.h"
 
 #include <signal.h>
 #include <tuple>
@@ -38,24 +39,14 @@ uct_ep_h create_group_ep(uct_env &env, const peer_addrs &addrs,
                          unsigned root_index, unsigned root_rank,
                          uct_o2m_mode_t mode, ucs_status_t *status_p = NULL)
 {
-    uct_o2m_group_params_t params;
+    uct_o2m_group_params_t params = addrs.group_params(group_id, size,
+                                                       my_index, root_index,
+                                                       root_rank);
     ucs_status_t status;
     uct_ep_h ep = NULL;
 
-    memset(&params, 0, sizeof(params));
-    params.field_mask = UCT_O2M_GROUP_FIELD_MODE;
-    params.group_id   = group_id;
-    params.size       = size;
-    params.my_index   = my_index;
-    params.root_index = root_index;
-    params.mode       = mode;
-    if (my_index != root_index) {
-        params.field_mask     |= UCT_O2M_GROUP_FIELD_ROOT_ADDR;
-        params.root_iface_addr = (const uct_iface_addr_t*)
-                                 addrs.iface[root_rank].data();
-        params.root_dev_addr   = (const uct_device_addr_t*)
-                                 addrs.dev[root_rank].data();
-    }
+    params.field_mask |= UCT_O2M_GROUP_FIELD_MODE;
+    params.mode        = mode;
 
     status = uct_o2m_ep_create(env.iface(), &params, &ep);
     if (status_p != NULL) {
@@ -247,8 +238,7 @@ std::string traffic_param_name(
 
 INSTANTIATE_TEST_SUITE_P(modes, bcast_traffic,
                          ::testing::Combine(
-                                 ::testing::Values(UCT_O2M_MODE_BATCHED,
-                                                   UCT_O2M_MODE_CENTRALIZED),
+                                 ::testing::ValuesIn(bcast_modes),
                                  ::testing::Range(2u, 9u)),
                          traffic_param_name);
 
@@ -475,13 +465,7 @@ TEST_P(bcast_attach, before_and_after_root)
 }
 
 INSTANTIATE_TEST_SUITE_P(modes, bcast_attach,
-                         ::testing::Values(UCT_O2M_MODE_BATCHED,
-                                           UCT_O2M_MODE_CENTRALIZED),
-                         [](const ::testing::TestParamInfo<uct_o2m_mode_t>
-                                    &info) {
-                             return std::string(
-                                     uct_o2m_mode_name(info.param));
-                         });
+                         ::testing::ValuesIn(bcast_modes), mode_param_name);
 
 
 /*
@@ -834,18 +818,25 @@ void wait_error_after_kill(proc_group &pg, unsigned rank, uct_env &env,
                 victim, now_sec() - sh->kill_time);
 }
 
-/* Every child exited with success but @a victim, killed */
-void expect_only_killed(const std::vector<int> &status, unsigned victim)
-{
-    for (unsigned r = 0; r < status.size(); ++r) {
-        EXPECT_EQ((r == victim) ? 128 + SIGKILL : 0, status[r])
-                << "rank " << r;
-    }
-}
+/* The part of a kill test that differs: what each rank does once the group
+ * exists, with the schedule the root sends */
+typedef std::function<void(proc_group &pg, unsigned rank, uct_env &env,
+                           traffic_receiver &rx, kill_shared *sh,
+                           uct_ep_h ep, const schedule_t &sched)>
+        kill_fn;
 
-TEST_P(bcast_failure, kill_receiver)
+/*
+ * A group @a id of 4 processes rooted at 0 over sm_bcast (failure_config(),
+ * @a mode): the members expect the messages of @a make_sched (seed @a seed);
+ * once every endpoint exists, @a fn runs in each process.  Every child must
+ * exit with success but @a victim, killed.
+ */
+void run_kill_test(uct_o2m_mode_t mode, unsigned victim, uint64_t id,
+                   unsigned seed,
+                   const std::function<schedule_t(size_t max_short)>
+                           &make_sched,
+                   const kill_fn &fn)
 {
-    const uct_o2m_mode_t mode = GetParam();
     proc_group pg(4);
     kill_shared *sh = static_cast<kill_shared*>(pg.shared());
 
@@ -858,12 +849,27 @@ TEST_P(bcast_failure, kill_receiver)
 
         CHILD_CHECK_OK(uct_o2m_iface_query(env.iface(), &oattr));
         addrs.exchange(pg, rank, env);
-        schedule_t sched = stream_schedule(100000, oattr.max_short, 3);
-        rx.expect(9, (rank == 0) ? NULL : &sched);
+        schedule_t sched = make_sched(oattr.max_short);
+        rx.expect(seed, (rank == 0) ? NULL : &sched);
 
-        ep = create_group_root_first(pg, rank, env, addrs, 0x99, mode);
-        pg.barrier(rank); /* The last barrier: rank 3 dies */
+        ep = create_group_root_first(pg, rank, env, addrs, id, mode);
+        pg.barrier(rank); /* The last barrier: the victim dies after it */
+        fn(pg, rank, env, rx, sh, ep, sched);
+    }, 60);
 
+    expect_only_killed(status, victim);
+}
+
+TEST_P(bcast_failure, kill_receiver)
+{
+    auto make_sched = [](size_t max_short) {
+        return stream_schedule(100000, max_short, 3);
+    };
+
+    run_kill_test(GetParam(), 3, 0x99, 9, make_sched,
+                  [&](proc_group &pg, unsigned rank, uct_env &env,
+                      traffic_receiver &rx, kill_shared *sh, uct_ep_h ep,
+                      const schedule_t &sched) {
         if (rank == 0) {
             traffic_sender tx(env, ep, AM_BASE, 9, &sched);
             ucs_status_t st = UCS_OK;
@@ -913,33 +919,21 @@ TEST_P(bcast_failure, kill_receiver)
             CHILD_CHECK(is_error(uct_ep_flush(ep, 0, NULL)), "flush");
             uct_ep_destroy(ep);
         }
-    }, 60);
-
-    expect_only_killed(status, 3);
+    });
 }
 
 TEST_P(bcast_failure, kill_root)
 {
-    const uct_o2m_mode_t mode = GetParam();
-    proc_group pg(4);
-    kill_shared *sh = static_cast<kill_shared*>(pg.shared());
+    auto make_sched = [](size_t max_short) {
+        schedule_t s = stream_schedule(40, max_short, 4);
+        s.push_back(msg_zcopy(1 << 20, 0, 2));
+        return s;
+    };
 
-    std::vector<int> status = pg.run([&](unsigned rank) {
-        uct_env env("sm_bcast", failure_config());
-        traffic_receiver rx(env, AM_BASE, "receiver");
-        uct_o2m_iface_attr_t oattr;
-        peer_addrs addrs;
-        uct_ep_h ep;
-
-        CHILD_CHECK_OK(uct_o2m_iface_query(env.iface(), &oattr));
-        addrs.exchange(pg, rank, env);
-        schedule_t sched = stream_schedule(40, oattr.max_short, 4);
-        sched.push_back(msg_zcopy(1 << 20, 0, 2));
-        rx.expect(11, (rank == 0) ? NULL : &sched);
-
-        ep = create_group_root_first(pg, rank, env, addrs, 0x98, mode);
-        pg.barrier(rank); /* The last barrier: rank 0 dies */
-
+    run_kill_test(GetParam(), 0, 0x98, 11, make_sched,
+                  [&](proc_group &pg, unsigned rank, uct_env &env,
+                      traffic_receiver &rx, kill_shared *sh, uct_ep_h ep,
+                      const schedule_t &sched) {
         if (rank == 0) {
             traffic_sender tx(env, ep, AM_BASE, 11, &sched);
 
@@ -959,9 +953,7 @@ TEST_P(bcast_failure, kill_root)
             CHILD_CHECK(rx.complete(), "messages after the end");
             uct_ep_destroy(ep);
         }
-    }, 60);
-
-    expect_only_killed(status, 0);
+    });
 }
 
 /* A member that never creates its endpoint: the root fails with
@@ -1057,12 +1049,6 @@ TEST_P(bcast_failure, root_never_creates)
 }
 
 INSTANTIATE_TEST_SUITE_P(modes, bcast_failure,
-                         ::testing::Values(UCT_O2M_MODE_BATCHED,
-                                           UCT_O2M_MODE_CENTRALIZED),
-                         [](const ::testing::TestParamInfo<uct_o2m_mode_t>
-                                    &info) {
-                             return std::string(
-                                     uct_o2m_mode_name(info.param));
-                         });
+                         ::testing::ValuesIn(bcast_modes), mode_param_name);
 
 } // namespace

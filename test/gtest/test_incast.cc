@@ -308,6 +308,7 @@ void reduce_elems(uct_o2m_op_t op, uint8_t *acc, const uint8_t *src,
 
 
 /* What every member of a group agrees on */
+/* Written {mode, op, dtype, hdr_len, size, root} */
 struct group_desc {
     uct_o2m_mode_t  mode;
     uct_o2m_op_t    op;
@@ -503,6 +504,19 @@ struct shared_state {
 uint64_t delivered_mark(unsigned group_seq, unsigned rounds)
 {
     return ((uint64_t)group_seq << 24) | rounds;
+}
+
+/* Runs @a fn in @a nprocs processes sharing a shared_state; every child
+ * must exit with success within @a timeout seconds */
+void run_incast(unsigned nprocs,
+                const std::function<void(proc_group&, unsigned,
+                                         shared_state*)> &fn,
+                double timeout)
+{
+    proc_group pg(nprocs);
+    shared_state *shm = (shared_state*)pg.shared();
+
+    pg.run_ok([&](unsigned rank) { fn(pg, rank, shm); }, timeout);
 }
 
 
@@ -809,6 +823,27 @@ ucs_status_t pending_send_cb(uct_pending_req_t *self)
     return UCS_OK;
 }
 
+/* Queues @a req on @a ep: once called, it sends @a length bytes of @a buf
+ * by @a method as round @a round (AM id @a am_id, completion @a comp);
+ * the status of uct_ep_pending_add */
+ucs_status_t pending_add(pending_send *req, uct_ep_h ep, uint8_t am_id,
+                         send_method method, const uint8_t *buf,
+                         size_t length, unsigned round, uct_completion_t *comp)
+{
+    req->super.func = pending_send_cb;
+    req->ep         = ep;
+    req->am_id      = am_id;
+    req->method     = method;
+    req->buf        = buf;
+    req->length     = length;
+    req->round      = round;
+    req->comp       = comp;
+    req->calls      = 0;
+    req->done       = false;
+    req->status     = UCS_OK;
+    return uct_ep_pending_add(ep, &req->super, 0);
+}
+
 struct sender_stats {
     unsigned no_resource = 0;
     unsigned pending     = 0;
@@ -837,18 +872,8 @@ ucs_status_t send_retry(member &m, uct_ep_h ep, uint8_t am_id,
 
         ++stats->no_resource;
         if (use_pending) {
-            req.super.func = pending_send_cb;
-            req.ep         = ep;
-            req.am_id      = am_id;
-            req.method     = method;
-            req.buf        = buf;
-            req.length     = length;
-            req.round      = round;
-            req.comp       = comp;
-            req.calls      = 0;
-            req.done       = false;
-            req.status     = UCS_OK;
-            status         = uct_ep_pending_add(ep, &req.super, 0);
+            status = pending_add(&req, ep, am_id, method, buf, length, round,
+                                 comp);
             if (status == UCS_OK) {
                 ++stats->pending;
                 CHILD_CHECK(wait_progress(m.env(), [&] { return req.done; }),
@@ -1067,17 +1092,8 @@ void run_group(member &m, const group_desc &g, uint64_t group_id,
                 m.env().progress();
             } while (now_sec() < until);
 
-            req.super.func = pending_send_cb;
-            req.ep         = ep;
-            req.am_id      = rd.am_id;
-            req.method     = method;
-            req.buf        = bufs[k].data();
-            req.length     = rd.length;
-            req.round      = k;
-            req.comp       = &comp->super;
-            req.calls      = 0;
-            req.done       = false;
-            status         = uct_ep_pending_add(ep, &req.super, 0);
+            status = pending_add(&req, ep, rd.am_id, method, bufs[k].data(),
+                                 rd.length, k, &comp->super);
             CHILD_CHECK(status == UCS_OK, "%s: pending_add on a full ring: "
                         "%s", g.name().c_str(), ucs_status_string(status));
             __atomic_fetch_add(&shm->blocked, 1, __ATOMIC_ACQ_REL);
@@ -1168,12 +1184,6 @@ std::string mode_nprocs_name(const ::testing::TestParamInfo<mode_nprocs_t>
            std::to_string(std::get<1>(info.param));
 }
 
-std::string mode_param_name(const ::testing::TestParamInfo<uct_o2m_mode_t>
-                            &info)
-{
-    return uct_o2m_mode_name(info.param);
-}
-
 uint64_t make_group_id(unsigned test, unsigned seq)
 {
     return ((uint64_t)0x1c << 56) | ((uint64_t)test << 32) | seq;
@@ -1214,10 +1224,8 @@ TEST_P(IncastMatrix, ops_dtypes_sizes_roots)
     const uct_o2m_mode_t mode = std::get<0>(GetParam());
     const unsigned nprocs     = std::get<1>(GetParam());
     std::vector<std::string> shm_before = dev_shm_files();
-    proc_group pg(nprocs);
-    shared_state *shm = (shared_state*)pg.shared();
-
-    pg.run_ok([&](unsigned rank) {
+    run_incast(nprocs, [&](proc_group &pg, unsigned rank,
+                           shared_state *shm) {
         const size_t hdr_lens[] = {0, 8, 3};
         member m(pg, rank);
         unsigned seq = 0, combo, total_rounds = 0;
@@ -1232,15 +1240,11 @@ TEST_P(IncastMatrix, ops_dtypes_sizes_roots)
                         continue;
                     }
 
-                    group_desc g;
-                    size_t dt = uct_o2m_dtype_size(dtype);
-                    g.mode    = mode;
-                    g.op      = op;
-                    g.dtype   = dtype;
-                    g.size    = nprocs;
-                    g.root    = root;
-                    g.hdr_len = (op == UCT_O2M_OP_GATHER) ? 0 :
-                                hdr_lens[(combo + root) % 3];
+                    size_t dt    = uct_o2m_dtype_size(dtype);
+                    group_desc g = {mode, op, dtype,
+                                    (op == UCT_O2M_OP_GATHER) ? 0 :
+                                    hdr_lens[(combo + root) % 3],
+                                    nprocs, root};
                     if ((mode == UCT_O2M_MODE_ATOMIC) && (g.hdr_len % dt)) {
                         g.hdr_len = 16;
                     }
@@ -1324,10 +1328,8 @@ TEST_P(IncastFlow, back_to_back_pending_flush)
 {
     const uct_o2m_mode_t mode = std::get<0>(GetParam());
     const unsigned nprocs     = std::get<1>(GetParam());
-    proc_group pg(nprocs);
-    shared_state *shm = (shared_state*)pg.shared();
-
-    pg.run_ok([&](unsigned rank) {
+    run_incast(nprocs, [&](proc_group &pg, unsigned rank,
+                           shared_state *shm) {
         const unsigned rounds = 16 * fifo_depth;
         member m(pg, rank);
         unsigned seq = 0;
@@ -1525,10 +1527,8 @@ TEST_P(IncastErrors, mismatched_lengths)
 {
     const uct_o2m_mode_t mode = GetParam();
     const unsigned nprocs     = 3;
-    proc_group pg(nprocs);
-    shared_state *shm = (shared_state*)pg.shared();
-
-    pg.run_ok([&](unsigned rank) {
+    run_incast(nprocs, [&](proc_group &pg, unsigned rank,
+                           shared_state *shm) {
         const std::vector<round_desc> no_rounds;
         member m(pg, rank);
         unsigned seq = 0;
@@ -1539,13 +1539,9 @@ TEST_P(IncastErrors, mismatched_lengths)
 
         set_am_handlers(m, 1, 3);
         for (uct_o2m_op_t op : {UCT_O2M_OP_SUM, UCT_O2M_OP_GATHER}) {
-            group_desc g;
-            g.mode    = mode;
-            g.op      = op;
-            g.dtype   = UCT_O2M_DT_INT32;
-            g.hdr_len = (op == UCT_O2M_OP_GATHER) ? 0 : 8;
-            g.size    = nprocs;
-            g.root    = seq % nprocs;
+            group_desc g = {mode, op, UCT_O2M_DT_INT32,
+                            (op == UCT_O2M_OP_GATHER) ? 0u : 8u, nprocs,
+                            seq % nprocs};
             nerr      = m.env().errors.size();
 
             scoped_log_capture quiet;
@@ -1605,13 +1601,8 @@ TEST_P(IncastErrors, mismatched_lengths)
 
         /* Parameters that differ from the root's */
         {
-            group_desc g;
-            g.mode    = mode;
-            g.op      = UCT_O2M_OP_SUM;
-            g.dtype   = UCT_O2M_DT_INT32;
-            g.hdr_len = 8;
-            g.size    = nprocs;
-            g.root    = 1;
+            group_desc g = {mode, UCT_O2M_OP_SUM, UCT_O2M_DT_INT32, 8, nprocs,
+                            1};
             if (rank == g.root) {
                 ep = m.create_ok(g, make_group_id(4, seq));
             }
@@ -1638,14 +1629,10 @@ TEST_P(IncastErrors, mismatched_lengths)
 
         /* The interfaces still work; refused lengths on the way */
         {
-            group_desc g;
+            group_desc g = {mode, UCT_O2M_OP_SUM, UCT_O2M_DT_INT16,
+                            (mode == UCT_O2M_MODE_ATOMIC) ? 4u : 3u, nprocs,
+                            2};
             group_opts opts;
-            g.mode    = mode;
-            g.op      = UCT_O2M_OP_SUM;
-            g.dtype   = UCT_O2M_DT_INT16;
-            g.hdr_len = (mode == UCT_O2M_MODE_ATOMIC) ? 4 : 3;
-            g.size    = nprocs;
-            g.root    = 2;
             opts.try_bad_lengths = true;
             nerr = m.env().errors.size();
             run_group(m, g, make_group_id(4, seq), seq,
@@ -1680,33 +1667,44 @@ int64_t mono_ns()
     return (ts.tv_sec * 1000000000ll) + ts.tv_nsec;
 }
 
+/*
+ * Runs @a fn in @a nprocs processes sharing a shared_state: every child
+ * must exit with success within 60 s but @a victim, killed, and no segment
+ * of ours may be left in /dev/shm
+ */
+void run_kill(unsigned nprocs, unsigned victim,
+              const std::function<void(proc_group&, unsigned,
+                                       shared_state*)> &fn)
+{
+    std::vector<std::string> shm_before = dev_shm_files();
+    proc_group pg(nprocs);
+    shared_state *shm = (shared_state*)pg.shared();
+    std::vector<int> status;
+
+    status = pg.run([&](unsigned rank) { fn(pg, rank, shm); }, 60);
+    expect_only_killed(status, victim);
+    EXPECT_EQ("", join(new_shm_files(shm_before)));
+}
+
 /* A sender dies while the root waits for a round that the others sent */
 TEST_P(IncastKill, sender_killed_while_root_waits)
 {
     const uct_o2m_mode_t mode = GetParam();
     const unsigned nprocs     = 4;
     const unsigned victim     = 2;
-    std::vector<std::string> shm_before = dev_shm_files();
-    proc_group pg(nprocs);
-    std::vector<int> status;
 
-    status = pg.run([&](unsigned rank) {
+    run_kill(nprocs, victim, [&](proc_group &pg, unsigned rank,
+                                 shared_state *shm) {
         const std::vector<round_desc> no_rounds;
         member m(pg, rank);
         std::vector<uint8_t> buf(64);
         sender_stats stats;
         ucs_status_t st;
         root_ctx ctx;
-        group_desc g;
+        group_desc g = {mode, UCT_O2M_OP_SUM, UCT_O2M_DT_INT64, 8, nprocs, 0};
         uct_ep_h ep;
         double elapsed;
 
-        g.mode    = mode;
-        g.op      = UCT_O2M_OP_SUM;
-        g.dtype   = UCT_O2M_DT_INT64;
-        g.hdr_len = 8;
-        g.size    = nprocs;
-        g.root    = 0;
         set_am_handlers(m, 1, 3);
 
         if (rank == g.root) {
@@ -1756,13 +1754,7 @@ TEST_P(IncastKill, sender_killed_while_root_waits)
         }
         uct_ep_destroy(ep);
         m.close();
-    }, 60);
-
-    for (unsigned r = 0; r < nprocs; ++r) {
-        EXPECT_EQ((r == victim) ? 128 + SIGKILL : 0, status[r]) << "rank "
-                                                                << r;
-    }
-    EXPECT_EQ("", join(new_shm_files(shm_before)));
+    });
 }
 
 struct purge_count {
@@ -1781,29 +1773,20 @@ TEST_P(IncastKill, root_killed_while_senders_blocked)
     const uct_o2m_mode_t mode = GetParam();
     const unsigned nprocs     = 4;
     const unsigned root       = 1;
-    std::vector<std::string> shm_before = dev_shm_files();
-    proc_group pg(nprocs);
-    shared_state *shm = (shared_state*)pg.shared();
-    std::vector<int> status;
 
-    status = pg.run([&](unsigned rank) {
+    run_kill(nprocs, root, [&](proc_group &pg, unsigned rank,
+                               shared_state *shm) {
         member m(pg, rank);
         std::vector<std::vector<uint8_t>> bufs(fifo_depth + 1);
         zcopy_comp comp;
         pending_send req;
         purge_count purged;
         ucs_status_t st;
-        group_desc g;
+        group_desc g = {mode, UCT_O2M_OP_GATHER, UCT_O2M_DT_UINT8, 0, nprocs,
+                        root};
         uct_ep_h ep;
         double elapsed;
         unsigned k;
-
-        g.mode    = mode;
-        g.op      = UCT_O2M_OP_GATHER;
-        g.dtype   = UCT_O2M_DT_UINT8;
-        g.hdr_len = 0;
-        g.size    = nprocs;
-        g.root    = root;
 
         if (rank == root) {
             ep = m.create_ok(g, make_group_id(6, 0));
@@ -1846,17 +1829,8 @@ TEST_P(IncastKill, root_killed_while_senders_blocked)
                                bufs[k].size(), k, NULL);
         CHILD_CHECK(st == UCS_ERR_NO_RESOURCE, "send on a full ring: %s",
                     ucs_status_string(st));
-        req.super.func = pending_send_cb;
-        req.ep         = ep;
-        req.am_id      = 1;
-        req.method     = SEND_BCOPY;
-        req.buf        = bufs[k].data();
-        req.length     = bufs[k].size();
-        req.round      = k;
-        req.comp       = NULL;
-        req.calls      = 0;
-        req.done       = false;
-        st = uct_ep_pending_add(ep, &req.super, 0);
+        st = pending_add(&req, ep, 1, SEND_BCOPY, bufs[k].data(),
+                         bufs[k].size(), k, NULL);
         CHILD_CHECK(st == UCS_OK, "pending_add: %s", ucs_status_string(st));
         __atomic_fetch_add(&shm->blocked, 1, __ATOMIC_ACQ_REL);
 
@@ -1894,13 +1868,7 @@ TEST_P(IncastKill, root_killed_while_senders_blocked)
                     "flush after the root died: %s", ucs_status_string(st));
         uct_ep_destroy(ep);
         m.close();
-    }, 60);
-
-    for (unsigned r = 0; r < nprocs; ++r) {
-        EXPECT_EQ((r == root) ? 128 + SIGKILL : 0, status[r]) << "rank "
-                                                              << r;
-    }
-    EXPECT_EQ("", join(new_shm_files(shm_before)));
+    });
 }
 
 INSTANTIATE_TEST_SUITE_P(Incast, IncastKill, ::testing::ValuesIn(all_modes),
@@ -2086,9 +2054,7 @@ TEST(IncastSemantics, logical_ops_single_contributor)
                 }
 
                 for (uct_o2m_mode_t mode : all_modes) {
-                    group_desc g;
-                    g.mode = mode; g.op = op; g.dtype = dtype;
-                    g.hdr_len = 0; g.size = 2; g.root = 0;
+                    group_desc g = {mode, op, dtype, 0, 2, 0};
                     uct_ep_h ep;
                     std::vector<uint8_t> got;
                     bool have = false;
@@ -2141,23 +2107,15 @@ TEST(IncastSemantics, logical_ops_single_contributor)
  */
 TEST(IncastLateRoot, send_before_root_creates_group)
 {
-    proc_group pg(2);
-    shared_state *shm = (shared_state*)pg.shared();
-
-    pg.run_ok([&](unsigned rank) {
+    run_incast(2, [&](proc_group &pg, unsigned rank, shared_state *shm) {
         member m(pg, rank);
         unsigned seq = 0;
 
         set_am_handlers(m, 1, 3);
         for (uct_o2m_mode_t mode : all_modes) {
             for (send_method method : {SEND_SHORT, SEND_BCOPY, SEND_ZCOPY}) {
-                group_desc g;
-                g.mode    = mode;
-                g.op      = UCT_O2M_OP_SUM;
-                g.dtype   = UCT_O2M_DT_INT32;
-                g.hdr_len = 8;
-                g.size    = 2;
-                g.root    = 0;
+                group_desc g = {mode, UCT_O2M_OP_SUM, UCT_O2M_DT_INT32, 8, 2,
+                                0};
                 std::vector<round_desc> plan = {{24, method, 2}};
                 std::string what = g.name() + "/" + method_name(method);
                 uint64_t gid     = make_group_id(9, seq);
@@ -2182,17 +2140,8 @@ TEST(IncastLateRoot, send_before_root_creates_group)
                                 "root created the group: %s, expected %s",
                                 what.c_str(), ucs_status_string(st),
                                 ucs_status_string(UCS_ERR_NO_RESOURCE));
-                    req.super.func = pending_send_cb;
-                    req.ep         = ep;
-                    req.am_id      = 2;
-                    req.method     = method;
-                    req.buf        = buf.data();
-                    req.length     = buf.size();
-                    req.round      = 0;
-                    req.comp       = &comp.super;
-                    req.calls      = 0;
-                    req.done       = false;
-                    st = uct_ep_pending_add(ep, &req.super, 0);
+                    st = pending_add(&req, ep, 2, method, buf.data(),
+                                     buf.size(), 0, &comp.super);
                     CHILD_CHECK(st == UCS_OK, "%s: pending_add: %s",
                                 what.c_str(), ucs_status_string(st));
                     pg.barrier(rank);
@@ -2237,23 +2186,14 @@ TEST(IncastLateRoot, send_before_root_creates_group)
  */
 TEST(IncastZeroLength, empty_contributions_fresh_root)
 {
-    proc_group pg(3);
-    shared_state *shm = (shared_state*)pg.shared();
-
-    pg.run_ok([&](unsigned rank) {
+    run_incast(3, [&](proc_group &pg, unsigned rank, shared_state *shm) {
         unsigned seq = 0;
 
         for (uct_o2m_mode_t mode : all_modes) {
             for (uct_o2m_op_t op : {UCT_O2M_OP_SUM, UCT_O2M_OP_GATHER}) {
                 /* A new interface each time: nothing received before */
                 member m(pg, rank);
-                group_desc g;
-                g.mode    = mode;
-                g.op      = op;
-                g.dtype   = UCT_O2M_DT_INT32;
-                g.hdr_len = 0;
-                g.size    = 3;
-                g.root    = seq % 3;
+                group_desc g = {mode, op, UCT_O2M_DT_INT32, 0, 3, seq % 3};
                 std::vector<round_desc> plan = {{0, SEND_ZCOPY, 1},
                                                 {0, SEND_BCOPY, 2},
                                                 {0, SEND_ZCOPY, 3},

@@ -173,6 +173,15 @@ void wait_group_failed(uct_env &env, uct_ep_h ep, unsigned rank)
                 }), "member %u: the group did not fail", rank);
 }
 
+/* @a log records what this process's interface receives; then every rank
+ * of @a pg learns every interface's address */
+void log_and_exchange(proc_group &pg, unsigned rank, uct_env &env,
+                      rx_log &log, peer_addrs &addrs)
+{
+    env.set_am_handler(AM_ID, rx_log::cb, &log);
+    addrs.exchange(pg, rank, env);
+}
+
 class mc_udp : public ::testing::Test {
 protected:
     void SetUp() override
@@ -217,6 +226,103 @@ protected:
         return p;
     }
 
+    /* This rank's endpoint in the test's group of @a size rooted at @a
+     * root */
+    uct_ep_h group_ep(uct_env &env, unsigned size, unsigned rank,
+                      unsigned root, const peer_addrs &addrs) const
+    {
+        uct_o2m_group_params_t p = group(size, rank, root, addrs);
+        uct_ep_h ep;
+
+        CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
+        return ep;
+    }
+
+    /* What a process of run_members() runs: @a done points to the
+     * processes' shared memory (zeroed) */
+    typedef std::function<void(proc_group &pg, unsigned rank, uct_env &env,
+                               rx_log &log, const peer_addrs &addrs,
+                               volatile int *done)>
+            member_fn;
+
+    /*
+     * Runs @a fn in @a n processes, each with an interface (@a cfg) whose
+     * messages @a log records, and the addresses of all; every child must
+     * exit with success within @a timeout seconds
+     */
+    void run_members(unsigned n, const std::map<std::string, std::string> &cfg,
+                     double timeout, const member_fn &fn)
+    {
+        proc_group pg(n);
+        volatile int *done = static_cast<volatile int*>(pg.shared());
+
+        pg.run_ok([&](unsigned rank) {
+            uct_env env(UCT_MC_UDP_TL_NAME, cfg);
+            peer_addrs addrs;
+            rx_log log;
+
+            log_and_exchange(pg, rank, env, log, addrs);
+            fn(pg, rank, env, log, addrs, done);
+        }, timeout);
+    }
+
+    /* What a member of run_group() runs on its endpoint @a ep */
+    typedef std::function<void(proc_group &pg, unsigned rank, uct_env &env,
+                               rx_log &log, const peer_addrs &addrs,
+                               uct_ep_h ep, volatile int *done)>
+            group_fn;
+
+    /*
+     * run_members() (120 s), each with its endpoint in the test's group of
+     * @a n rooted at @a root, destroyed after @a fn and a barrier
+     */
+    void run_group(unsigned n, unsigned root,
+                   const std::map<std::string, std::string> &cfg,
+                   const group_fn &fn)
+    {
+        run_members(n, cfg, 120, [&](proc_group &pg, unsigned rank,
+                                     uct_env &env, rx_log &log,
+                                     const peer_addrs &addrs,
+                                     volatile int *done) {
+            uct_ep_h ep = group_ep(env, n, rank, root, addrs);
+
+            fn(pg, rank, env, log, addrs, ep, done);
+            pg.barrier(rank);
+            uct_ep_destroy(ep);
+        });
+    }
+
+    /*
+     * The root (@a root) sends @a count messages on its group endpoint
+     * @a ep and flushes: every member has every message; then it runs
+     * @a after_flush and raises @a *done.  The members receive and check
+     * (@a what) them all, and relay ACKs until the root's flush is done.
+     */
+    void send_to_group(uct_env &env, uct_ep_h ep, const rx_log &log,
+                       unsigned rank, unsigned root, unsigned count,
+                       volatile int *done, const char *what,
+                       const std::function<void()> &after_flush = [] {})
+    {
+        const size_t max = env.attr().cap.am.max_bcopy;
+
+        if (rank == root) {
+            for (unsigned k = 0; k < count; ++k) {
+                CHILD_CHECK_OK(send_msg(env, ep, m_salt, k, max));
+            }
+            CHILD_CHECK_OK(flush_ep(env, ep));
+            after_flush();
+            *done = 1;
+        } else {
+            CHILD_CHECK(env.progress_until([&] {
+                            return log.msgs.size() >= count; }),
+                        "%s: member %u received %zu of %u", what, rank,
+                        log.msgs.size(), count);
+            check_msgs(log, m_salt, count, max, what);
+            CHILD_CHECK(env.progress_until([&] { return *done != 0; }),
+                        "%s: the root's flush did not end", what);
+        }
+    }
+
     /*
      * Runs @a fn in @a n processes, each with an interface (@a cfg) and the
      * addresses of every rank's; rank @a victim kills itself (SIGKILL) in
@@ -238,10 +344,7 @@ protected:
             fn(pg, rank, env, addrs);
         }, 120);
 
-        for (unsigned r = 0; r < n; ++r) {
-            EXPECT_EQ((r == victim) ? 128 + SIGKILL : 0, st[r])
-                    << "rank " << r;
-        }
+        expect_only_killed(st, victim);
     }
 
     std::string m_port;
@@ -254,20 +357,15 @@ protected:
 /* Both ways at once, fragmented messages, a window that fills */
 TEST_F(mc_udp, p2p_exact_both_ways)
 {
-    proc_group pg(2);
     const unsigned count = 600;
 
-    pg.run_ok([&](unsigned rank) {
-        uct_env env(UCT_MC_UDP_TL_NAME,
-                    config({{"WINDOW", "16"}, {"MTU", "600"},
-                            {"SEG_SIZE", "5100"}}));
+    run_members(2, config({{"WINDOW", "16"}, {"MTU", "600"},
+                           {"SEG_SIZE", "5100"}}), 120,
+                [&](proc_group &pg, unsigned rank, uct_env &env, rx_log &log,
+                    const peer_addrs &addrs, volatile int *done) {
         const size_t max = env.attr().cap.am.max_bcopy;
-        peer_addrs addrs;
-        rx_log log;
 
         CHILD_CHECK(max == 5100, "max_bcopy %zu", max);
-        env.set_am_handler(AM_ID, rx_log::cb, &log);
-        addrs.exchange(pg, rank, env);
         uct_ep_h ep = create_p2p_ep(env, addrs, 1 - rank);
 
         for (unsigned k = 0; k < count; ++k) {
@@ -285,7 +383,7 @@ TEST_F(mc_udp, p2p_exact_both_ways)
 
         pg.barrier(rank);
         uct_ep_destroy(ep);
-    }, 120);
+    });
 }
 
 /* A receiver that sleeps in poll() on the event fd between datagrams: it
@@ -295,21 +393,16 @@ TEST_F(mc_udp, p2p_exact_both_ways)
  * loaded machine it may otherwise find every message already there) */
 TEST_F(mc_udp, p2p_event_fd)
 {
-    proc_group pg(2);
-    volatile int *done  = static_cast<volatile int*>(pg.shared());
-    volatile int *armed = done + 1;
     const unsigned count = 300;
 
-    pg.run_ok([&](unsigned rank) {
-        uct_env env(UCT_MC_UDP_TL_NAME, config({{"WINDOW", "16"}}));
-        const size_t max = env.attr().cap.am.max_bcopy;
-        peer_addrs addrs;
-        rx_log log;
+    run_members(2, config({{"WINDOW", "16"}}), 120,
+                [&](proc_group &pg, unsigned rank, uct_env &env, rx_log &log,
+                    const peer_addrs &addrs, volatile int *done) {
+        const size_t max    = env.attr().cap.am.max_bcopy;
+        volatile int *armed = done + 1;
 
         CHILD_CHECK(env.attr().cap.event_flags & UCT_IFACE_FLAG_EVENT_FD,
                     "no event fd");
-        env.set_am_handler(AM_ID, rx_log::cb, &log);
-        addrs.exchange(pg, rank, env);
         if (rank == 0) {
             uct_ep_h ep = create_p2p_ep(env, addrs, 1);
             double deadline = now_sec() + wait_timeout;
@@ -354,7 +447,7 @@ TEST_F(mc_udp, p2p_event_fd)
             CHILD_CHECK(sleeps > 0, "never slept on the event fd");
         }
         pg.barrier(rank);
-    }, 120);
+    });
 }
 
 /* The receiving process killed: the sender's endpoint fails, with one call
@@ -428,25 +521,21 @@ TEST_F(mc_udp, p2p_idle_peer_killed)
  * UCX_TLS has no self): its packets come from its own address */
 TEST_F(mc_udp, p2p_to_self)
 {
-    proc_group pg(1);
     const unsigned count = 300;
 
-    pg.run_ok([&](unsigned rank) {
-        uct_env env(UCT_MC_UDP_TL_NAME, config({{"WINDOW", "16"}}));
+    run_members(1, config({{"WINDOW", "16"}}), 60,
+                [&](proc_group &pg, unsigned rank, uct_env &env, rx_log &log,
+                    const peer_addrs &addrs, volatile int *done) {
         const size_t max = env.attr().cap.am.max_bcopy;
-        peer_addrs addrs;
-        rx_log log;
+        uct_ep_h ep      = create_p2p_ep(env, addrs, 0);
 
-        env.set_am_handler(AM_ID, rx_log::cb, &log);
-        addrs.exchange(pg, rank, env);
-        uct_ep_h ep = create_p2p_ep(env, addrs, 0);
         for (unsigned k = 0; k < count; ++k) {
             CHILD_CHECK_OK(send_msg(env, ep, m_salt, k, max));
         }
         CHILD_CHECK_OK(flush_ep(env, ep));
         check_msgs(log, m_salt, count, max, "to self");
         uct_ep_destroy(ep);
-    }, 60);
+    });
 }
 
 /* UCP's lanes (ucx_info -e: an endpoint to its own worker): mc_udp when
@@ -486,16 +575,9 @@ static size_t pack_oversized(void *dest, void *arg)
 /* Message limits: above SEG_SIZE is refused, not cut */
 TEST_F(mc_udp, p2p_limits)
 {
-    proc_group pg(2);
-    volatile int *done = static_cast<volatile int*>(pg.shared());
-
-    pg.run_ok([&](unsigned rank) {
-        uct_env env(UCT_MC_UDP_TL_NAME, config({{"SEG_SIZE", "2000"}}));
-        peer_addrs addrs;
-        rx_log log;
-
-        env.set_am_handler(AM_ID, rx_log::cb, &log);
-        addrs.exchange(pg, rank, env);
+    run_members(2, config({{"SEG_SIZE", "2000"}}), 60,
+                [&](proc_group &pg, unsigned rank, uct_env &env, rx_log &log,
+                    const peer_addrs &addrs, volatile int *done) {
         CHILD_CHECK(env.attr().cap.am.max_bcopy == 2000, "max_bcopy");
         if (rank == 0) {
             uct_ep_h ep = create_p2p_ep(env, addrs, 1);
@@ -527,59 +609,36 @@ TEST_F(mc_udp, p2p_limits)
         }
         pg.barrier(rank);
         CHILD_CHECK(log.msgs.empty(), "%zu messages", log.msgs.size());
-    }, 60);
+    });
 }
 
 /* A group of 2..5: every member gets every message once, in order */
 TEST_F(mc_udp, group_bcast_exact)
 {
     for (unsigned n : {2u, 3u, 5u}) {
-        proc_group pg(n);
         const unsigned count = 400;
         const unsigned root  = n - 1;
-        volatile int *done   = static_cast<volatile int*>(pg.shared());
 
         m_salt += 0x10001;
-        pg.run_ok([&](unsigned rank) {
-            uct_env env(UCT_MC_UDP_TL_NAME,
-                        config({{"WINDOW", "32"}, {"RADIX", "2"}}));
-            const size_t max = env.attr().cap.am.max_bcopy;
-            peer_addrs addrs;
-            rx_log log;
-            uct_ep_h ep;
-
-            env.set_am_handler(AM_ID, rx_log::cb, &log);
-            addrs.exchange(pg, rank, env);
+        run_group(n, root, config({{"WINDOW", "32"}, {"RADIX", "2"}}),
+                  [&](proc_group &pg, unsigned rank, uct_env &env,
+                      rx_log &log, const peer_addrs &addrs, uct_ep_h ep,
+                      volatile int *done) {
             uct_o2m_group_params_t p = group(n, rank, root, addrs);
-            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
             uct_ep_h dup;
             CHILD_CHECK(uct_o2m_ep_create(env.iface(), &p, &dup) ==
                         UCS_ERR_ALREADY_EXISTS, "group created twice");
 
-            if (rank == root) {
-                for (unsigned k = 0; k < count; ++k) {
-                    CHILD_CHECK_OK(send_msg(env, ep, m_salt, k, max));
-                }
-                /* Flush: every member has every message */
-                CHILD_CHECK_OK(flush_ep(env, ep));
-                CHILD_CHECK(uct_o2m_ep_state(ep, NULL) ==
-                            UCT_O2M_EP_STATE_READY, "root not ready");
-                *done = 1;
-            } else {
+            if (rank != root) {
                 CHILD_CHECK(uct_ep_am_short(ep, AM_ID, 0, NULL, 0) ==
                             UCS_ERR_UNSUPPORTED, "a member sent");
-                CHILD_CHECK(env.progress_until([&] {
-                                return log.msgs.size() >= count; }),
-                            "member %u received %zu of %u", rank,
-                            log.msgs.size(), count);
-                check_msgs(log, m_salt, count, max, "group");
-                /* Members relay ACKs until the root's flush is done */
-                CHILD_CHECK(env.progress_until([&] { return *done != 0; }),
-                            "the root's flush did not end");
             }
-            pg.barrier(rank);
-            uct_ep_destroy(ep);
-        }, 120);
+            send_to_group(env, ep, log, rank, root, count, done, "group",
+                          [&] {
+                CHILD_CHECK(uct_o2m_ep_state(ep, NULL) ==
+                            UCT_O2M_EP_STATE_READY, "root not ready");
+            });
+        });
     }
 }
 
@@ -624,8 +683,7 @@ TEST_F(mc_udp, group_membership_left)
         inet_pton(AF_INET, base, &addr);
         addrs.exchange(pg, rank, env);
         CHILD_CHECK(!lo_joined(addr), "%s joined before", base);
-        uct_o2m_group_params_t p = group(2, 0, 0, addrs);
-        CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
+        ep = group_ep(env, 2, 0, 0, addrs);
         CHILD_CHECK(lo_joined(addr), "%s not joined on lo", base);
         uct_ep_destroy(ep);
         CHILD_CHECK(!lo_joined(addr), "%s still joined", base);
@@ -645,8 +703,7 @@ TEST_F(mc_udp, group_member_killed)
         uct_ep_h ep;
 
         env.set_am_handler(AM_ID, rx_log::cb, &log);
-        uct_o2m_group_params_t p = group(n, rank, 0, addrs);
-        CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
+        ep = group_ep(env, n, rank, 0, addrs);
 
         if (rank == 0) {
             CHILD_CHECK_OK(send_msg(env, ep, m_salt, 0, max));
@@ -720,22 +777,11 @@ TEST_F(mc_udp, group_member_exits_at_join)
 TEST_F(mc_udp, rogue_sender)
 {
     const unsigned n = 3, count = 200;
-    proc_group pg(n);
     const uint64_t gid = m_salt;
-    volatile int *done = static_cast<volatile int*>(pg.shared());
 
-    pg.run_ok([&](unsigned rank) {
-        uct_env env(UCT_MC_UDP_TL_NAME,
-                    config({{"WINDOW", "32"}, {"MCAST_COUNT", "1"}}));
-        const size_t max = env.attr().cap.am.max_bcopy;
-        peer_addrs addrs;
-        rx_log log;
-        uct_ep_h ep;
-
-        env.set_am_handler(AM_ID, rx_log::cb, &log);
-        addrs.exchange(pg, rank, env);
-        uct_o2m_group_params_t p = group(n, rank, 0, addrs);
-        CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
+    run_group(n, 0, config({{"WINDOW", "32"}, {"MCAST_COUNT", "1"}}),
+              [&](proc_group &pg, unsigned rank, uct_env &env, rx_log &log,
+                  const peer_addrs &addrs, uct_ep_h ep, volatile int *done) {
 
         /* Rank 1 is also the rogue: every other member's unicast port and
          * the group's multicast port get garbage and forged headers */
@@ -796,21 +842,8 @@ TEST_F(mc_udp, rogue_sender)
         }
         pg.barrier(rank);
 
-        if (rank == 0) {
-            for (unsigned k = 0; k < count; ++k) {
-                CHILD_CHECK_OK(send_msg(env, ep, m_salt, k, max));
-            }
-            CHILD_CHECK_OK(flush_ep(env, ep));
-            *done = 1;
-        } else {
-            CHILD_CHECK(env.progress_until([&] {
-                            return log.msgs.size() >= count; }),
-                        "member %u received %zu of %u", rank,
-                        log.msgs.size(), count);
-            check_msgs(log, m_salt, count, max, "group with a rogue");
-            CHILD_CHECK(env.progress_until([&] { return *done != 0; }),
-                        "the root's flush did not end");
-        }
+        send_to_group(env, ep, log, rank, 0, count, done,
+                      "group with a rogue");
 
         uct_mc_udp_counters_t c;
         CHILD_CHECK_OK(uct_mc_udp_iface_counters(env.iface(), &c));
@@ -822,9 +855,7 @@ TEST_F(mc_udp, rogue_sender)
         }
         CHILD_CHECK(uct_o2m_ep_state(ep, NULL) == UCT_O2M_EP_STATE_READY,
                     "member %u failed", rank);
-        pg.barrier(rank);
-        uct_ep_destroy(ep);
-    }, 120);
+    });
 }
 
 /* PACE_RATE: the value docs/multicast.md and the config table give for "no
@@ -860,38 +891,15 @@ TEST_F(mc_udp, pace_rate_documented_values)
     uct_config_release(iface_config);
     uct_md_close(md);
 
-    proc_group pg(2);
-    volatile int *done = static_cast<volatile int*>(pg.shared());
-    pg.run_ok([&](unsigned rank) {
-        uct_env env(UCT_MC_UDP_TL_NAME, config({{"PACE_RATE", "auto"}}));
-        const size_t max = env.attr().cap.am.max_bcopy;
-        peer_addrs addrs;
-        rx_log log;
-        uct_ep_h ep;
-
-        env.set_am_handler(AM_ID, rx_log::cb, &log);
-        addrs.exchange(pg, rank, env);
-        uct_o2m_group_params_t p = group(2, rank, 0, addrs);
-        CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
-        if (rank == 0) {
-            for (unsigned k = 0; k < 40; ++k) { /* 66 packets */
-                CHILD_CHECK_OK(send_msg(env, ep, m_salt, k, max));
-            }
-            CHILD_CHECK_OK(flush_ep(env, ep));
+    run_group(2, 0, config({{"PACE_RATE", "auto"}}),
+              [&](proc_group &pg, unsigned rank, uct_env &env, rx_log &log,
+                  const peer_addrs &addrs, uct_ep_h ep, volatile int *done) {
+        /* 40 messages: 66 packets */
+        send_to_group(env, ep, log, rank, 0, 40, done, "group", [&] {
             uct_mc_udp_counters_t c;
             CHILD_CHECK_OK(uct_mc_udp_iface_counters(env.iface(), &c));
             CHILD_CHECK(c.tx_paced == 0, "%lu packets paced with "
                         "PACE_RATE=auto", c.tx_paced);
-            *done = 1;
-        } else {
-            CHILD_CHECK(env.progress_until([&] {
-                            return log.msgs.size() >= 40; }),
-                        "received %zu of 40", log.msgs.size());
-            check_msgs(log, m_salt, 40, max, "group");
-            CHILD_CHECK(env.progress_until([&] { return *done != 0; }),
-                        "the root's flush did not end");
-        }
-        pg.barrier(rank);
-        uct_ep_destroy(ep);
-    }, 120);
+        });
+    });
 }

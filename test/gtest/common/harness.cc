@@ -126,6 +126,15 @@ std::vector<int> proc_group::run(const std::function<void(unsigned)> &fn,
     return status;
 }
 
+void expect_only_killed(const std::vector<int> &status, unsigned victim,
+                        const std::string &label)
+{
+    for (unsigned r = 0; r < status.size(); ++r) {
+        EXPECT_EQ((r == victim) ? (128 + SIGKILL) : 0, status[r])
+            << label << ": child rank " << r;
+    }
+}
+
 void proc_group::run_ok(const std::function<void(unsigned)> &fn,
                         double timeout)
 {

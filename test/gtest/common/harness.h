@@ -20,6 +20,7 @@ extern "C" {
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <string>
 #include <vector>
 #include <cstdio>
 #include <unistd.h>
@@ -92,6 +93,11 @@ private:
     control  *m_ctl;
     void     *m_user;
 };
+
+/* In the parent, after proc_group::run(): every child exited with 0 but
+ * @a victim, killed (SIGKILL); @a label names the test in the failures */
+void expect_only_killed(const std::vector<int> &status, unsigned victim,
+                        const std::string &label = "");
 
 
 } // namespace o2m_test

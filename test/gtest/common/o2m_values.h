@@ -1,6 +1,7 @@
 /**
  * ucx-o2m tests: every value of the enumerations of uct_o2m.h that the
- * fan-in tests run through (modes, operations, datatypes).
+ * tests run through (modes, operations, datatypes), and the names of the
+ * tests parameterized by a mode.
  */
 #ifndef O2M_TEST_O2M_VALUES_H_
 #define O2M_TEST_O2M_VALUES_H_
@@ -9,7 +10,16 @@ extern "C" {
 #include "uct_o2m.h"
 }
 
+#include <gtest/gtest.h>
+
+#include <string>
+
 namespace o2m_test {
+
+/* The modes of the fan-out transport (sm_bcast) */
+static const uct_o2m_mode_t bcast_modes[] = {
+    UCT_O2M_MODE_BATCHED, UCT_O2M_MODE_CENTRALIZED
+};
 
 static const uct_o2m_mode_t all_modes[] = {
     UCT_O2M_MODE_BATCHED, UCT_O2M_MODE_CENTRALIZED, UCT_O2M_MODE_LOCKED,
@@ -27,6 +37,13 @@ static const uct_o2m_dtype_t all_dtypes[] = {
     UCT_O2M_DT_INT32, UCT_O2M_DT_UINT32, UCT_O2M_DT_INT64, UCT_O2M_DT_UINT64,
     UCT_O2M_DT_FLOAT, UCT_O2M_DT_DOUBLE
 };
+
+/* A test parameterized by a mode is named after it */
+static inline std::string
+mode_param_name(const ::testing::TestParamInfo<uct_o2m_mode_t> &info)
+{
+    return uct_o2m_mode_name(info.param);
+}
 
 } // namespace o2m_test
 

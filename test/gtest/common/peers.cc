@@ -29,17 +29,24 @@ void peer_addrs::exchange(proc_group &pg, unsigned rank, const uct_env &env)
 uct_o2m_group_params_t
 peer_addrs::group_params(uint64_t group_id, unsigned size, unsigned rank) const
 {
+    return group_params(group_id, size, rank, 0, 0);
+}
+
+uct_o2m_group_params_t
+peer_addrs::group_params(uint64_t group_id, unsigned size, unsigned my_index,
+                         unsigned root_index, unsigned root_rank) const
+{
     uct_o2m_group_params_t p;
 
     memset(&p, 0, sizeof(p));
     p.group_id   = group_id;
     p.size       = size;
-    p.my_index   = rank;
-    p.root_index = 0;
-    if (rank != 0) {
+    p.my_index   = my_index;
+    p.root_index = root_index;
+    if (my_index != root_index) {
         p.field_mask      = UCT_O2M_GROUP_FIELD_ROOT_ADDR;
-        p.root_iface_addr = (const uct_iface_addr_t*)iface[0].data();
-        p.root_dev_addr   = (const uct_device_addr_t*)dev[0].data();
+        p.root_iface_addr = (const uct_iface_addr_t*)iface[root_rank].data();
+        p.root_dev_addr   = (const uct_device_addr_t*)dev[root_rank].data();
     }
     return p;
 }

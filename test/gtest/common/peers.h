@@ -28,6 +28,16 @@ struct peer_addrs {
     uct_o2m_group_params_t group_params(uint64_t group_id, unsigned size,
                                         unsigned rank) const;
 
+    /*
+     * Member @a my_index of group @a group_id of @a size members, whose root
+     * (index @a root_index) is rank @a root_rank's interface: the members
+     * name its addresses
+     */
+    uct_o2m_group_params_t group_params(uint64_t group_id, unsigned size,
+                                        unsigned my_index,
+                                        unsigned root_index,
+                                        unsigned root_rank) const;
+
     /* A point-to-point endpoint of @a env to rank @a peer */
     ucs_status_t p2p_ep_create(const uct_env &env, unsigned peer,
                                uct_ep_h *ep) const;
