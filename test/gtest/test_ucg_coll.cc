@@ -26,6 +26,7 @@ extern "C" {
 #include <sys/mman.h>
 
 using namespace ucg_test;
+using o2m_test::expect_only_killed;
 using o2m_test::now_sec;
 
 namespace {
@@ -708,97 +709,90 @@ TEST(ucg_coll_errors, bad_args)
             invalid(p, "root == UINT_MAX", true);
         }
 
-        /* op not defined on the type */
-        p = base(UCG_COLL_ALLREDUCE);
-        p.dtype = UCG_DT_DOUBLE;
-        p.op    = UCG_OP_BAND;
-        invalid(p, "double band", true);
-        p = base(UCG_COLL_ALLREDUCE);
-        p.op = UCG_OP_MINLOC;
-        invalid(p, "int32 minloc", true);
-        p = base(UCG_COLL_REDUCE);
-        p.dtype = UCG_DT_FLOAT_INT;
-        invalid(p, "float_int sum", true);
-        p = base(UCG_COLL_ALLREDUCE);
-        p.dtype   = UCG_DT_BYTES;
-        p.dt_size = 4;
-        invalid(p, "bytes sum", true);
-        p = base(UCG_COLL_ALLREDUCE);
-        p.dtype = UCG_DT_FLOAT_COMPLEX;
-        p.op    = UCG_OP_MAX;
-        invalid(p, "float_complex max", true);
-
-        /* out-of-range enums */
-        p = base(UCG_COLL_ALLREDUCE);
-        p.dtype = UCG_DT_LAST;
-        invalid(p, "dtype UCG_DT_LAST", true);
-        p = base(UCG_COLL_ALLREDUCE);
-        p.op = UCG_OP_LAST;
-        invalid(p, "op UCG_OP_LAST", true);
-        p = base(UCG_COLL_LAST);
-        invalid(p, "type UCG_COLL_LAST", true);
-        p = base(UCG_COLL_BCAST);
-        p.dtype = (ucg_dtype_t)1000;
-        invalid(p, "dtype 1000", true);
-
-        /* NULL buffers with count > 0 */
-        p = base(UCG_COLL_ALLREDUCE);
-        p.sbuf = NULL;
-        invalid(p, "allreduce sbuf NULL", true);
-        p = base(UCG_COLL_ALLREDUCE);
-        p.rbuf = NULL;
-        invalid(p, "allreduce rbuf NULL", true);
-        p = base(UCG_COLL_BCAST);
-        p.rbuf = NULL;
-        invalid(p, "bcast rbuf NULL", true);
-        p = base(UCG_COLL_ALLGATHER);
-        p.rbuf = NULL;
-        invalid(p, "allgather rbuf NULL", true);
-        p = base(UCG_COLL_ALLGATHER);
-        p.sbuf = NULL;
-        invalid(p, "allgather sbuf NULL", true);
-        p = base(UCG_COLL_REDUCE);
-        p.sbuf = NULL;
-        invalid(p, "reduce sbuf NULL", true);
-        /* rooted: only where the buffer matters */
-        p = base(UCG_COLL_GATHER);
-        p.root = 1;
-        if (m.rank == 1) {
-            p.rbuf = NULL;
-            invalid(p, "gather rbuf NULL at the root", false);
-        } else {
-            p.sbuf = NULL;
-            invalid(p, "gather sbuf NULL at a non-root", false);
+        /* One row a parameter set: the valid one of @a type but for @a
+         * dtype, @a dt_size, @a op, @a root and the buffers @a null_root
+         * (on the root) and @a null_other (on the others) made NULL.  With
+         * @a all, every member refuses it; else only where a NULL buffer
+         * matters (a member whose buffer stays is not asked). */
+        enum { SB = 1, RB = 2 };
+        struct bad_row {
+            const char      *what;
+            ucg_coll_type_t type;
+            ucg_dtype_t     dtype;
+            size_t          dt_size;
+            ucg_op_t        op;
+            unsigned        root, null_root, null_other;
+            bool            all;
+        };
+        static const bad_row rows[] = {
+            /* op not defined on the type */
+            {"double band", UCG_COLL_ALLREDUCE, UCG_DT_DOUBLE, 0,
+             UCG_OP_BAND, 0, 0, 0, true},
+            {"int32 minloc", UCG_COLL_ALLREDUCE, UCG_DT_INT32, 0,
+             UCG_OP_MINLOC, 0, 0, 0, true},
+            {"float_int sum", UCG_COLL_REDUCE, UCG_DT_FLOAT_INT, 0,
+             UCG_OP_SUM, 0, 0, 0, true},
+            {"bytes sum", UCG_COLL_ALLREDUCE, UCG_DT_BYTES, 4, UCG_OP_SUM,
+             0, 0, 0, true},
+            {"float_complex max", UCG_COLL_ALLREDUCE, UCG_DT_FLOAT_COMPLEX,
+             0, UCG_OP_MAX, 0, 0, 0, true},
+            /* out-of-range enums */
+            {"dtype UCG_DT_LAST", UCG_COLL_ALLREDUCE, UCG_DT_LAST, 0,
+             UCG_OP_SUM, 0, 0, 0, true},
+            {"op UCG_OP_LAST", UCG_COLL_ALLREDUCE, UCG_DT_INT32, 0,
+             UCG_OP_LAST, 0, 0, 0, true},
+            {"type UCG_COLL_LAST", UCG_COLL_LAST, UCG_DT_INT32, 0,
+             UCG_OP_SUM, 0, 0, 0, true},
+            {"dtype 1000", UCG_COLL_BCAST, (ucg_dtype_t)1000, 0, UCG_OP_SUM,
+             0, 0, 0, true},
+            /* NULL buffers with count > 0 */
+            {"allreduce sbuf NULL", UCG_COLL_ALLREDUCE, UCG_DT_INT32, 0,
+             UCG_OP_SUM, 0, SB, SB, true},
+            {"allreduce rbuf NULL", UCG_COLL_ALLREDUCE, UCG_DT_INT32, 0,
+             UCG_OP_SUM, 0, RB, RB, true},
+            {"bcast rbuf NULL", UCG_COLL_BCAST, UCG_DT_INT32, 0, UCG_OP_SUM,
+             0, RB, RB, true},
+            {"allgather rbuf NULL", UCG_COLL_ALLGATHER, UCG_DT_INT32, 0,
+             UCG_OP_SUM, 0, RB, RB, true},
+            {"allgather sbuf NULL", UCG_COLL_ALLGATHER, UCG_DT_INT32, 0,
+             UCG_OP_SUM, 0, SB, SB, true},
+            {"reduce sbuf NULL", UCG_COLL_REDUCE, UCG_DT_INT32, 0,
+             UCG_OP_SUM, 0, SB, SB, true},
+            /* rooted: only where the buffer matters */
+            {"gather rbuf NULL at the root, sbuf NULL at a non-root",
+             UCG_COLL_GATHER, UCG_DT_INT32, 0, UCG_OP_SUM, 1, RB, SB, false},
+            {"scatter sbuf NULL at the root, rbuf NULL at a non-root",
+             UCG_COLL_SCATTER, UCG_DT_INT32, 0, UCG_OP_SUM, 0, SB, RB, false},
+            {"reduce rbuf NULL at the root", UCG_COLL_REDUCE, UCG_DT_INT32, 0,
+             UCG_OP_SUM, 1, RB, 0, false},
+            /* user op without a function */
+            {"user op without func", UCG_COLL_ALLREDUCE, UCG_DT_INT32, 0,
+             UCG_OP_USER, 0, 0, 0, true},
+            {"user op without func on bytes", UCG_COLL_ALLREDUCE,
+             UCG_DT_BYTES, 16, UCG_OP_USER, 0, 0, 0, true},
+            /* opaque elements of 0 bytes */
+            {"bcast of bytes[0]", UCG_COLL_BCAST, UCG_DT_BYTES, 0,
+             UCG_OP_SUM, 0, 0, 0, true},
+        };
+        for (const bad_row &row : rows) {
+            unsigned null = (m.rank == row.root) ? row.null_root :
+                                                   row.null_other;
+            if (!row.all && (null == 0)) {
+                continue;
+            }
+            p         = base(row.type);
+            p.dtype   = row.dtype;
+            p.dt_size = row.dt_size;
+            p.op      = row.op;
+            p.root    = row.root;
+            if (null & SB) {
+                p.sbuf = NULL;
+            }
+            if (null & RB) {
+                p.rbuf = NULL;
+            }
+            invalid(p, row.what, row.all);
         }
-        p = base(UCG_COLL_SCATTER);
-        if (m.rank == 0) {
-            p.sbuf = NULL;
-            invalid(p, "scatter sbuf NULL at the root", false);
-        } else {
-            p.rbuf = NULL;
-            invalid(p, "scatter rbuf NULL at a non-root", false);
-        }
-        p = base(UCG_COLL_REDUCE);
-        p.root = 1;
-        if (m.rank == 1) {
-            p.rbuf = NULL;
-            invalid(p, "reduce rbuf NULL at the root", false);
-        }
-
-        /* user op without a function */
-        p = base(UCG_COLL_ALLREDUCE);
-        p.op = UCG_OP_USER;
-        memset(&p.user_op, 0, sizeof(p.user_op));
-        invalid(p, "user op without func", true);
-        p.dtype   = UCG_DT_BYTES;
-        p.dt_size = 16;
-        invalid(p, "user op without func on bytes", true);
-
-        /* opaque elements of 0 bytes */
-        p = base(UCG_COLL_BCAST);
-        p.dtype   = UCG_DT_BYTES;
-        p.dt_size = 0;
-        invalid(p, "bcast of bytes[0]", true);
 
         /* the blocking wrappers */
         ucs_status_t status;
@@ -844,10 +838,6 @@ TEST(ucg_coll_errors, bad_args)
 
 
 /* ---- a member killed in the middle of a collective ---- */
-
-struct kill_shared {
-    double kill_time;
-};
 
 /*
  * @a late: the survivors start the collective only after the victim died,
@@ -915,63 +905,21 @@ void kill_test(unsigned np, const coll_config &cfg, unsigned victim,
         CHILD_CHECK_OK(st);
 
         if (m.rank == victim) {
-            /* some progress, then die in the middle */
-            for (unsigned i = 0; i < 3; ++i) {
-                ucg_coll_test(coll);
-            }
-            double t = now_sec();
-            __atomic_store(&sh->kill_time, &t, __ATOMIC_SEQ_CST);
-            kill(getpid(), SIGKILL);
-            _exit(2); /* not reached */
+            die_in_coll(coll, sh); /* some progress, then die */
         }
 
         st = wait_coll(coll, label, check_interval + bound + 10);
-        double t = now_sec();
-        double kill_time;
-        if (st == UCS_OK) {
-            /* Finished is not failed: all this member needed arrived
-             * before the victim died (between virtual hosts, UCP's tcp
-             * delivers an eager message the victim has sent, even after
-             * its death); then the data is right */
-            bufs.check(label + ": completed although rank " +
-                       std::to_string(victim) + " died");
-        } else {
-            __atomic_load(&sh->kill_time, &kill_time, __ATOMIC_SEQ_CST);
-            CHILD_CHECK(kill_time > 0, "no kill time");
-            CHILD_CHECK(t - kill_time <= check_interval + bound,
-                        "%s: rank %u: error %s came %.2f s after the kill",
-                        label.c_str(), m.rank, ucs_status_string(st),
-                        t - kill_time);
-        }
-        if ((st != UCS_OK) && (m.rank == ((victim + 1) % m.size))) {
-            printf("[ ucg      ] %s: rank %u got '%s' %.3f s after the "
-                   "kill\n", label.c_str(), m.rank, ucs_status_string(st),
-                   t - kill_time);
-            fflush(stdout);
-        }
+        check_end_after_kill(m, st, now_sec(), bufs, label, victim,
+                             check_interval + bound,
+                             m.rank == ((victim + 1) % m.size));
         ucg_coll_finalize(coll);
 
         /* the group has failed: a new collective fails too, no hang */
-        coll_desc d2(UCG_COLL_BARRIER, 0, UCG_DT_UINT8);
-        coll_bufs b2(d2, m.rank, m.size);
-        ucg_coll_params_t p2 = b2.params();
-        st = ucg_coll_init(m.group, &p2, &coll);
-        if (st == UCS_OK) {
-            st = ucg_coll_start(coll);
-            if (st == UCS_OK) {
-                st = wait_coll(coll, label + ": barrier after the failure",
-                               check_interval + bound);
-            }
-            ucg_coll_finalize(coll);
-        }
-        CHILD_CHECK(st != UCS_OK, "%s: rank %u: a barrier after the failure "
-                    "completed", label.c_str(), m.rank);
+        check_coll_fails(m, coll_desc(UCG_COLL_BARRIER, 0, UCG_DT_UINT8),
+                         label, "barrier", check_interval + bound);
     }, label);
 
-    for (unsigned r = 0; r < np; ++r) {
-        EXPECT_EQ((r == victim) ? (128 + SIGKILL) : 0, status[r])
-            << label << ": child rank " << r;
-    }
+    expect_only_killed(status, victim, label);
     printf("[ ucg      ] %s: %.2f s\n", label.c_str(), now_sec() - start);
 }
 
@@ -1146,13 +1094,7 @@ TEST(ucg_coll_errors, kill_remote_member)
         CHILD_CHECK_OK(ucg_coll_init(m.group, &params, &coll));
         CHILD_CHECK_OK(ucg_coll_start(coll));
         if (m.rank == victim) {
-            for (unsigned i = 0; i < 3; ++i) {
-                ucg_coll_test(coll);
-            }
-            double t = now_sec();
-            __atomic_store(&sh->kill_time, &t, __ATOMIC_SEQ_CST);
-            kill(getpid(), SIGKILL);
-            _exit(2); /* not reached */
+            die_in_coll(coll, sh);
         }
 
         st = wait_coll(coll, "allgather with a dead member", bound + 10);
@@ -1174,10 +1116,7 @@ TEST(ucg_coll_errors, kill_remote_member)
         ucg_coll_finalize(coll);
     }, "kill_remote_member");
 
-    for (unsigned r = 0; r < 3; ++r) {
-        EXPECT_EQ((r == victim) ? (128 + SIGKILL) : 0, status[r])
-            << "child rank " << r;
-    }
+    expect_only_killed(status, victim, "kill_remote_member");
 }
 
 /*

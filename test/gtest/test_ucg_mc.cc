@@ -328,10 +328,6 @@ TEST(ucg_mc, refused)
 
 /* ---- a leader killed in the middle of a bcast ---- */
 
-struct kill_shared {
-    double kill_time;
-};
-
 void kill_leader_test(unsigned victim)
 {
     const double bound = 10.0; /* slack on a loaded machine */
@@ -352,7 +348,6 @@ void kill_leader_test(unsigned victim)
 
     std::vector<int> status = run(6, opts, [&](member &m) {
         kill_shared *sh = static_cast<kill_shared*>(m.shared);
-        double t, kill_time;
         ucs_status_t st;
         ucg_coll_h coll;
 
@@ -364,56 +359,21 @@ void kill_leader_test(unsigned victim)
         CHILD_CHECK_OK(ucg_coll_init(m.group, &params, &coll));
         CHILD_CHECK_OK(ucg_coll_start(coll));
         if (m.rank == victim) {
-            for (unsigned i = 0; i < 3; ++i) {
-                ucg_coll_test(coll);
-            }
-            t = o2m_test::now_sec();
-            __atomic_store(&sh->kill_time, &t, __ATOMIC_SEQ_CST);
-            kill(getpid(), SIGKILL);
-            _exit(2); /* not reached */
+            die_in_coll(coll, sh);
         }
 
         st = wait_coll(coll, label, bound + 20);
-        t  = o2m_test::now_sec();
-        if (st == UCS_OK) {
-            /* Finished is not failed: then the data is right */
-            bufs.check(label + ": completed although rank " +
-                       std::to_string(victim) + " died");
-        } else {
-            __atomic_load(&sh->kill_time, &kill_time, __ATOMIC_SEQ_CST);
-            CHILD_CHECK(kill_time > 0, "no kill time");
-            CHILD_CHECK(t - kill_time <= bound, "%s: rank %u: error %s came "
-                        "%.2f s after the kill", label.c_str(), m.rank,
-                        ucs_status_string(st), t - kill_time);
-            printf("[ ucg      ] %s: rank %u got '%s' %.3f s after the "
-                   "kill\n", label.c_str(), m.rank, ucs_status_string(st),
-                   t - kill_time);
-            fflush(stdout);
-        }
+        check_end_after_kill(m, st, o2m_test::now_sec(), bufs, label, victim,
+                             bound, true);
         ucg_coll_finalize(coll);
 
         /* a later bcast fails on every survivor, no hang */
         coll_desc d2 = desc;
         d2.count     = 1000;
-        coll_bufs b2(d2, m.rank, m.size);
-        ucg_coll_params_t p2 = b2.params();
-        st = ucg_coll_init(m.group, &p2, &coll);
-        if (st == UCS_OK) {
-            st = ucg_coll_start(coll);
-            if (st == UCS_OK) {
-                st = wait_coll(coll, label + ": bcast after the failure",
-                               bound + 20);
-            }
-            ucg_coll_finalize(coll);
-        }
-        CHILD_CHECK(st != UCS_OK, "%s: rank %u: a bcast after the failure "
-                    "completed", label.c_str(), m.rank);
+        check_coll_fails(m, d2, label, "bcast", bound + 20);
     }, label);
 
-    for (unsigned r = 0; r < 6; ++r) {
-        EXPECT_EQ((r == victim) ? (128 + SIGKILL) : 0, status[r])
-            << label << ": child rank " << r;
-    }
+    o2m_test::expect_only_killed(status, victim, label);
 }
 
 TEST(ucg_mc, kill_root_leader)

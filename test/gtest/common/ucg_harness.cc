@@ -8,8 +8,10 @@
 #include <cstring>
 #include <sstream>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 
 /* LeakSanitizer, when the tests are built with it: a child ends with
@@ -487,71 +489,76 @@ std::vector<char> ref_result(const coll_desc &d, unsigned rank, unsigned size)
 
 /* ---- comparison ---- */
 
+/* One number as the error messages show it: a float, double or long
+ * double with every digit it needs to tell two values apart */
+template <typename T>
+static std::string printf_str(const char *fmt, T v)
+{
+    char buf[64];
+
+    snprintf(buf, sizeof(buf), fmt, v);
+    return buf;
+}
+
+static std::string num_str(int v)         { return std::to_string(v); }
+static std::string num_str(long v)        { return std::to_string(v); }
+static std::string num_str(float v)       { return printf_str("%.9g", v); }
+static std::string num_str(double v)      { return printf_str("%.17g", v); }
+static std::string num_str(long double v) { return printf_str("%.21Lg", v); }
+
+/* A complex element of parts @a T: (re,im) */
+template <typename T>
+static std::string complex_str(const void *p)
+{
+    return "(" + num_str(get<T>(p)) + "," +
+           num_str(get<T>((const char*)p + sizeof(T))) + ")";
+}
+
+/* A value/index pair @a P: {v,i} */
+template <typename P>
+static std::string pair_str(const void *p)
+{
+    P e = get<P>(p);
+
+    return "{" + num_str(e.v) + "," + num_str(e.i) + "}";
+}
+
 static std::string elem_str(const coll_desc &d, const void *p)
 {
     char buf[256];
     size_t esize = d.elem_size();
 
     switch (d.dtype) {
-    case UCG_DT_INT8:   snprintf(buf, sizeof(buf), "%d", get<int8_t>(p)); break;
-    case UCG_DT_UINT8:  snprintf(buf, sizeof(buf), "%u", get<uint8_t>(p)); break;
-    case UCG_DT_INT16:  snprintf(buf, sizeof(buf), "%d", get<int16_t>(p)); break;
-    case UCG_DT_UINT16: snprintf(buf, sizeof(buf), "%u", get<uint16_t>(p)); break;
-    case UCG_DT_INT32:  snprintf(buf, sizeof(buf), "%d", get<int32_t>(p)); break;
-    case UCG_DT_UINT32: snprintf(buf, sizeof(buf), "%u", get<uint32_t>(p)); break;
-    case UCG_DT_INT64:
-        snprintf(buf, sizeof(buf), "%" PRId64, get<int64_t>(p));
-        break;
-    case UCG_DT_UINT64:
-        snprintf(buf, sizeof(buf), "%" PRIu64, get<uint64_t>(p));
-        break;
-    case UCG_DT_FLOAT:  snprintf(buf, sizeof(buf), "%.9g", get<float>(p)); break;
-    case UCG_DT_DOUBLE: snprintf(buf, sizeof(buf), "%.17g", get<double>(p)); break;
+    case UCG_DT_INT8:   return num_str((int)get<int8_t>(p));
+    case UCG_DT_UINT8:  return num_str((int)get<uint8_t>(p));
+    case UCG_DT_INT16:  return num_str((int)get<int16_t>(p));
+    case UCG_DT_UINT16: return num_str((int)get<uint16_t>(p));
+    case UCG_DT_INT32:  return num_str((int)get<int32_t>(p));
+    case UCG_DT_UINT32: return std::to_string(get<uint32_t>(p));
+    case UCG_DT_INT64:  return std::to_string(get<int64_t>(p));
+    case UCG_DT_UINT64: return std::to_string(get<uint64_t>(p));
+    case UCG_DT_FLOAT:  return num_str(get<float>(p));
+    case UCG_DT_DOUBLE: return num_str(get<double>(p));
     case UCG_DT_LONG_DOUBLE:
-        snprintf(buf, sizeof(buf), "%.21Lg", get<long double>(p));
-        break;
+        return num_str(get<long double>(p));
     case UCG_DT_FLOAT_COMPLEX:
-        snprintf(buf, sizeof(buf), "(%.9g,%.9g)", get<float>(p),
-                 get<float>((const char*)p + sizeof(float)));
-        break;
+        return complex_str<float>(p);
     case UCG_DT_DOUBLE_COMPLEX:
-        snprintf(buf, sizeof(buf), "(%.17g,%.17g)", get<double>(p),
-                 get<double>((const char*)p + sizeof(double)));
-        break;
+        return complex_str<double>(p);
     case UCG_DT_LONG_DOUBLE_COMPLEX:
-        snprintf(buf, sizeof(buf), "(%.21Lg,%.21Lg)", get<long double>(p),
-                 get<long double>((const char*)p + sizeof(long double)));
-        break;
-    case UCG_DT_FLOAT_INT: {
-        float_int_t e = get<float_int_t>(p);
-        snprintf(buf, sizeof(buf), "{%.9g,%d}", e.v, e.i);
-        break;
-    }
-    case UCG_DT_DOUBLE_INT: {
-        double_int_t e = get<double_int_t>(p);
-        snprintf(buf, sizeof(buf), "{%.17g,%d}", e.v, e.i);
-        break;
-    }
-    case UCG_DT_LONG_INT: {
-        long_int_t e = get<long_int_t>(p);
-        snprintf(buf, sizeof(buf), "{%ld,%d}", e.v, e.i);
-        break;
-    }
-    case UCG_DT_2INT: {
-        two_int_t e = get<two_int_t>(p);
-        snprintf(buf, sizeof(buf), "{%d,%d}", e.v, e.i);
-        break;
-    }
-    case UCG_DT_SHORT_INT: {
-        short_int_t e = get<short_int_t>(p);
-        snprintf(buf, sizeof(buf), "{%d,%d}", e.v, e.i);
-        break;
-    }
-    case UCG_DT_LONG_DOUBLE_INT: {
-        long_double_int_t e = get<long_double_int_t>(p);
-        snprintf(buf, sizeof(buf), "{%.21Lg,%d}", e.v, e.i);
-        break;
-    }
+        return complex_str<long double>(p);
+    case UCG_DT_FLOAT_INT:
+        return pair_str<float_int_t>(p);
+    case UCG_DT_DOUBLE_INT:
+        return pair_str<double_int_t>(p);
+    case UCG_DT_LONG_INT:
+        return pair_str<long_int_t>(p);
+    case UCG_DT_2INT:
+        return pair_str<two_int_t>(p);
+    case UCG_DT_SHORT_INT:
+        return pair_str<short_int_t>(p);
+    case UCG_DT_LONG_DOUBLE_INT:
+        return pair_str<long_double_int_t>(p);
     default: {
         std::string s = "0x";
         for (size_t j = 0; (j < esize) && (j < 64); ++j) {
@@ -561,7 +568,6 @@ static std::string elem_str(const coll_desc &d, const void *p)
         return s;
     }
     }
-    return buf;
 }
 
 /* Types whose elements have padding bytes: compared field by field.
@@ -1057,6 +1063,69 @@ double run_coll(member &m, ucg_group_h group, const coll_desc &d)
 double run_coll(member &m, const coll_desc &d)
 {
     return run_coll(m, m.group, d);
+}
+
+void die_in_coll(ucg_coll_h coll, kill_shared *sh)
+{
+    double t;
+
+    for (unsigned i = 0; i < 3; ++i) {
+        ucg_coll_test(coll);
+    }
+    t = o2m_test::now_sec();
+    __atomic_store(&sh->kill_time, &t, __ATOMIC_SEQ_CST);
+    kill(getpid(), SIGKILL);
+    _exit(2); /* not reached */
+}
+
+void check_end_after_kill(const member &m, ucs_status_t st, double t,
+                          const coll_bufs &bufs, const std::string &label,
+                          unsigned victim, double bound, bool print)
+{
+    kill_shared *sh = static_cast<kill_shared*>(m.shared);
+    double kill_time;
+
+    if (st == UCS_OK) {
+        /* Finished is not failed: all this member needed arrived before
+         * the victim died (between virtual hosts, UCP's tcp delivers an
+         * eager message the victim has sent, even after its death); then
+         * the data is right */
+        bufs.check(label + ": completed although rank " +
+                   std::to_string(victim) + " died");
+        return;
+    }
+
+    __atomic_load(&sh->kill_time, &kill_time, __ATOMIC_SEQ_CST);
+    CHILD_CHECK(kill_time > 0, "no kill time");
+    CHILD_CHECK(t - kill_time <= bound, "%s: rank %u: error %s came %.2f s "
+                "after the kill", label.c_str(), m.rank,
+                ucs_status_string(st), t - kill_time);
+    if (print) {
+        printf("[ ucg      ] %s: rank %u got '%s' %.3f s after the kill\n",
+               label.c_str(), m.rank, ucs_status_string(st), t - kill_time);
+        fflush(stdout);
+    }
+}
+
+void check_coll_fails(member &m, const coll_desc &d, const std::string &label,
+                      const char *what, double timeout)
+{
+    coll_bufs bufs(d, m.rank, m.size);
+    ucg_coll_params_t params = bufs.params();
+    ucg_coll_h coll;
+    ucs_status_t st;
+
+    st = ucg_coll_init(m.group, &params, &coll);
+    if (st == UCS_OK) {
+        st = ucg_coll_start(coll);
+        if (st == UCS_OK) {
+            st = wait_coll(coll, label + ": " + what + " after the failure",
+                           timeout);
+        }
+        ucg_coll_finalize(coll);
+    }
+    CHILD_CHECK(st != UCS_OK, "%s: rank %u: a %s after the failure "
+                "completed", label.c_str(), m.rank, what);
 }
 
 } // namespace ucg_test

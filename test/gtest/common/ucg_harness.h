@@ -220,6 +220,34 @@ double run_coll(member &m, const coll_desc &d);
 /* Same on another group of the member */
 double run_coll(member &m, ucg_group_h group, const coll_desc &d);
 
+
+/* ---- a member killed in the middle of a collective ---- */
+
+/* The test's shared memory (run_opts::shared_size) of a kill test */
+struct kill_shared {
+    double kill_time; /* when the victim killed itself, 0 before */
+};
+
+/* The victim: a little progress on its started @a coll, then it publishes
+ * the time in @a sh and kills itself (SIGKILL); does not return */
+void die_in_coll(ucg_coll_h coll, kill_shared *sh)
+    __attribute__((noreturn));
+
+/*
+ * A survivor whose collective (buffers @a bufs) ended with @a st at time
+ * @a t: finished is not failed, so a completed collective must have the
+ * right data; an error must come at most @a bound seconds after the
+ * victim's death.  With @a print, the error and its delay are printed.
+ */
+void check_end_after_kill(const member &m, ucs_status_t st, double t,
+                          const coll_bufs &bufs, const std::string &label,
+                          unsigned victim, double bound, bool print);
+
+/* After the group failed: a new collective @a d (named @a what) fails too,
+ * within @a timeout seconds, on every survivor */
+void check_coll_fails(member &m, const coll_desc &d, const std::string &label,
+                      const char *what, double timeout);
+
 } // namespace ucg_test
 
 #endif
