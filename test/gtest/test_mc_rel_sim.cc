@@ -45,6 +45,7 @@ extern "C" {
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <queue>
 #include <random>
@@ -635,6 +636,30 @@ std::vector<uint8_t> make_msg(uint64_t seed, unsigned idx, size_t len)
     return msg;
 }
 
+/*
+ * A scenario of @a seed: @a size members rooted at 0 (first PSN 0), the
+ * default configuration but for @a mtu and @a max_msg, and @a nmsgs
+ * messages, message i of @a len(i) bytes; no fault, no pause
+ */
+sim_scenario plain_scenario(uint64_t seed, unsigned size, unsigned mtu,
+                            size_t max_msg, unsigned nmsgs,
+                            const std::function<size_t(unsigned)> &len)
+{
+    sim_scenario sc;
+
+    sc.seed     = seed;
+    sc.size     = size;
+    sc.root     = 0;
+    sc.init_psn = 0;
+    uct_mc_rel_config_default(&sc.config);
+    sc.config.mtu     = mtu;
+    sc.config.max_msg = max_msg;
+    for (unsigned i = 0; i < nmsgs; ++i) {
+        sc.msgs.push_back(make_msg(seed, i, len(i)));
+    }
+    return sc;
+}
+
 /* A random scenario of @a seed: sizes, windows, loss ... (no fault that
  * cannot be repaired) */
 sim_scenario random_scenario(uint64_t seed, unsigned max_size = 65)
@@ -1093,18 +1118,9 @@ TEST(mc_rel_sim, repair_latency_buckets)
 TEST(mc_rel_sim, ack_per_burst)
 {
     for (unsigned size : {2u, 5u, 17u}) {
-        sim_scenario sc;
-        sc.seed     = 90000 + size;
-        sc.size     = size;
-        sc.root     = 0;
-        sc.init_psn = 0;
-        uct_mc_rel_config_default(&sc.config);
-        sc.config.window  = 512;
-        sc.config.mtu     = 64;
-        sc.config.max_msg = sc.config.window * sc.config.mtu;
-        for (unsigned i = 0; i < 400; ++i) {
-            sc.msgs.push_back(make_msg(sc.seed, i, 8));
-        }
+        sim_scenario sc = plain_scenario(90000 + size, size, 64, 512 * 64,
+                                         400, [](unsigned) { return 8; });
+        sc.config.window = 512;
         mc_sim sim(sc);
         mc_sim::result res = sim.run();
         EXPECT_TRUE(!res.hang && res.violations.empty() &&
@@ -1130,17 +1146,9 @@ TEST(mc_rel_sim, ack_per_burst)
 TEST(mc_rel_sim, repair_latency_alone)
 {
     for (double loss : {0.01, 0.1, 0.3}) {
-        sim_scenario sc;
-        sc.seed     = 95000 + (uint64_t)(loss * 100);
-        sc.size     = 4;
-        sc.root     = 0;
-        sc.init_psn = 0;
-        uct_mc_rel_config_default(&sc.config);
-        sc.config.mtu     = 1432;
-        sc.config.max_msg = 8192;
-        for (unsigned i = 0; i < 10000; ++i) {
-            sc.msgs.push_back(make_msg(sc.seed, i, 1024));
-        }
+        sim_scenario sc = plain_scenario(95000 + (uint64_t)(loss * 100), 4,
+                                         1432, 8192, 10000,
+                                         [](unsigned) { return 1024; });
         sc.pause           = 1000 * US; /* uniform 0..1 ms: 2000/s */
         sc.faults.delay    = 30 * US;
         sc.faults.loss     = loss;
@@ -1193,18 +1201,10 @@ TEST(mc_rel_sim, repair_latency_alone)
 TEST(mc_rel_sim, steady_sender_no_stall)
 {
     for (unsigned size : {2u, 3u, 9u}) {
-        sim_scenario sc;
-        sc.seed     = 97000 + size;
-        sc.size     = size;
-        sc.root     = 0;
-        sc.init_psn = 0;
-        uct_mc_rel_config_default(&sc.config);
-        sc.config.mtu     = 1432;
-        sc.config.max_msg = 8192;
         const unsigned nmsgs = 1000, frags = 6;
-        for (unsigned i = 0; i < nmsgs; ++i) {
-            sc.msgs.push_back(make_msg(sc.seed, i, 8192));
-        }
+        sim_scenario sc = plain_scenario(97000 + size, size, 1432, 8192,
+                                         nmsgs,
+                                         [](unsigned) { return 8192; });
         sc.faults.delay     = 30 * US;
         sc.faults.mc_serial = 1 * US;
         mc_sim sim(sc);
@@ -1237,18 +1237,11 @@ TEST(mc_rel_sim, steady_sender_no_stall)
 TEST(mc_rel_sim, parent_sync_no_false_gaps)
 {
     for (unsigned seed = 0; seed < 4; ++seed) {
-        sim_scenario sc;
-        sc.seed     = 98000 + seed;
-        sc.size     = 3;
-        sc.root     = 0;
-        sc.init_psn = 0;
-        uct_mc_rel_config_default(&sc.config);
-        sc.config.radix   = 1;
-        sc.config.mtu     = 1432;
-        sc.config.max_msg = 8192;
-        for (unsigned i = 0; i < 300; ++i) {
-            sc.msgs.push_back(make_msg(sc.seed, i, 1 + (i * 977) % 4096));
-        }
+        sim_scenario sc = plain_scenario(98000 + seed, 3, 1432, 8192, 300,
+                                         [](unsigned i) {
+                                             return 1 + (i * 977) % 4096;
+                                         });
+        sc.config.radix = 1;
         sc.pause           = 1000 * US;
         sc.faults.delay    = 10 * US;
         sc.faults.mc_delay = 300 * US;
