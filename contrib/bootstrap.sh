@@ -7,7 +7,8 @@
 #   contrib/bootstrap.sh [--build-dir DIR] [--no-build] [-- extra configure args]
 #
 # Steps:
-#   1. apt packages (UCX 1.13.1, its -dev, ucx-utils, gtest, autotools, ...)
+#   1. apt packages (UCX 1.13.1, its -dev, ucx-utils, gtest, autotools,
+#      QEMU and the tools of the Soft-RoCE VM bed, ...)
 #   2. a deb-src entry for the configured Debian suites, when absent
 #   3. the UCX source package of exactly the installed libucx0 version
 #      (internal headers for the transports), unpacked under .deps/
@@ -49,6 +50,7 @@ packages=(
     python3 python3-matplotlib
     clang-14 libclang-rt-14-dev
     iproute2 nftables util-linux
+    qemu-system-x86 busybox-static kmod cpio ibverbs-utils rdmacm-utils
 )
 
 missing=()

@@ -25,11 +25,18 @@
 #      killed during a bcast loop (run-multihost.sh --mc --loss 10 -b,
 #      about 15 s); skipped with a
 #      message where namespaces cannot be made, e.g. not root)
-#   5. test/fuzz/fuzz.sh: the libFuzzer targets of the shared-memory checks
+#   5. the Soft-RoCE VM bed (contrib/vmbed.sh: QEMU guests with rdma_rxe,
+#      Debian's kernel fetched once into a cache): its self-test
+#      test/vm/selftest.sh (one guest: rxe0, ucx_info, ibv_ud_pingpong,
+#      ucx_perftest over ud_verbs; two guests: mckey multicast,
+#      ibv_ud_pingpong and ucx_perftest across them; status, timeout and
+#      SIGTERM handling; about 3 minutes); skipped with the reason where
+#      'contrib/vmbed.sh check' fails (no QEMU, no kernel package)
+#   6. test/fuzz/fuzz.sh: the libFuzzer targets of the shared-memory checks
 #      (o2m_check.c) and of the multicast engine's packets (mc/rel/), built
 #      with clang against build/'s configuration, run for O2M_FUZZ_SECONDS
 #      (60) and O2M_FUZZ_MC_SECONDS (30); fails on a crash
-#   6. configure build-asan/ with --enable-sanitizers (ASan + UBSan), build,
+#   7. configure build-asan/ with --enable-sanitizers (ASan + UBSan), build,
 #      run the same gtest suite and ucg_p2p_sim there
 #
 # Exits non-zero when any step fails; prints a summary at the end.
@@ -230,6 +237,26 @@ run_mpi_hosts() {
         -t 120 || true
 }
 
+# The Soft-RoCE VM bed's self-test; skipped (not failed) with check's
+# reason where guests cannot run here.  The check fetches Debian's kernel
+# package on its first run (cached, see contrib/vmbed.sh): a row of its own
+# in the summary, so that the self-test's time is the guests' only.
+run_vm_bed() {
+    local why start=$SECONDS
+    say "BEGIN VM bed check"
+    if ! why=$(bash contrib/vmbed.sh check 2>&1); then
+        echo "$why"
+        why=$(tail -n 1 <<<"$why")
+        skip_reason "VM bed self-test (Soft-RoCE)" "SKIPPED (${why#vmbed: })"
+        return 0
+    fi
+    echo "$why"
+    steps+=("VM bed check (kernel cache)"); results+=("PASS")
+    times+=($((SECONDS - start)))
+    run_step "VM bed self-test (Soft-RoCE)" timeout -k 10 3600 \
+        bash test/vm/selftest.sh || true
+}
+
 trap 'summary $?' EXIT
 
 # name and "stop the rest on failure" for every step, in order
@@ -254,6 +281,7 @@ run_step "check-install" bash contrib/check-install.sh "$BUILD" || true
 run_step "MPI suite, coll/ucg (build/)" run_mpi "$BUILD" test/mpi/run.sh ||
     true
 run_mpi_hosts "$BUILD"
+run_vm_bed
 run_step "fuzz shared-memory checks" bash test/fuzz/fuzz.sh "$BUILD" \
     "${O2M_FUZZ_SECONDS:-60}" o2m_check || true
 run_step "fuzz multicast packets" bash test/fuzz/fuzz.sh "$BUILD" \
