@@ -9,6 +9,9 @@
 #include <ucs/config/parser.h>
 #include <ucs/time/time_def.h>
 
+/** Prefix of the variables inside the environment prefix: UCX_UCG_<NAME> */
+#define UCG_CONFIG_TABLE_PREFIX "UCG_"
+
 /** Inter-host (or flat) point-to-point method of a collective */
 typedef enum {
     UCG_P2P_AUTO,
@@ -36,6 +39,7 @@ typedef enum {
 extern const char *ucg_p2p_method_names[];
 extern const char *ucg_hier_names[];
 extern const char *ucg_sm_mode_names[];   /* uct_o2m modes + "auto" */
+extern const char *ucg_config_p2p_vars[]; /* <COLL>_P2P by collective */
 
 struct ucg_config {
     char             *env_prefix;      /* prefix the config was read with */

@@ -1,6 +1,7 @@
 /**
  * UCG planner internals: the state of one plan's construction and what the
- * builders of the collective families share (ucg_plan.c).  Every choice
+ * builders of the collective families share (ucg_plan.c: size thresholds;
+ * ucg_plan_phase.c: phases, modes and methods).  Every choice
  * that depends on the message size goes through ucg_plan_reaches(),
  * ucg_plan_size_le() or a helper built on them, which narrow the plan's
  * size range (ucg_plan_t::size_min/size_max).
