@@ -423,7 +423,8 @@ const ucg_phase_set_t *ucg_phase_find_set(const ucg_phase_t *phase,
                                           unsigned rank, unsigned *idx_p)
 {
     const ucg_phase_set_t *set;
-    unsigned s, lo, hi, mid;
+    unsigned s;
+    int idx;
 
     for (s = 0; s < phase->num_sets; ++s) {
         set = &phase->sets[s];
@@ -432,21 +433,10 @@ const ucg_phase_set_t *ucg_phase_find_set(const ucg_phase_t *phase,
             continue;
         }
 
-        /* ranks[] is ascending */
-        lo = 0;
-        hi = set->count;
-        while (lo < hi) {
-            mid = lo + (hi - lo) / 2;
-            if (set->ranks[mid] < rank) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-
-        if ((lo < set->count) && (set->ranks[lo] == rank)) {
+        idx = ucg_phase_set_idx(set, rank);
+        if (idx >= 0) {
             if (idx_p != NULL) {
-                *idx_p = lo;
+                *idx_p = idx;
             }
             return set;
         }

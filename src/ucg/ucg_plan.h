@@ -197,6 +197,24 @@ ucs_status_t ucg_plan_cache_get(ucg_plan_cache_t *cache,
                                 const ucg_plan_key_t *key,
                                 const ucg_plan_t **plan_p, int *created_p);
 
+/** Index of group rank @a rank in @a set (ranks ascending), -1 if it is
+ *  not a member. */
+static inline int ucg_phase_set_idx(const ucg_phase_set_t *set, unsigned rank)
+{
+    unsigned lo = 0, hi = set->count, mid;
+
+    while (lo < hi) {
+        mid = lo + (hi - lo) / 2;
+        if (set->ranks[mid] < rank) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+
+    return ((lo < set->count) && (set->ranks[lo] == rank)) ? (int)lo : -1;
+}
+
 /** The set of @a phase that contains @a rank, NULL if none; *idx_p gets
  *  rank's index in it. */
 const ucg_phase_set_t *ucg_phase_find_set(const ucg_phase_t *phase,

@@ -36,24 +36,6 @@ static unsigned ucg_p2p_run_end(const ucg_coll_t *coll, unsigned first,
     return r;
 }
 
-/* Set index of group rank @a rank, -1 if it is not in the set */
-static int ucg_p2p_set_idx(const ucg_coll_t *coll, unsigned rank)
-{
-    const ucg_phase_set_t *set = coll->set;
-    unsigned lo = 0, hi = set->count, mid;
-
-    while (lo < hi) {
-        mid = lo + (hi - lo) / 2;
-        if (set->ranks[mid] < rank) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-
-    return ((lo < set->count) && (set->ranks[lo] == rank)) ? (int)lo : -1;
-}
-
 static inline void *ucg_p2p_block(const ucg_coll_t *coll, unsigned rank)
 {
     return UCS_PTR_BYTE_OFFSET(coll->gbuf, (size_t)rank * coll->block);
@@ -101,7 +83,7 @@ static ucs_status_t ucg_p2p_recv_all_blocks(ucg_coll_t *coll, unsigned step)
 
     for (r = 0; r < size; r = end) {
         end = ucg_p2p_run_end(coll, r, &owner);
-        if ((owner == my_rank) || (ucg_p2p_set_idx(coll, owner) < 0)) {
+        if ((owner == my_rank) || (ucg_phase_set_idx(coll->set, owner) < 0)) {
             continue;
         }
 
@@ -154,7 +136,7 @@ ucs_status_t ucg_p2p_scatter_start(ucg_coll_t *coll)
 
     for (r = 0; r < size; r = end) {
         end = ucg_p2p_run_end(coll, r, &owner);
-        if ((owner == my_rank) || (ucg_p2p_set_idx(coll, owner) < 0)) {
+        if ((owner == my_rank) || (ucg_phase_set_idx(coll->set, owner) < 0)) {
             continue;
         }
 
