@@ -74,15 +74,71 @@ static ucs_status_t ucg_p2p_tree_init(ucg_coll_t *coll)
 }
 
 
+/* Fragments a leaf posts (bcast: receives, reduce: sends) at a time */
+#define UCG_P2P_LEAF_BATCH 16
+
+/* Posts what fragment @a frag of a tree phase needs */
+typedef ucs_status_t (*ucg_p2p_tree_frag_func_t)(ucg_coll_t *coll,
+                                                 size_t frag);
+
+/*
+ * The pipeline of both tree phases once the requests posted so far have
+ * completed.  A leaf has only its own fragments to post (@a leaf_post),
+ * UCG_P2P_LEAF_BATCH at a time: ps.tree.frag counts those posted.  Another
+ * member has fragment ps.tree.frag: it posts what brings the next one
+ * (@a next_post, NULL when nothing has to come), which then arrives while
+ * this one is passed on (@a pass).  ps.tree.frag then counts the fragments
+ * passed on.
+ */
+static ucs_status_t ucg_p2p_tree_progress(ucg_coll_t *coll,
+                                          ucg_p2p_tree_frag_func_t leaf_post,
+                                          ucg_p2p_tree_frag_func_t next_post,
+                                          ucg_p2p_tree_frag_func_t pass)
+{
+    ucg_p2p_tree_state_t *ps = &coll->ps.tree;
+    size_t nfrags            = ps->nfrags;
+    ucs_status_t status;
+    size_t frag, end;
+
+    for (;;) {
+        status = ucg_p2p_test(coll);
+        if ((status != UCS_OK) || (ps->frag == nfrags)) {
+            return status;
+        }
+
+        if (ps->children == 0) {
+            end = ucs_min(ps->frag + UCG_P2P_LEAF_BATCH, nfrags);
+            for (; ps->frag < end; ++ps->frag) {
+                status = leaf_post(coll, ps->frag);
+                if (status != UCS_OK) {
+                    return status;
+                }
+            }
+            continue;
+        }
+
+        frag = ps->frag++;
+        if ((next_post != NULL) && (frag + 1 < nfrags)) {
+            status = next_post(coll, frag + 1);
+            if (status != UCS_OK) {
+                return status;
+            }
+        }
+
+        status = pass(coll, frag);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+}
+
+
 /* P2P_BCAST: coll->data from the set root down the tree, in fragments of
  * frag_size bytes; a member forwards fragment f while fragment f + 1 is
  * arriving.  ps.tree.frag: fragments received and forwarded so far (the
  * next one to forward once the posted requests completed). */
 
 #define UCG_P2P_BCAST_STEP 0
-
-/* Fragments a leaf posts (bcast: receives, reduce: sends) at a time */
-#define UCG_P2P_LEAF_BATCH 16
 
 static void ucg_p2p_bcast_frag(const ucg_coll_t *coll, size_t frag,
                                void **buf_p, size_t *len_p)
@@ -129,45 +185,11 @@ static ucs_status_t ucg_p2p_bcast_forward(ucg_coll_t *coll, size_t frag)
 
 ucs_status_t ucg_p2p_bcast_progress(ucg_coll_t *coll)
 {
-    ucg_p2p_tree_state_t *ps = &coll->ps.tree;
-    size_t nfrags            = ps->nfrags;
-    ucs_status_t status;
-    size_t frag, end;
-
-    for (;;) {
-        status = ucg_p2p_test(coll);
-        if ((status != UCS_OK) || (ps->frag == nfrags)) {
-            return status;
-        }
-
-        if (ps->children == 0) {
-            /* A leaf forwards nothing: ps->frag counts the posted
-             * receives */
-            end = ucs_min(ps->frag + UCG_P2P_LEAF_BATCH, nfrags);
-            for (; ps->frag < end; ++ps->frag) {
-                status = ucg_p2p_bcast_recv(coll, ps->frag);
-                if (status != UCS_OK) {
-                    return status;
-                }
-            }
-            continue;
-        }
-
-        /* Fragment ps->frag is here (or we are the root) */
-        frag = ps->frag++;
-        if ((ps->parent != UCG_P2P_NO_PARENT) &&
-            (frag + 1 < nfrags)) {
-            status = ucg_p2p_bcast_recv(coll, frag + 1);
-            if (status != UCS_OK) {
-                return status;
-            }
-        }
-
-        status = ucg_p2p_bcast_forward(coll, frag);
-        if (status != UCS_OK) {
-            return status;
-        }
-    }
+    /* The root has every fragment: nothing to receive */
+    return ucg_p2p_tree_progress(coll, ucg_p2p_bcast_recv,
+                                 (coll->ps.tree.parent == UCG_P2P_NO_PARENT) ?
+                                 NULL : ucg_p2p_bcast_recv,
+                                 ucg_p2p_bcast_forward);
 }
 
 ucs_status_t ucg_p2p_bcast_start(ucg_coll_t *coll)
@@ -276,59 +298,33 @@ static ucs_status_t ucg_p2p_reduce_send(ucg_coll_t *coll, size_t frag)
                         count * coll->dt_size);
 }
 
-ucs_status_t ucg_p2p_reduce_progress(ucg_coll_t *coll)
+/* Every child's fragment @a frag is here: reduce it in the fixed child
+ * order (the result does not depend on arrival order) and send it up */
+static ucs_status_t ucg_p2p_reduce_pass(ucg_coll_t *coll, size_t frag)
 {
     ucg_p2p_tree_state_t *ps = &coll->ps.tree;
-    size_t nfrags            = ps->nfrags;
-    size_t frag, first, count, end;
-    ucs_status_t status;
+    size_t first, count;
     unsigned ci;
 
-    for (;;) {
-        status = ucg_p2p_test(coll);
-        if ((status != UCS_OK) || (ps->frag == nfrags)) {
-            return status;
-        }
-
-        if (ps->children == 0) {
-            /* A leaf's vector does not change: ps->frag counts the posted
-             * sends */
-            end = ucs_min(ps->frag + UCG_P2P_LEAF_BATCH, nfrags);
-            for (; ps->frag < end; ++ps->frag) {
-                status = ucg_p2p_reduce_send(coll, ps->frag);
-                if (status != UCS_OK) {
-                    return status;
-                }
-            }
-            continue;
-        }
-
-        /* Every child's fragment ps->frag is here.  The next one may
-         * arrive (in the other slot) while this one is reduced. */
-        frag = ps->frag++;
-        if (frag + 1 < nfrags) {
-            status = ucg_p2p_reduce_recv(coll, frag + 1);
-            if (status != UCS_OK) {
-                return status;
-            }
-        }
-
-        /* Fixed child order: the result does not depend on arrival order */
-        ucg_p2p_reduce_frag(coll, frag, &first, &count);
-        for (ci = 0; ci < ps->children; ++ci) {
-            ucg_op_reduce(&coll->op, ucg_p2p_reduce_slot(coll, frag, ci),
-                          UCS_PTR_BYTE_OFFSET(coll->acc,
-                                              first * coll->dt_size),
-                          count);
-        }
-
-        if (ps->parent != UCG_P2P_NO_PARENT) {
-            status = ucg_p2p_reduce_send(coll, frag);
-            if (status != UCS_OK) {
-                return status;
-            }
-        }
+    ucg_p2p_reduce_frag(coll, frag, &first, &count);
+    for (ci = 0; ci < ps->children; ++ci) {
+        ucg_op_reduce(&coll->op, ucg_p2p_reduce_slot(coll, frag, ci),
+                      UCS_PTR_BYTE_OFFSET(coll->acc, first * coll->dt_size),
+                      count);
     }
+
+    if (ps->parent == UCG_P2P_NO_PARENT) {
+        return UCS_OK;
+    }
+
+    return ucg_p2p_reduce_send(coll, frag);
+}
+
+ucs_status_t ucg_p2p_reduce_progress(ucg_coll_t *coll)
+{
+    /* A leaf's vector does not change: it sends its fragments at once */
+    return ucg_p2p_tree_progress(coll, ucg_p2p_reduce_send,
+                                 ucg_p2p_reduce_recv, ucg_p2p_reduce_pass);
 }
 
 ucs_status_t ucg_p2p_reduce_start(ucg_coll_t *coll)
