@@ -597,12 +597,16 @@ ucs_status_t ucg_bcast(ucg_group_h group, void *buf, size_t count,
     return ucg_coll_run(group, &params);
 }
 
-ucs_status_t ucg_allreduce(ucg_group_h group, const void *sbuf, void *rbuf,
-                           size_t count, ucg_dtype_t dtype, ucg_op_t op)
+/* Allreduce and reduce (root: reduce's; allreduce has none) */
+static ucs_status_t ucg_reduction_run(ucg_group_h group, ucg_coll_type_t type,
+                                      const void *sbuf, void *rbuf,
+                                      size_t count, ucg_dtype_t dtype,
+                                      ucg_op_t op, unsigned root)
 {
     ucg_coll_params_t params = {0};
 
-    params.type  = UCG_COLL_ALLREDUCE;
+    params.type  = type;
+    params.root  = root;
     params.sbuf  = sbuf;
     params.rbuf  = rbuf;
     params.count = count;
@@ -611,20 +615,19 @@ ucs_status_t ucg_allreduce(ucg_group_h group, const void *sbuf, void *rbuf,
     return ucg_coll_run(group, &params);
 }
 
+ucs_status_t ucg_allreduce(ucg_group_h group, const void *sbuf, void *rbuf,
+                           size_t count, ucg_dtype_t dtype, ucg_op_t op)
+{
+    return ucg_reduction_run(group, UCG_COLL_ALLREDUCE, sbuf, rbuf, count,
+                             dtype, op, 0);
+}
+
 ucs_status_t ucg_reduce(ucg_group_h group, const void *sbuf, void *rbuf,
                         size_t count, ucg_dtype_t dtype, ucg_op_t op,
                         unsigned root)
 {
-    ucg_coll_params_t params = {0};
-
-    params.type  = UCG_COLL_REDUCE;
-    params.root  = root;
-    params.sbuf  = sbuf;
-    params.rbuf  = rbuf;
-    params.count = count;
-    params.dtype = dtype;
-    params.op    = op;
-    return ucg_coll_run(group, &params);
+    return ucg_reduction_run(group, UCG_COLL_REDUCE, sbuf, rbuf, count, dtype,
+                             op, root);
 }
 
 ucs_status_t ucg_barrier(ucg_group_h group)
