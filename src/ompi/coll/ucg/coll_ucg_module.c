@@ -348,17 +348,24 @@ static int coll_ucg_buf_out(void *buf, int count,
     return (ret == MPI_SUCCESS) ? OMPI_SUCCESS : OMPI_ERROR;
 }
 
-/* Pack @a count elements of @a dtype at @a buf into @a dst of @a bytes
- * (the own block of an in-place gather/allgather with a packed buffer) */
-static void coll_ucg_pack_block(coll_ucg_call_t *call, const void *buf,
-                                int count, struct ompi_datatype_t *dtype,
-                                void *dst, size_t bytes)
+/* Pack block @a idx of @a rbuf (@a rcount elements of @a rdtype) into the
+ * packed receive buffer, @a bytes a block: the own block of an in-place
+ * gather (root) or allgather that UCG finds there */
+static void coll_ucg_pack_own_block(coll_ucg_call_t *call, const void *rbuf,
+                                    int rcount, struct ompi_datatype_t *rdtype,
+                                    size_t bytes, int idx)
 {
+    ptrdiff_t lb, extent;
     int pos = 0;
 
-    if (call->ok &&
-        (PMPI_Pack(buf, count, dtype, dst, (int)bytes, &pos,
-                   MPI_COMM_SELF) != MPI_SUCCESS)) {
+    if (!call->ok || (call->rb.tmp == NULL)) {
+        return;
+    }
+
+    ompi_datatype_get_extent(rdtype, &lb, &extent);
+    if (PMPI_Pack((const char*)rbuf + (ptrdiff_t)idx * rcount * extent,
+                  rcount, rdtype, (char*)call->rb.tmp + bytes * idx,
+                  (int)bytes, &pos, MPI_COMM_SELF) != MPI_SUCCESS) {
         call->ok = false;
     }
 }
@@ -577,12 +584,43 @@ static int coll_ucg_go(mca_coll_ucg_module_t *m, int coll,
     }
 }
 
-static void coll_ucg_bytes_params(ucg_coll_params_t *params, int type,
-                                  size_t bytes)
+/* The call of a collective that moves @a bytes as bytes (the user's
+ * datatype packed when not contiguous) with @a root; false (counted as
+ * delegated) when UCG does not take it.  @a pack_bound: the most bytes this
+ * rank packs */
+static bool coll_ucg_bytes_call(mca_coll_ucg_module_t *m, int coll,
+                                ucg_coll_type_t type, size_t bytes, int root,
+                                size_t pack_bound, coll_ucg_call_t *call)
 {
-    params->type  = type;
-    params->count = bytes;
-    params->dtype = UCG_DT_UINT8;
+    if (!coll_ucg_use(m, coll, bytes)) {
+        ++m->n_delegated[coll];
+        return false;
+    }
+
+    call->params.type  = type;
+    call->params.count = bytes;
+    call->params.dtype = UCG_DT_UINT8;
+    call->params.root  = root;
+    coll_ucg_call_init(m, coll, call, pack_bound);
+    return true;
+}
+
+/* Run a block collective (gather, scatter, allgather) and unpack what it
+ * received: @a rcount elements of @a rdtype at @a rbuf, @a rbytes packed */
+static int coll_ucg_go_blocks(mca_coll_ucg_module_t *m, int coll,
+                              struct ompi_communicator_t *comm,
+                              coll_ucg_call_t *call, void *rbuf, int rcount,
+                              struct ompi_datatype_t *rdtype, size_t rbytes)
+{
+    int ret;
+
+    ret = coll_ucg_go(m, coll, comm, call);
+    coll_ucg_buf_out(NULL, 0, NULL, 0, false, &call->sb);
+    if (coll_ucg_buf_out(rbuf, rcount, rdtype, rbytes, ret == OMPI_SUCCESS,
+                         &call->rb) != OMPI_SUCCESS) {
+        ret = OMPI_ERROR;
+    }
+    return ret;
 }
 
 
@@ -597,14 +635,11 @@ static int coll_ucg_bcast(void *buff, int count, struct ompi_datatype_t *dtype,
     coll_ucg_call_t call     = {{0}};
     int ret;
 
-    if (!coll_ucg_use(m, COLL_UCG_BCAST, bytes)) {
-        ++m->n_delegated[COLL_UCG_BCAST];
+    if (!coll_ucg_bytes_call(m, COLL_UCG_BCAST, UCG_COLL_BCAST, bytes, root,
+                             bytes, &call)) {
         goto delegate;
     }
 
-    coll_ucg_bytes_params(&call.params, UCG_COLL_BCAST, bytes);
-    call.params.root = root;
-    coll_ucg_call_init(m, COLL_UCG_BCAST, &call, bytes);
     call.params.rbuf = coll_ucg_buf_in(m, &call, 1, buff, count, dtype, bytes,
                                        m->comm_rank == root);
     ret = coll_ucg_go(m, COLL_UCG_BCAST, comm, &call);
@@ -713,32 +748,23 @@ static int coll_ucg_gather(const void *sbuf, int scount,
     mca_coll_ucg_module_t *m = UCG_MOD(module);
     int is_root              = (m->comm_rank == root);
     coll_ucg_call_t call     = {{0}};
-    ptrdiff_t lb, extent;
     size_t bytes;
     int ret;
 
     /* the block size in bytes is the same everywhere; the layouts are not */
     bytes = (is_root) ? coll_ucg_bytes(rdtype, rcount) :
                         coll_ucg_bytes(sdtype, scount);
-    if (!coll_ucg_use(m, COLL_UCG_GATHER, bytes)) {
-        ++m->n_delegated[COLL_UCG_GATHER];
+    if (!coll_ucg_bytes_call(m, COLL_UCG_GATHER, UCG_COLL_GATHER, bytes, root,
+                             bytes * m->comm_size, &call)) {
         goto delegate;
     }
 
-    coll_ucg_bytes_params(&call.params, UCG_COLL_GATHER, bytes);
-    call.params.root = root;
-    coll_ucg_call_init(m, COLL_UCG_GATHER, &call, bytes * m->comm_size);
     if (is_root) {
         call.params.rbuf = coll_ucg_buf_in(m, &call, 1, rbuf,
                                            rcount * m->comm_size, rdtype,
                                            bytes * m->comm_size, false);
-        if ((sbuf == MPI_IN_PLACE) && (call.rb.tmp != NULL)) {
-            /* UCG finds the root's block in rbuf */
-            ompi_datatype_get_extent(rdtype, &lb, &extent);
-            coll_ucg_pack_block(&call,
-                                (char*)rbuf + (ptrdiff_t)root * rcount * extent,
-                                rcount, rdtype,
-                                (char*)call.rb.tmp + bytes * root, bytes);
+        if (sbuf == MPI_IN_PLACE) {
+            coll_ucg_pack_own_block(&call, rbuf, rcount, rdtype, bytes, root);
         }
     }
     if (sbuf == MPI_IN_PLACE) {
@@ -747,13 +773,9 @@ static int coll_ucg_gather(const void *sbuf, int scount,
         call.params.sbuf = coll_ucg_buf_in(m, &call, 0, sbuf, scount, sdtype,
                                            bytes, true);
     }
-    ret = coll_ucg_go(m, COLL_UCG_GATHER, comm, &call);
-    coll_ucg_buf_out((void*)sbuf, scount, sdtype, bytes, false, &call.sb);
-    if (coll_ucg_buf_out(rbuf, rcount * m->comm_size, rdtype,
-                         bytes * m->comm_size, ret == OMPI_SUCCESS,
-                         &call.rb) != OMPI_SUCCESS) {
-        ret = OMPI_ERROR;
-    }
+    ret = coll_ucg_go_blocks(m, COLL_UCG_GATHER, comm, &call, rbuf,
+                             rcount * m->comm_size, rdtype,
+                             bytes * m->comm_size);
     if (ret != COLL_UCG_DELEGATE) {
         return ret;
     }
@@ -776,14 +798,11 @@ static int coll_ucg_scatter(const void *sbuf, int scount,
 
     bytes = (is_root) ? coll_ucg_bytes(sdtype, scount) :
                         coll_ucg_bytes(rdtype, rcount);
-    if (!coll_ucg_use(m, COLL_UCG_SCATTER, bytes)) {
-        ++m->n_delegated[COLL_UCG_SCATTER];
+    if (!coll_ucg_bytes_call(m, COLL_UCG_SCATTER, UCG_COLL_SCATTER, bytes,
+                             root, bytes * m->comm_size, &call)) {
         goto delegate;
     }
 
-    coll_ucg_bytes_params(&call.params, UCG_COLL_SCATTER, bytes);
-    call.params.root = root;
-    coll_ucg_call_init(m, COLL_UCG_SCATTER, &call, bytes * m->comm_size);
     if (is_root) {
         call.params.sbuf = coll_ucg_buf_in(m, &call, 0, sbuf,
                                            scount * m->comm_size, sdtype,
@@ -795,12 +814,8 @@ static int coll_ucg_scatter(const void *sbuf, int scount,
         call.params.rbuf = coll_ucg_buf_in(m, &call, 1, rbuf, rcount, rdtype,
                                            bytes, false);
     }
-    ret = coll_ucg_go(m, COLL_UCG_SCATTER, comm, &call);
-    coll_ucg_buf_out((void*)sbuf, 0, sdtype, 0, false, &call.sb);
-    if (coll_ucg_buf_out(rbuf, rcount, rdtype, bytes, ret == OMPI_SUCCESS,
-                         &call.rb) != OMPI_SUCCESS) {
-        ret = OMPI_ERROR;
-    }
+    ret = coll_ucg_go_blocks(m, COLL_UCG_SCATTER, comm, &call, rbuf, rcount,
+                             rdtype, bytes);
     if (ret != COLL_UCG_DELEGATE) {
         return ret;
     }
@@ -817,42 +832,29 @@ static int coll_ucg_allgather(const void *sbuf, int scount,
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
     coll_ucg_call_t call     = {{0}};
-    ptrdiff_t lb, extent;
     size_t bytes;
     int ret;
 
     bytes = coll_ucg_bytes(rdtype, rcount);
-    if (!coll_ucg_use(m, COLL_UCG_ALLGATHER, bytes)) {
-        ++m->n_delegated[COLL_UCG_ALLGATHER];
+    if (!coll_ucg_bytes_call(m, COLL_UCG_ALLGATHER, UCG_COLL_ALLGATHER, bytes,
+                             0, bytes * m->comm_size, &call)) {
         goto delegate;
     }
 
-    coll_ucg_bytes_params(&call.params, UCG_COLL_ALLGATHER, bytes);
-    coll_ucg_call_init(m, COLL_UCG_ALLGATHER, &call, bytes * m->comm_size);
     call.params.rbuf = coll_ucg_buf_in(m, &call, 1, rbuf,
                                        rcount * m->comm_size, rdtype,
                                        bytes * m->comm_size, false);
     if (sbuf == MPI_IN_PLACE) {
         call.params.sbuf = UCG_IN_PLACE;
-        if (call.rb.tmp != NULL) {
-            ompi_datatype_get_extent(rdtype, &lb, &extent);
-            coll_ucg_pack_block(&call, (char*)rbuf +
-                                (ptrdiff_t)m->comm_rank * rcount * extent,
-                                rcount, rdtype,
-                                (char*)call.rb.tmp + bytes * m->comm_rank,
-                                bytes);
-        }
+        coll_ucg_pack_own_block(&call, rbuf, rcount, rdtype, bytes,
+                                m->comm_rank);
     } else {
         call.params.sbuf = coll_ucg_buf_in(m, &call, 0, sbuf, scount, sdtype,
                                            bytes, true);
     }
-    ret = coll_ucg_go(m, COLL_UCG_ALLGATHER, comm, &call);
-    coll_ucg_buf_out((void*)sbuf, 0, sdtype, 0, false, &call.sb);
-    if (coll_ucg_buf_out(rbuf, rcount * m->comm_size, rdtype,
-                         bytes * m->comm_size, ret == OMPI_SUCCESS,
-                         &call.rb) != OMPI_SUCCESS) {
-        ret = OMPI_ERROR;
-    }
+    ret = coll_ucg_go_blocks(m, COLL_UCG_ALLGATHER, comm, &call, rbuf,
+                             rcount * m->comm_size, rdtype,
+                             bytes * m->comm_size);
     if (ret != COLL_UCG_DELEGATE) {
         return ret;
     }
