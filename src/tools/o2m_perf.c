@@ -817,6 +817,22 @@ static inline void o2m_perf_send(o2m_perf_proc_t *p, o2m_perf_prog_t prog,
     PERF_CHECK_OK(status, "send");
 }
 
+/* What a wait of measurement @a m progresses: the posix transport, or
+ * @a o2m_prog */
+static inline o2m_perf_prog_t o2m_perf_prog(const o2m_perf_meas_t *m,
+                                            o2m_perf_prog_t o2m_prog)
+{
+    return m->posix ? O2M_PERF_PROG_POSIX : o2m_prog;
+}
+
+/* A sender's endpoint to the root: @a o2m_ep of an sm group, or posix */
+static inline uct_ep_h o2m_perf_root_ep(const o2m_perf_proc_t *p,
+                                        const o2m_perf_meas_t *m,
+                                        uct_ep_h o2m_ep)
+{
+    return m->posix ? p->posix_eps[0] : o2m_ep;
+}
+
 /* Send the whole payload of a message: one send, or posix fragments */
 static inline void o2m_perf_send_msg(o2m_perf_proc_t *p,
                                      const o2m_perf_meas_t *m, uct_ep_h ep,
@@ -826,8 +842,8 @@ static inline void o2m_perf_send_msg(o2m_perf_proc_t *p,
     unsigned frag;
 
     for (frag = 0; frag < m->nfrags; ++frag) {
-        o2m_perf_send(p, m->posix ? O2M_PERF_PROG_POSIX : O2M_PERF_PROG_O2M,
-                      ep, m->path, am_id, O2M_PERF_HDR(seq, frag, p->rank),
+        o2m_perf_send(p, o2m_perf_prog(m, O2M_PERF_PROG_O2M), ep, m->path,
+                      am_id, O2M_PERF_HDR(seq, frag, p->rank),
                       UCS_PTR_BYTE_OFFSET(buf, frag * m->chunk),
                       o2m_perf_frag_len(m, frag));
     }
@@ -858,6 +874,39 @@ static inline void o2m_perf_send_8(o2m_perf_proc_t *p, o2m_perf_prog_t prog,
 {
     o2m_perf_send(p, prog, ep, O2M_PERF_PATH_SHORT, am_id,
                   O2M_PERF_HDR(seq, 0, p->rank), NULL, 0);
+}
+
+/* The root's message @a seq to every receiver: on the sm_bcast group
+ * @a data_ep, or posix messages */
+static inline void o2m_perf_fanout_send(o2m_perf_proc_t *p,
+                                        const o2m_perf_meas_t *m,
+                                        uct_ep_h data_ep, uint64_t seq)
+{
+    if (m->posix) {
+        o2m_perf_posix_send_all(p, m, O2M_PERF_AM_DATA, seq, p->send_buf);
+    } else {
+        o2m_perf_send_msg(p, m, data_ep, O2M_PERF_AM_DATA, seq, p->send_buf);
+    }
+}
+
+/* The root releases the fan-in senders after their message @a seq: on the
+ * sm_bcast group @a release_ep, or posix messages */
+static inline void o2m_perf_release_all(o2m_perf_proc_t *p,
+                                        const o2m_perf_meas_t *m,
+                                        uct_ep_h release_ep, uint64_t seq)
+{
+    o2m_perf_prog_t prog = o2m_perf_prog(m, O2M_PERF_PROG_O2M);
+    unsigned rank;
+
+    if (!m->posix) {
+        o2m_perf_send_8(p, prog, release_ep, O2M_PERF_AM_RELEASE, seq);
+        return;
+    }
+
+    for (rank = 1; rank < p->nprocs; ++rank) {
+        o2m_perf_send_8(p, prog, p->posix_eps[rank], O2M_PERF_AM_RELEASE,
+                        seq);
+    }
 }
 
 
@@ -1217,8 +1266,7 @@ static void o2m_perf_meas_start(o2m_perf_proc_t *p, const o2m_perf_meas_t *m)
 /* After a measurement: no errors, no zcopy in flight */
 static void o2m_perf_meas_end(o2m_perf_proc_t *p, const o2m_perf_meas_t *m)
 {
-    o2m_perf_prog_t prog = m->posix ? O2M_PERF_PROG_POSIX :
-                                      O2M_PERF_PROG_O2M;
+    o2m_perf_prog_t prog = o2m_perf_prog(m, O2M_PERF_PROG_O2M);
 
     O2M_PERF_WAIT(p, prog, o2m_perf_zcopy_outstanding(p) == 0,
                   "zcopy completions");
@@ -1307,6 +1355,12 @@ static double o2m_perf_timer_end(o2m_perf_timer_t *t)
     return o2m_perf_median(per_iter, t->num);
 }
 
+/* MB/s of a timed stream of @a m that started at @a t0 */
+static double o2m_perf_stream_mbps(const o2m_perf_meas_t *m, double t0)
+{
+    return m->size * (double)m->iters / (perf_now() - t0) / 1e6;
+}
+
 /*
  * Fan-out latency.  o2m: sm_bcast group of the mode, replies on an
  * sm_incast gather group.  posix: N-1 messages, N-1 replies.  Timed at the
@@ -1316,12 +1370,9 @@ static void o2m_perf_fanout_lat(o2m_perf_proc_t *p, const o2m_perf_meas_t *m,
                                 uct_ep_h data_ep, uct_ep_h reply_ep,
                                 unsigned s_idx)
 {
-    o2m_perf_prog_t prog       = m->posix ? O2M_PERF_PROG_POSIX :
-                                            O2M_PERF_PROG_O2M;
-    o2m_perf_prog_t data_prog  = m->posix ? O2M_PERF_PROG_POSIX :
-                                            O2M_PERF_PROG_BCAST;
-    o2m_perf_prog_t reply_prog = m->posix ? O2M_PERF_PROG_POSIX :
-                                            O2M_PERF_PROG_INCAST;
+    o2m_perf_prog_t prog       = o2m_perf_prog(m, O2M_PERF_PROG_O2M);
+    o2m_perf_prog_t data_prog  = o2m_perf_prog(m, O2M_PERF_PROG_BCAST);
+    o2m_perf_prog_t reply_prog = o2m_perf_prog(m, O2M_PERF_PROG_INCAST);
     unsigned total             = m->warmup + m->iters;
     unsigned peers             = p->nprocs - 1;
     o2m_perf_timer_t timer;
@@ -1339,13 +1390,7 @@ static void o2m_perf_fanout_lat(o2m_perf_proc_t *p, const o2m_perf_meas_t *m,
             o2m_perf_timer_mark(&timer, i);
             o2m_perf_update(m, p->send_buf, 0, i);
             p->rx.reply_seq = i;
-            if (m->posix) {
-                o2m_perf_posix_send_all(p, m, O2M_PERF_AM_DATA, i,
-                                        p->send_buf);
-            } else {
-                o2m_perf_send_msg(p, m, data_ep, O2M_PERF_AM_DATA, i,
-                                  p->send_buf);
-            }
+            o2m_perf_fanout_send(p, m, data_ep, i);
             O2M_PERF_WAIT(p, reply_prog, p->rx.replies >= ((i + 1) * peers),
                           "fan-out replies");
         }
@@ -1358,7 +1403,7 @@ static void o2m_perf_fanout_lat(o2m_perf_proc_t *p, const o2m_perf_meas_t *m,
             if ((i < m->warmup) || (i == (total - 1))) {
                 o2m_perf_verify(p, m, p->recv_buf, i, 1, "message");
             }
-            o2m_perf_send_8(p, prog, m->posix ? p->posix_eps[0] : reply_ep,
+            o2m_perf_send_8(p, prog, o2m_perf_root_ep(p, m, reply_ep),
                             O2M_PERF_AM_REPLY, i);
         }
     }
@@ -1375,15 +1420,10 @@ static void o2m_perf_fanin_lat(o2m_perf_proc_t *p, const o2m_perf_meas_t *m,
                                uct_ep_h data_ep, uct_ep_h release_ep,
                                unsigned s_idx)
 {
-    o2m_perf_prog_t prog      = m->posix ? O2M_PERF_PROG_POSIX :
-                                           O2M_PERF_PROG_O2M;
-    o2m_perf_prog_t data_prog = m->posix ? O2M_PERF_PROG_POSIX :
-                                           O2M_PERF_PROG_INCAST;
-    o2m_perf_prog_t rel_prog  = m->posix ? O2M_PERF_PROG_POSIX :
-                                           O2M_PERF_PROG_BCAST;
+    o2m_perf_prog_t data_prog = o2m_perf_prog(m, O2M_PERF_PROG_INCAST);
+    o2m_perf_prog_t rel_prog  = o2m_perf_prog(m, O2M_PERF_PROG_BCAST);
     unsigned total            = m->warmup + m->iters;
     o2m_perf_timer_t timer;
-    unsigned rank;
     uint64_t i;
     double t;
 
@@ -1400,14 +1440,7 @@ static void o2m_perf_fanin_lat(o2m_perf_proc_t *p, const o2m_perf_meas_t *m,
             if ((i < m->warmup) || (i == (total - 1))) {
                 o2m_perf_verify(p, m, p->recv_buf, i, 1, "round");
             }
-            if (m->posix) {
-                for (rank = 1; rank < p->nprocs; ++rank) {
-                    o2m_perf_send_8(p, prog, p->posix_eps[rank],
-                                    O2M_PERF_AM_RELEASE, i);
-                }
-            } else {
-                o2m_perf_send_8(p, prog, release_ep, O2M_PERF_AM_RELEASE, i);
-            }
+            o2m_perf_release_all(p, m, release_ep, i);
         }
     } else {
         o2m_perf_timer_init(&timer, m->warmup, m->iters);
@@ -1415,7 +1448,7 @@ static void o2m_perf_fanin_lat(o2m_perf_proc_t *p, const o2m_perf_meas_t *m,
             o2m_perf_timer_mark(&timer, i);
             o2m_perf_update(m, p->send_buf, p->rank, i);
             p->rx.reply_seq = i;
-            o2m_perf_send_msg(p, m, m->posix ? p->posix_eps[0] : data_ep,
+            o2m_perf_send_msg(p, m, o2m_perf_root_ep(p, m, data_ep),
                               O2M_PERF_AM_FANIN, i, p->send_buf);
             O2M_PERF_WAIT(p, rel_prog, p->rx.replies > i, "fan-in release");
         }
@@ -1437,12 +1470,9 @@ static void o2m_perf_fanout_bw(o2m_perf_proc_t *p, const o2m_perf_meas_t *m,
                                uct_ep_h data_ep, uct_ep_h reply_ep,
                                unsigned s_idx)
 {
-    o2m_perf_prog_t prog       = m->posix ? O2M_PERF_PROG_POSIX :
-                                            O2M_PERF_PROG_O2M;
-    o2m_perf_prog_t data_prog  = m->posix ? O2M_PERF_PROG_POSIX :
-                                            O2M_PERF_PROG_BCAST;
-    o2m_perf_prog_t reply_prog = m->posix ? O2M_PERF_PROG_POSIX :
-                                            O2M_PERF_PROG_INCAST;
+    o2m_perf_prog_t prog       = o2m_perf_prog(m, O2M_PERF_PROG_O2M);
+    o2m_perf_prog_t data_prog  = o2m_perf_prog(m, O2M_PERF_PROG_BCAST);
+    o2m_perf_prog_t reply_prog = o2m_perf_prog(m, O2M_PERF_PROG_INCAST);
     unsigned peers             = p->nprocs - 1;
     unsigned runs              = 1 + o2m_perf_opts.batches;
     uint64_t seq               = 0;
@@ -1465,27 +1495,20 @@ static void o2m_perf_fanout_bw(o2m_perf_proc_t *p, const o2m_perf_meas_t *m,
             p->rx.reply_seq = end - 1;
             t0              = perf_now();
             for (; seq < end; ++seq) {
-                if (m->posix) {
-                    o2m_perf_posix_send_all(p, m, O2M_PERF_AM_DATA, seq,
-                                            p->send_buf);
-                } else {
-                    o2m_perf_send_msg(p, m, data_ep, O2M_PERF_AM_DATA, seq,
-                                      p->send_buf);
-                }
+                o2m_perf_fanout_send(p, m, data_ep, seq);
             }
             O2M_PERF_WAIT(p, reply_prog,
                           p->rx.replies >= ((run + 1) * peers),
                           "the replies to a fan-out stream");
             if (run > 0) {
-                bw[run - 1] = m->size * (double)m->iters /
-                              (perf_now() - t0) / 1e6;
+                bw[run - 1] = o2m_perf_stream_mbps(m, t0);
             }
         } else {
             O2M_PERF_WAIT(p, data_prog, p->rx.msgs >= end,
                           "a fan-out stream");
             /* Every message carries the payload of message 0 */
             o2m_perf_verify(p, m, p->recv_buf, 0, 1, "stream");
-            o2m_perf_send_8(p, prog, m->posix ? p->posix_eps[0] : reply_ep,
+            o2m_perf_send_8(p, prog, o2m_perf_root_ep(p, m, reply_ep),
                             O2M_PERF_AM_REPLY, end - 1);
             seq = end;
         }
@@ -1507,18 +1530,14 @@ static void o2m_perf_fanin_bw(o2m_perf_proc_t *p, const o2m_perf_meas_t *m,
                               uct_ep_h data_ep, uct_ep_h release_ep,
                               unsigned s_idx)
 {
-    o2m_perf_prog_t prog      = m->posix ? O2M_PERF_PROG_POSIX :
-                                           O2M_PERF_PROG_O2M;
-    o2m_perf_prog_t data_prog = m->posix ? O2M_PERF_PROG_POSIX :
-                                           O2M_PERF_PROG_INCAST;
-    o2m_perf_prog_t rel_prog  = m->posix ? O2M_PERF_PROG_POSIX :
-                                           O2M_PERF_PROG_BCAST;
+    o2m_perf_prog_t data_prog = o2m_perf_prog(m, O2M_PERF_PROG_INCAST);
+    o2m_perf_prog_t rel_prog  = o2m_perf_prog(m, O2M_PERF_PROG_BCAST);
     unsigned peers            = p->nprocs - 1;
     unsigned runs             = 1 + o2m_perf_opts.batches;
     uint64_t seq              = 0;
     double bw[O2M_PERF_MAX_BATCHES];
     uint64_t end, count;
-    unsigned rank, run;
+    unsigned run;
     double t0;
 
     o2m_perf_meas_start(p, m);
@@ -1540,28 +1559,19 @@ static void o2m_perf_fanin_bw(o2m_perf_proc_t *p, const o2m_perf_meas_t *m,
                               "a fan-in stream");
             }
             o2m_perf_verify(p, m, p->accum, 0, count, "stream sum");
-            if (m->posix) {
-                for (rank = 1; rank < p->nprocs; ++rank) {
-                    o2m_perf_send_8(p, prog, p->posix_eps[rank],
-                                    O2M_PERF_AM_RELEASE, end - 1);
-                }
-            } else {
-                o2m_perf_send_8(p, prog, release_ep, O2M_PERF_AM_RELEASE,
-                                end - 1);
-            }
+            o2m_perf_release_all(p, m, release_ep, end - 1);
             seq = end;
         } else {
             p->rx.reply_seq = end - 1;
             t0              = perf_now();
             for (; seq < end; ++seq) {
-                o2m_perf_send_msg(p, m, m->posix ? p->posix_eps[0] : data_ep,
+                o2m_perf_send_msg(p, m, o2m_perf_root_ep(p, m, data_ep),
                                   O2M_PERF_AM_FANIN, seq, p->send_buf);
             }
             O2M_PERF_WAIT(p, rel_prog, p->rx.replies > run,
                           "the release of a fan-in stream");
             if (run > 0) {
-                bw[run - 1] = m->size * (double)m->iters /
-                              (perf_now() - t0) / 1e6;
+                bw[run - 1] = o2m_perf_stream_mbps(m, t0);
             }
         }
     }
