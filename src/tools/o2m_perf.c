@@ -325,13 +325,7 @@ static void o2m_perf_relax(int oversub)
     if (oversub) {
         sched_yield();
     } else {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#elif defined(__aarch64__)
-        __asm__ __volatile__("yield" ::: "memory");
-#else
-        __asm__ __volatile__("" ::: "memory");
-#endif
+        uct_o2m_cpu_relax();
     }
 }
 

@@ -79,10 +79,6 @@ struct ucg_context {
     struct ucg_mc_ctx   *mc;
 };
 
-/** The UCT component called @a name (the plugin's "o2m", "mc_udp"), NULL
- *  when it is not registered */
-uct_component_h ucg_context_find_component(const char *name);
-
 /** Whether UCX_TLS (the context's prefix, else UCX_) allows transport
  *  @a name: unset, "all", a list naming it, or a "^" list that does not */
 int ucg_context_tls_allows(const ucg_config_t *config, const char *name);

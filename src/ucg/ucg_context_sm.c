@@ -115,32 +115,6 @@ static int ucg_context_tls_allow_o2m(ucg_context_t *context)
     return 0;
 }
 
-uct_component_h ucg_context_find_component(const char *name)
-{
-    uct_component_h *components, found = NULL;
-    uct_component_attr_t attr;
-    ucs_status_t status;
-    unsigned num, i;
-
-    status = uct_query_components(&components, &num);
-    if (status != UCS_OK) {
-        ucs_diag("failed to query UCT components: %s",
-                 ucs_status_string(status));
-        return NULL;
-    }
-
-    for (i = 0; (i < num) && (found == NULL); ++i) {
-        attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
-        if ((uct_component_query(components[i], &attr) == UCS_OK) &&
-            !strcmp(attr.name, name)) {
-            found = components[i];
-        }
-    }
-
-    uct_release_component_list(components);
-    return found;
-}
-
 /* Set a variable of an sm_bcast / sm_incast interface configuration; the
  * transport's own variables sit in a sub-table with the prefix "O2M_" */
 static ucs_status_t ucg_context_iface_config_set(uct_iface_config_t *config,
@@ -206,7 +180,6 @@ static ucs_status_t ucg_context_open_sm_iface(ucg_context_t *context,
     const ucg_config_t *config = context->config;
     uct_iface_config_t *iface_config;
     uct_o2m_iface_attr_t o2m_attr;
-    uct_iface_params_t params;
     uct_iface_attr_t attr;
     ucs_status_t status;
     char value[64];
@@ -240,21 +213,10 @@ static ucs_status_t ucg_context_open_sm_iface(ucg_context_t *context,
         goto out_release;
     }
 
-    memset(&params, 0, sizeof(params));
-    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                                  UCT_IFACE_PARAM_FIELD_DEVICE |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
-    params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
-    params.mode.device.tl_name  = ucg_sm_tl_name(tl);
-    params.mode.device.dev_name = UCG_O2M_DEV_NAME;
-    params.err_handler          = ucg_context_sm_err_handler;
-    params.err_handler_arg      = context;
-    params.err_handler_flags    = 0;
-
-    status = uct_iface_open(context->o2m_md, context->uct_worker, &params,
-                            iface_config, &context->sm_iface[tl]);
+    status = uct_o2m_iface_open_dev(context->o2m_md, context->uct_worker,
+                                    ucg_sm_tl_name(tl), UCG_O2M_DEV_NAME,
+                                    iface_config, ucg_context_sm_err_handler,
+                                    context, &context->sm_iface[tl]);
     if (status != UCS_OK) {
         ucs_diag("failed to open %s/%s: %s", ucg_sm_tl_name(tl),
                  UCG_O2M_DEV_NAME, ucs_status_string(status));
@@ -339,8 +301,7 @@ static ucs_status_t ucg_context_o2m_open(ucg_context_t *context)
     ucs_status_t status;
     ucg_sm_tl_t tl;
 
-    context->o2m_component = ucg_context_find_component(
-                                     UCG_O2M_COMPONENT_NAME);
+    context->o2m_component = uct_o2m_component_find(UCG_O2M_COMPONENT_NAME);
     if (context->o2m_component == NULL) {
         ucs_diag("UCT component '%s' is not registered",
                  UCG_O2M_COMPONENT_NAME);

@@ -134,7 +134,6 @@ static ucs_status_t ucg_mc_iface_open(ucg_context_h context,
     uct_tl_resource_desc_t *res = NULL;
     uct_iface_config_t *iface_config = NULL;
     uct_md_config_t *md_config;
-    uct_iface_params_t params;
     uct_iface_attr_t attr;
     const char *dev;
     unsigned num_res;
@@ -193,20 +192,9 @@ static ucs_status_t ucg_mc_iface_open(ucg_context_h context,
         goto out;
     }
 
-    memset(&params, 0, sizeof(params));
-    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                                  UCT_IFACE_PARAM_FIELD_DEVICE |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
-    params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
-    params.mode.device.tl_name  = UCT_MC_UDP_TL_NAME;
-    params.mode.device.dev_name = dev;
-    params.err_handler          = ucg_mc_iface_err_cb;
-    params.err_handler_arg      = context;
-    params.err_handler_flags    = 0;
-    status = uct_iface_open(mc->md, mc->worker, &params, iface_config,
-                            &mc->iface);
+    status = uct_o2m_iface_open_dev(mc->md, mc->worker, UCT_MC_UDP_TL_NAME,
+                                    dev, iface_config, ucg_mc_iface_err_cb,
+                                    context, &mc->iface);
     if (status != UCS_OK) {
         ucs_diag("UCG: failed to open mc_udp/%s: %s", dev,
                  ucs_status_string(status));
@@ -281,7 +269,7 @@ ucs_status_t ucg_mc_context_init(ucg_context_h context)
         return UCS_OK;
     }
 
-    component = ucg_context_find_component(UCT_MC_UDP_TL_NAME);
+    component = uct_o2m_component_find(UCT_MC_UDP_TL_NAME);
     mc        = ucs_calloc(1, sizeof(*mc), "ucg mc");
     if ((component == NULL) || (mc == NULL)) {
         ucs_free(mc);

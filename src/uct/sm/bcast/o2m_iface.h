@@ -301,19 +301,6 @@ static UCS_F_ALWAYS_INLINE void uct_o2m_memcpy(void *dst, const void *src,
 }
 
 
-/* Inside a busy-wait loop: let the sibling hyper-thread run */
-static UCS_F_ALWAYS_INLINE void uct_o2m_cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield" ::: "memory");
-#else
-    __asm__ __volatile__("" ::: "memory");
-#endif
-}
-
-
 static UCS_F_ALWAYS_INLINE uct_o2m_elem_t *
 uct_o2m_elem_at(void *base, size_t stride, uint64_t seq, unsigned depth)
 {

@@ -23,6 +23,7 @@
 #include <ucs/debug/memtrack_int.h>
 
 #include <stdio.h>
+#include <string.h>
 #include <limits.h>
 
 
@@ -253,6 +254,59 @@ UCT_TL_DEFINE_ENTRY(&uct_o2m_component, sm_incast,
                     uct_sm_base_query_tl_devices, uct_o2m_incast_iface_t,
                     "SM_INCAST_", uct_o2m_incast_config_table,
                     uct_o2m_iface_config_t);
+
+
+/* ------------------------------------------------------------------------ */
+/* Opening the transports (uct_o2m.h)                                       */
+
+uct_component_h uct_o2m_component_find(const char *name)
+{
+    uct_component_h *components, found = NULL;
+    uct_component_attr_t attr;
+    ucs_status_t status;
+    unsigned num, i;
+
+    status = uct_query_components(&components, &num);
+    if (status != UCS_OK) {
+        ucs_diag("failed to query UCT components: %s",
+                 ucs_status_string(status));
+        return NULL;
+    }
+
+    for (i = 0; (i < num) && (found == NULL); ++i) {
+        attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
+        if ((uct_component_query(components[i], &attr) == UCS_OK) &&
+            !strcmp(attr.name, name)) {
+            found = components[i];
+        }
+    }
+
+    uct_release_component_list(components);
+    return found;
+}
+
+ucs_status_t uct_o2m_iface_open_dev(uct_md_h md, uct_worker_h worker,
+                                    const char *tl_name, const char *dev_name,
+                                    const uct_iface_config_t *config,
+                                    uct_error_handler_t err_handler,
+                                    void *err_arg, uct_iface_h *iface_p)
+{
+    uct_iface_params_t params;
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                                  UCT_IFACE_PARAM_FIELD_DEVICE |
+                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
+    params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
+    params.mode.device.tl_name  = tl_name;
+    params.mode.device.dev_name = dev_name;
+    params.err_handler          = err_handler;
+    params.err_handler_arg      = err_arg;
+    params.err_handler_flags    = 0;
+    return uct_iface_open(md, worker, &params, config, iface_p);
+}
 
 
 /* Internal structures of UCT change between releases: refuse any other */

@@ -90,7 +90,42 @@ static inline const char *uct_o2m_tl_name(int is_incast)
 
 /** Version of this extension API. */
 #define UCT_O2M_API_MAJOR 1
-#define UCT_O2M_API_MINOR 4
+#define UCT_O2M_API_MINOR 5
+
+
+/**
+ * (API 1.5) The registered UCT component called @a name (this library's:
+ * "o2m" for sm_bcast / sm_incast, "mc_udp"), or NULL when there is none:
+ * UCX lists this library's components only when it was loaded first.
+ */
+UCT_O2M_API uct_component_h uct_o2m_component_find(const char *name);
+
+/**
+ * (API 1.5) Open transport @a tl_name on device @a dev_name of @a md, with
+ * @a config (from uct_md_iface_config_read); errors of its endpoints go to
+ * @a err_handler with @a err_arg.  How UCG and the benchmarks open this
+ * library's transports.  Does not log: the caller says what failed.
+ */
+UCT_O2M_API ucs_status_t
+uct_o2m_iface_open_dev(uct_md_h md, uct_worker_h worker, const char *tl_name,
+                       const char *dev_name, const uct_iface_config_t *config,
+                       uct_error_handler_t err_handler, void *err_arg,
+                       uct_iface_h *iface_p);
+
+/**
+ * (API 1.5) Inside a busy-wait loop (on this library's shared memory, or a
+ * caller's progress loop): let the sibling hyper-thread run.
+ */
+static UCS_F_ALWAYS_INLINE void uct_o2m_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#else
+    __asm__ __volatile__("" ::: "memory");
+#endif
+}
 
 
 /**
