@@ -504,43 +504,28 @@ ucs_status_t try_create(uct_iface_h iface, const uct_o2m_group_params_t &p)
     } while (0)
 
 /* An interface of UCX's own "self" transport */
-struct self_iface {
-    uct_component_h component = NULL;
-    uct_md_h        md        = NULL;
-    uct_worker_h    worker    = NULL;
-    uct_iface_h     iface     = NULL;
-    ucs_async_context_t *async = NULL;
+struct self_iface : public uct_md_env {
+    uct_iface_h iface = NULL;
 
-    self_iface()
+    self_iface() : uct_md_env("self")
     {
-        uct_md_config_t *md_config;
         uct_iface_config_t *config;
         uct_iface_params_t params;
         uct_tl_resource_desc_t *resources;
         unsigned num_res;
 
-        CHILD_CHECK_OK(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
-                                                &async));
-        CHILD_CHECK_OK(uct_worker_create(async, UCS_THREAD_MODE_SINGLE,
-                                         &worker));
-        component = find_component("self");
-
-        CHILD_CHECK_OK(uct_md_config_read(component, NULL, NULL,
-                                          &md_config));
-        CHILD_CHECK_OK(uct_md_open(component, "self", md_config, &md));
-        uct_config_release(md_config);
-
-        CHILD_CHECK_OK(uct_md_query_tl_resources(md, &resources, &num_res));
+        CHILD_CHECK_OK(uct_md_query_tl_resources(m_md, &resources,
+                                                 &num_res));
         CHILD_CHECK(num_res > 0, "no self resource");
-        CHILD_CHECK_OK(uct_md_iface_config_read(md, resources[0].tl_name,
-                                                NULL, NULL, &config));
+        config = iface_config(resources[0].tl_name);
         memset(&params, 0, sizeof(params));
         params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
                                       UCT_IFACE_PARAM_FIELD_DEVICE;
         params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
         params.mode.device.tl_name  = resources[0].tl_name;
         params.mode.device.dev_name = resources[0].dev_name;
-        CHILD_CHECK_OK(uct_iface_open(md, worker, &params, config, &iface));
+        CHILD_CHECK_OK(uct_iface_open(m_md, m_worker, &params, config,
+                                      &iface));
         uct_config_release(config);
         uct_release_tl_resource_list(resources);
     }
@@ -548,9 +533,6 @@ struct self_iface {
     ~self_iface()
     {
         uct_iface_close(iface);
-        uct_md_close(md);
-        uct_worker_destroy(worker);
-        ucs_async_context_destroy(async);
     }
 };
 

@@ -255,26 +255,12 @@ TEST_F(version_guard, same_version_accepted)
 ucs_status_t open_with(const std::string &tl, const std::string &name,
                        const std::string &value)
 {
-    uct_component_h component;
-    uct_md_config_t *md_config;
-    uct_iface_config_t *config;
+    uct_md_env domain("o2m");
+    uct_iface_config_t *config = domain.iface_config(tl.c_str());
     uct_iface_params_t params;
-    ucs_async_context_t *async;
-    uct_worker_h worker;
     uct_iface_h iface;
     ucs_status_t status;
-    uct_md_h md;
 
-    CHILD_CHECK_OK(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
-                                            &async));
-    CHILD_CHECK_OK(uct_worker_create(async, UCS_THREAD_MODE_SINGLE,
-                                     &worker));
-    component = find_component("o2m");
-    CHILD_CHECK_OK(uct_md_config_read(component, NULL, NULL, &md_config));
-    CHILD_CHECK_OK(uct_md_open(component, "o2m", md_config, &md));
-    uct_config_release(md_config);
-    CHILD_CHECK_OK(uct_md_iface_config_read(md, tl.c_str(), NULL, NULL,
-                                            &config));
     status = uct_config_modify(config, ("O2M_" + name).c_str(),
                                value.c_str());
     CHILD_CHECK(status == UCS_OK, "%s=%s: %s", name.c_str(), value.c_str(),
@@ -287,14 +273,12 @@ ucs_status_t open_with(const std::string &tl, const std::string &name,
     params.mode.device.tl_name  = tl.c_str();
     params.mode.device.dev_name = "memory";
     iface                       = NULL;
-    status = uct_iface_open(md, worker, &params, config, &iface);
+    status = uct_iface_open(domain.md(), domain.worker(), &params, config,
+                            &iface);
     uct_config_release(config);
     if (status == UCS_OK) {
         uct_iface_close(iface);
     }
-    uct_md_close(md);
-    uct_worker_destroy(worker);
-    ucs_async_context_destroy(async);
     return status;
 }
 

@@ -18,12 +18,9 @@ extern "C" {
 
 namespace o2m_test {
 
-uct_env::uct_env(const std::string &tl_name,
-                 const std::map<std::string, std::string> &config)
+uct_md_env::uct_md_env(const char *md_name)
 {
     uct_md_config_t *md_config;
-    uct_iface_config_t *iface_config;
-    uct_iface_params_t params;
     ucs_status_t status;
 
     status = ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
@@ -32,11 +29,6 @@ uct_env::uct_env(const std::string &tl_name,
     status = uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE, &m_worker);
     CHILD_CHECK_OK(status);
 
-    /* mc_udp is a component of its own, on the loopback device: tests
-     * send only on this host */
-    const bool is_udp = (tl_name == UCT_MC_UDP_TL_NAME);
-    const char *md_name = is_udp ? UCT_MC_UDP_TL_NAME : "o2m";
-
     m_component = find_component(md_name);
 
     status = uct_md_config_read(m_component, NULL, NULL, &md_config);
@@ -44,10 +36,36 @@ uct_env::uct_env(const std::string &tl_name,
     status = uct_md_open(m_component, md_name, md_config, &m_md);
     uct_config_release(md_config);
     CHILD_CHECK_OK(status);
+}
 
-    status = uct_md_iface_config_read(m_md, tl_name.c_str(), NULL, NULL,
-                                      &iface_config);
-    CHILD_CHECK_OK(status);
+uct_md_env::~uct_md_env()
+{
+    uct_md_close(m_md);
+    uct_worker_destroy(m_worker);
+    ucs_async_context_destroy(m_async);
+}
+
+uct_iface_config_t *uct_md_env::iface_config(const char *tl_name) const
+{
+    uct_iface_config_t *config;
+
+    CHILD_CHECK_OK(uct_md_iface_config_read(m_md, tl_name, NULL, NULL,
+                                            &config));
+    return config;
+}
+
+/* mc_udp is a component of its own, on the loopback device: tests send
+ * only on this host */
+uct_env::uct_env(const std::string &tl_name,
+                 const std::map<std::string, std::string> &config) :
+    uct_md_env((tl_name == UCT_MC_UDP_TL_NAME) ? UCT_MC_UDP_TL_NAME : "o2m")
+{
+    const bool is_udp                = (tl_name == UCT_MC_UDP_TL_NAME);
+    uct_iface_config_t *iface_config = uct_md_env::iface_config(
+                                               tl_name.c_str());
+    uct_iface_params_t params;
+    ucs_status_t status;
+
     for (const auto &kv : config) {
         status = uct_config_modify(iface_config, kv.first.c_str(),
                                    kv.second.c_str());
@@ -89,9 +107,6 @@ uct_env::uct_env(const std::string &tl_name,
 uct_env::~uct_env()
 {
     uct_iface_close(m_iface);
-    uct_md_close(m_md);
-    uct_worker_destroy(m_worker);
-    ucs_async_context_destroy(m_async);
 }
 
 std::vector<char> uct_env::iface_addr() const

@@ -21,8 +21,32 @@ extern "C" {
 
 namespace o2m_test {
 
+/*
+ * The memory domain of UCT component @a md_name in this process, with the
+ * async context and the worker an interface on it needs (closed in the
+ * reverse order)
+ */
+class uct_md_env {
+public:
+    explicit uct_md_env(const char *md_name);
+    ~uct_md_env();
+
+    uct_md_h md() const { return m_md; }
+    uct_worker_h worker() const { return m_worker; }
+
+    /* Transport @a tl_name's configuration on this domain; the caller
+     * releases it (uct_config_release) */
+    uct_iface_config_t *iface_config(const char *tl_name) const;
+
+protected:
+    ucs_async_context_t *m_async;
+    uct_worker_h        m_worker;
+    uct_component_h     m_component;
+    uct_md_h            m_md;
+};
+
 /* One UCT interface of the o2m component in this process */
-class uct_env {
+class uct_env : public uct_md_env {
 public:
     uct_env(const std::string &tl_name,
             const std::map<std::string, std::string> &config = {});
@@ -53,10 +77,6 @@ private:
     static ucs_status_t err_handler(void *arg, uct_ep_h ep,
                                     ucs_status_t status);
 
-    ucs_async_context_t *m_async;
-    uct_worker_h        m_worker;
-    uct_component_h     m_component;
-    uct_md_h            m_md;
     uct_iface_h         m_iface;
     uct_iface_attr_t    m_attr;
 };
