@@ -122,23 +122,41 @@ static long cmp_##NAME(const void *a_, const void *b_, size_t n) \
     case OP_MIN:  FOR_I io[i] = in[i] < io[i] ? in[i] : io[i]; break; \
     case OP_MAX:  FOR_I io[i] = in[i] > io[i] ? in[i] : io[i]; break;
 
-/* ---- integer types ---- */
-#define DEF_INT(NAME, T, UNS) \
+/* A type's functions of the table (tdesc_t): the body (after the macro's
+ * arguments) sees its buffer as T *p, or T *in and *io */
+#define DEF_GEN(NAME, T, ...) \
 static void gen_##NAME(void *b, size_t n, int rank, int seed, int op) \
 { \
     T *p = b; \
+    __VA_ARGS__ \
+}
+#define DEF_REF(NAME, T, ...) \
+static void ref_##NAME(int op, const void *in_, void *io_, size_t n) \
+{ \
+    const T *in = in_; T *io = io_; \
+    switch (op) { \
+    __VA_ARGS__ \
+    default: abort(); \
+    } \
+}
+#define DEF_FMT(NAME, T, ...) \
+static void fmt_##NAME(const void *b, size_t i, char *out, size_t len) \
+{ \
+    const T *p = b; \
+    __VA_ARGS__; \
+}
+
+/* ---- integer types ---- */
+#define DEF_INT(NAME, T, UNS) \
+DEF_GEN(NAME, T, \
     if ((op == OP_NONE) || (op >= OP_BAND && op <= OP_BXOR) || \
         (op == OP_MIN) || (op == OP_MAX)) { \
         /* full-width bit patterns: exercises sign and high bits */ \
         FOR_I p[i] = (T)hash3(rank, i, seed); \
     } else { \
         FOR_I p[i] = (T)small_val(op, rank, i, seed, UNS); \
-    } \
-} \
-static void ref_##NAME(int op, const void *in_, void *io_, size_t n) \
-{ \
-    const T *in = in_; T *io = io_; \
-    switch (op) { \
+    }) \
+DEF_REF(NAME, T, \
     REF_SUM_PROD(T) \
     REF_MIN_MAX \
     case OP_LAND: FOR_I io[i] = (T)(in[i] && io[i]); break; \
@@ -146,17 +164,11 @@ static void ref_##NAME(int op, const void *in_, void *io_, size_t n) \
     case OP_LXOR: FOR_I io[i] = (T)(!in[i] != !io[i]); break; \
     case OP_BAND: FOR_I io[i] = (T)(in[i] & io[i]); break; \
     case OP_BOR:  FOR_I io[i] = (T)(in[i] | io[i]); break; \
-    case OP_BXOR: FOR_I io[i] = (T)(in[i] ^ io[i]); break; \
-    default: abort(); \
-    } \
-} \
+    case OP_BXOR: FOR_I io[i] = (T)(in[i] ^ io[i]); break;) \
 DEF_CMP(NAME, T) \
-static void fmt_##NAME(const void *b, size_t i, char *out, size_t len) \
-{ \
-    const T *p = b; \
+DEF_FMT(NAME, T, \
     if (UNS) snprintf(out, len, "%llu", (unsigned long long)p[i]); \
-    else     snprintf(out, len, "%lld", (long long)p[i]); \
-}
+    else     snprintf(out, len, "%lld", (long long)p[i]))
 
 DEF_INT(schar, signed char, 0)
 DEF_INT(uchar, unsigned char, 1)
@@ -216,25 +228,10 @@ static void fmt_bool(const void *b, size_t i, char *out, size_t len)
 
 /* ---- floating point ---- */
 #define DEF_FLT(NAME, T) \
-static void gen_##NAME(void *b, size_t n, int rank, int seed, int op) \
-{ \
-    T *p = b; \
-    FOR_I p[i] = (T)small_val(op, rank, i, seed, 0); \
-} \
-static void ref_##NAME(int op, const void *in_, void *io_, size_t n) \
-{ \
-    const T *in = in_; T *io = io_; \
-    switch (op) { \
-    REF_SUM_PROD(T) \
-    REF_MIN_MAX \
-    default: abort(); \
-    } \
-} \
+DEF_GEN(NAME, T, FOR_I p[i] = (T)small_val(op, rank, i, seed, 0);) \
+DEF_REF(NAME, T, REF_SUM_PROD(T) REF_MIN_MAX) \
 DEF_CMP(NAME, T) \
-static void fmt_##NAME(const void *b, size_t i, char *out, size_t len) \
-{ \
-    snprintf(out, len, "%Lg", (long double)((const T*)b)[i]); \
-}
+DEF_FMT(NAME, T, snprintf(out, len, "%Lg", (long double)p[i]))
 
 DEF_FLT(float, float)
 DEF_FLT(double, double)
@@ -242,11 +239,9 @@ DEF_FLT(ldouble, long double)
 
 /* ---- complex: SUM and PROD ---- */
 #define DEF_CPLX(NAME, T, RT) \
-static void gen_##NAME(void *b, size_t n, int rank, int seed, int op) \
-{ \
+DEF_GEN(NAME, T, \
     static const RT re[] = {1, 0, -1, 1, 2, 0}; \
     static const RT im[] = {0, 1, 0, 1, 0, -1}; \
-    T *p = b; \
     FOR_I { \
         uint64_t h = hash3(rank, i, seed); \
         if (op == OP_PROD) { \
@@ -256,23 +251,12 @@ static void gen_##NAME(void *b, size_t n, int rank, int seed, int op) \
             p[i] = (RT)((int)(h % 11) - 5) + \
                    (RT)((int)((h >> 8) % 11) - 5) * (T)I; \
         } \
-    } \
-} \
-static void ref_##NAME(int op, const void *in_, void *io_, size_t n) \
-{ \
-    const T *in = in_; T *io = io_; \
-    switch (op) { \
-    REF_SUM_PROD(T) \
-    default: abort(); \
-    } \
-} \
+    }) \
+DEF_REF(NAME, T, REF_SUM_PROD(T)) \
 DEF_CMP(NAME, T) \
-static void fmt_##NAME(const void *b, size_t i, char *out, size_t len) \
-{ \
-    const T *p = b; \
+DEF_FMT(NAME, T, \
     snprintf(out, len, "(%Lg,%Lg)", (long double)creall(p[i]), \
-             (long double)cimagl(p[i])); \
-}
+             (long double)cimagl(p[i])))
 
 DEF_CPLX(cfloat, float _Complex, float)
 DEF_CPLX(cdouble, double _Complex, double)
@@ -281,17 +265,14 @@ DEF_CPLX(cldouble, long double _Complex, long double)
 /* ---- value/index pairs: MINLOC and MAXLOC ---- */
 #define DEF_PAIR(NAME, VT) \
 typedef struct { VT v; int i; } NAME##_t; \
-static void gen_##NAME(void *b, size_t n, int rank, int seed, int op) \
-{ \
-    NAME##_t *p = b; \
+DEF_GEN(NAME, NAME##_t, \
     memset(b, 0, n * sizeof(*p)); \
     FOR_I { \
         uint64_t h = hash3(rank, i, seed); \
         /* few distinct values: ties exercise the smaller-index rule */ \
         p[i].v = (VT)((int)(h % 5) - 2); \
         p[i].i = (int)((h >> 16) % 7) + rank; \
-    } \
-} \
+    }) \
 static void ref_##NAME(int op, const void *in_, void *io_, size_t n) \
 { \
     const NAME##_t *in = in_; NAME##_t *io = io_; \
@@ -311,11 +292,8 @@ static long cmp_##NAME(const void *a_, const void *b_, size_t n) \
     FOR_I if (a[i].v != b[i].v || a[i].i != b[i].i) return (long)i; \
     return -1; \
 } \
-static void fmt_##NAME(const void *b, size_t i, char *out, size_t len) \
-{ \
-    const NAME##_t *p = b; \
-    snprintf(out, len, "(%Lg,%d)", (long double)p[i].v, p[i].i); \
-}
+DEF_FMT(NAME, NAME##_t, \
+    snprintf(out, len, "(%Lg,%d)", (long double)p[i].v, p[i].i))
 
 DEF_PAIR(float_int, float)
 DEF_PAIR(double_int, double)
