@@ -830,17 +830,8 @@ ucs_status_t pending_add(pending_send *req, uct_ep_h ep, uint8_t am_id,
                          send_method method, const uint8_t *buf,
                          size_t length, unsigned round, uct_completion_t *comp)
 {
-    req->super.func = pending_send_cb;
-    req->ep         = ep;
-    req->am_id      = am_id;
-    req->method     = method;
-    req->buf        = buf;
-    req->length     = length;
-    req->round      = round;
-    req->comp       = comp;
-    req->calls      = 0;
-    req->done       = false;
-    req->status     = UCS_OK;
+    *req = {{pending_send_cb, {}}, ep, am_id, method, buf, length, round,
+            comp, 0, false, UCS_OK};
     return uct_ep_pending_add(ep, &req->super, 0);
 }
 
