@@ -88,6 +88,11 @@ struct sim_faults {
     uint64_t mc_serial = 0;     /* the root's link sends one multicast
                                    packet per mc_serial ns (a queue: the
                                    next waits for the previous) */
+    uint64_t rx_quantum = 0;    /* when set: a member reads its packets
+                                   only every rx_quantum ns (its own
+                                   phase), all that came meanwhile at
+                                   once: a process that gets the CPU in
+                                   slices, as on a loaded machine */
     double   refuse    = 0;     /* the transport refuses a send
                                    (UCS_ERR_NO_RESOURCE: no buffer) */
     double   noise     = 0;     /* a copy comes with a bad twin (one field
@@ -108,6 +113,10 @@ struct sim_scenario {
     std::vector<std::vector<uint8_t>> msgs;
     uint64_t                          pause = 0; /* max app pause between
                                                     messages */
+    unsigned                          burst = 0; /* when set: messages
+                                                    come in bursts of this
+                                                    many ... */
+    uint64_t                          gap   = 0; /* ... gap ns apart */
     sim_faults                        faults;
     uint64_t                          late_member = 0; /* one member joins
                                                           this late */
@@ -143,6 +152,11 @@ struct sim_member {
     ucs_status_t        failed  = UCS_OK;
     unsigned            nfailed_calls = 0;
     uint64_t            t_create = 0;
+    uint64_t            ctrl_sent = 0;  /* packets other than DATA, from
+                                           the first DATA on */
+    uint64_t            data_rounds = 0; /* arrival instants that brought
+                                            it DATA */
+    uint64_t            last_data_at = INF;
 };
 
 class mc_sim {
@@ -155,6 +169,10 @@ public:
         uint64_t                 events = 0;
         uint64_t                 bad_delivered = 0; /* noise packets */
         uct_mc_rel_stats_t       total;     /* sum over members */
+        uint64_t                 ctrl_idle = 0; /* control packets sent
+                                                   while the root had
+                                                   everything acknowledged
+                                                   and nothing to send */
     };
 
     explicit mc_sim(const sim_scenario &sc) :
@@ -329,6 +347,9 @@ private:
             if (m_sc.pause != 0) {
                 m_app_time = m_now + m_rng() % m_sc.pause;
             }
+            if ((m_sc.burst != 0) && (m_next_msg % m_sc.burst == 0)) {
+                m_app_time = m_now + m_sc.gap;
+            }
         }
     }
 
@@ -376,6 +397,11 @@ private:
             m_queue.pop();
             if (m.alive && (m.stream != NULL)) {
                 m_res.bad_delivered += bad;
+                if (!bad && ((*pkt)[3] == UCT_MC_REL_PKT_DATA) &&
+                    (m.last_data_at != m_now)) {
+                    m.last_data_at = m_now;
+                    ++m.data_rounds;
+                }
                 uct_mc_rel_recv(m.stream, pkt->data(), pkt->size(), m_now);
                 if (m.expecting && (m.ndelivered == m_sc.msgs.size())) {
                     uct_mc_rel_expect(m.stream, 0, m_now);
@@ -431,14 +457,39 @@ private:
         }
         copies = (u(m_rng) < f.dup) ? 2 : 1;
         while (copies-- > 0) {
-            m_queue.push(sim_event{m_now + f.delay + extra +
-                                   (f.jitter ? (m_rng() % f.jitter) : 0),
+            m_queue.push(sim_event{quantize(dst, m_now + f.delay + extra +
+                                            (f.jitter ?
+                                             (m_rng() % f.jitter) : 0)),
                                    m_seq++, dst, pkt, false});
         }
         if (u(m_rng) < f.noise) {
             m_queue.push(sim_event{m_now + f.delay, m_seq++, dst,
                                    bad_twin(*pkt), true});
         }
+    }
+
+    /* When member @a dst reads a packet arriving at @a t: at its next
+     * slice with rx_quantum (each member's slices at its own phase) */
+    uint64_t quantize(unsigned dst, uint64_t t) const
+    {
+        uint64_t q = m_sc.faults.rx_quantum, phase;
+
+        if (q == 0) {
+            return t;
+        }
+        phase = (dst * q) / m_sc.size;
+        return ((t + q - 1 - phase) / q) * q + phase;
+    }
+
+    /* The root has everything acknowledged and waits for its application
+     * (a pause, or all sent): the group is idle */
+    bool root_idle()
+    {
+        sim_member &r = root();
+        return r.alive && (r.stream != NULL) &&
+               (uct_mc_rel_status(r.stream) == UCS_OK) &&
+               (uct_mc_rel_flush(r.stream) == UCS_OK) &&
+               ((m_next_msg == m_sc.msgs.size()) || (m_app_time > m_now));
     }
 
     /* @a pkt with one thing wrong that a receiver always detects */
@@ -489,6 +540,12 @@ private:
             (std::uniform_real_distribution<double>(0, 1)(sim->m_rng) <
              sim->m_sc.faults.refuse)) {
             return UCS_ERR_NO_RESOURCE;
+        }
+        if (((const uint8_t*)hdr)[3] == UCT_MC_REL_PKT_DATA) {
+            sim->m_data_started = true;
+        } else if (sim->m_data_started) {
+            ++m->ctrl_sent;
+            sim->m_res.ctrl_idle += sim->root_idle();
         }
         memcpy(pkt->data(), hdr, UCT_MC_REL_HDR_LEN);
         if (length > 0) {
@@ -622,6 +679,7 @@ private:
     uint64_t                    m_app_time = 0;
     uint64_t                    m_tx_free  = 0;   /* the root's link free */
     bool                        m_killed   = false;
+    bool                        m_data_started = false;
     int                         m_late     = -1;
     result                      m_res;
 };
@@ -1257,5 +1315,77 @@ TEST(mc_rel_sim, parent_sync_no_false_gaps)
         EXPECT_EQ(0u, st.tx_nack) << describe(sc, res);
         EXPECT_EQ(0u, res.total.tx_repair_ucast + res.total.tx_repair_mcast)
             << describe(sc, res);
+    }
+}
+
+/* Control traffic without loss.  A member with nothing missing and
+ * nothing new to acknowledge sends nothing: it acknowledges once per
+ * batch of data it reads (the ACK is decided at the progress after it),
+ * and the root covers the tail with a SYNC only when its window stalls
+ * for its RTO.  Two senders, 1, 4 and 16 receivers (radix 4: 16 has a
+ * level of parents):
+ *  - steady: 8 KiB messages (6 packets) as fast as a window of 64 packets
+ *    lets them go, every process reading its packets every 100 us (a CPU
+ *    in slices, as on a loaded machine, so that a receiver waits longer
+ *    than an RTO of its own for the next data): at most 2 control packets
+ *    per receiver per batch of data it read, the root's included;
+ *  - bursty: bursts of 20 small messages 2 ms apart: at most 2 per
+ *    receiver per burst, and none while the group is idle (the root has
+ *    everything acknowledged and nothing to send), though every receiver
+ *    waits for the next message (uct_mc_rel_expect) all along.
+ * Counted: every packet other than DATA, from the first data packet on
+ * (the join's probe and answers excluded). */
+TEST(mc_rel_sim, control_per_message)
+{
+    for (bool steady : {true, false}) {
+        for (unsigned size : {2u, 5u, 17u}) {
+            sim_scenario sc;
+            sc.seed     = 99000 + size + (steady ? 100 : 0);
+            sc.size     = size;
+            sc.root     = 0;
+            sc.init_psn = 0x7ffffff0;
+            uct_mc_rel_config_default(&sc.config);
+            sc.config.mtu     = 1432;
+            sc.config.max_msg = 8192;
+            sc.faults.delay   = 10 * US;
+            const unsigned nmsgs = steady ? 600 : 400;
+            for (unsigned i = 0; i < nmsgs; ++i) {
+                sc.msgs.push_back(make_msg(sc.seed, i, steady ? 8192 : 64));
+            }
+            if (steady) {
+                sc.config.window     = 64;
+                sc.faults.mc_serial  = 1 * US;
+                sc.faults.rx_quantum = 100 * US;
+            } else {
+                sc.burst = 20;
+                sc.gap   = 2 * MS;
+            }
+            mc_sim sim(sc);
+            mc_sim::result res = sim.run();
+            ASSERT_TRUE(!res.hang && res.violations.empty() &&
+                        none_failed(sim, sc)) << describe(sc, res);
+            ASSERT_EQ((uint64_t)(size - 1) * nmsgs, res.total.rx_msgs);
+
+            uint64_t ctrl = 0, rounds = 0, max_member = 0;
+            for (unsigned r = 0; r < size; ++r) {
+                const sim_member &m = sim.member(r);
+                ctrl += m.ctrl_sent;
+                if (r != sc.root) {
+                    rounds    += m.data_rounds;
+                    max_member = std::max(max_member, m.ctrl_sent);
+                }
+            }
+            uint64_t per = steady ? rounds : (uint64_t)(size - 1) *
+                                             (nmsgs / sc.burst);
+            printf("  %s, %2u receivers: %lu control packets for %u "
+                   "messages, %lu per receiver %s (%lu %s), %lu while "
+                   "idle; the busiest receiver sent %lu\n",
+                   steady ? "steady" : "bursty", size - 1, ctrl, nmsgs,
+                   ctrl / (size - 1), steady ? "read batches" : "bursts",
+                   per / (size - 1), steady ? "batches" : "bursts",
+                   res.ctrl_idle, max_member);
+            EXPECT_LE(ctrl, 2 * per) << describe(sc, res);
+            EXPECT_EQ(0u, res.ctrl_idle) << describe(sc, res);
+        }
     }
 }

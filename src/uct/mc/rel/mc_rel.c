@@ -16,9 +16,11 @@
  * many members miss, and unicasts otherwise.  The tail is found from the
  * "next PSN" every DATA and SYNC carries: the root multicasts a SYNC when
  * its window stalls for a retransmission timeout (back-off up to rto_max),
- * and a member that waits for the root pings it through the tree
- * (ACK with WANT_SYNC).  Before the first data packet the root multicasts
- * join probes until the whole tree has answered.
+ * which members answer only when it shows them a gap (NACK) or that their
+ * ACK may be lost; a member that misses packets pings the root through
+ * the tree (ACK with WANT_SYNC).  Without loss a member sends one ACK per
+ * batch of data and nothing while idle.  Before the first data packet the
+ * root multicasts join probes until the whole tree has answered.
  *
  * States: JOINING (root: probing; members: no probe seen yet) -> READY ->
  * FAILED (an ABORT from anywhere, a member declared dead by the liveness
@@ -227,12 +229,16 @@ void uct_mc_rel_drop(uct_mc_rel_stream_t *s, uct_mc_rel_drop_t drop,
               hdr ? hdr->psn : 0, uct_mc_rel_drop_name(drop));
 }
 
-/* Waits for the root: not joined, missing packets, or the root's window
- * not drained as last heard */
+/* Waits for the root: not joined, missing packets, or its user waits for
+ * a message.  Not for the root's window to drain: a member that has all
+ * it knows of cannot tell a lost tail from a quiet root, and asking the
+ * root after every burst cost a ping, a SYNC and every member's re-ACK
+ * per burst; the root, which knows its window is not acknowledged, sends
+ * the SYNC that reveals a lost tail (uct_mc_rel_watch_fire) */
 static int uct_mc_rel_waits_upstream(const uct_mc_rel_stream_t *s)
 {
     return !s->started || !s->ready_seen || (s->next != s->high) ||
-           (s->view_acked != s->view_next) || s->expecting;
+           s->expecting;
 }
 
 static int uct_mc_rel_child_lags(const uct_mc_rel_stream_t *s,
@@ -299,7 +305,7 @@ static void uct_mc_rel_want_sync(uct_mc_rel_stream_t *s,
                              s->init_psn, now);
     }
     if (uct_mc_rel_waits_upstream(s) && (now - s->t_want >= rto)) {
-        uct_mc_rel_rx_ack(s, 1, 1, now);
+        uct_mc_rel_rx_ack(s, UCT_MC_REL_ACK_FORCE, 1, now);
     }
 }
 
@@ -343,12 +349,17 @@ static void uct_mc_rel_rx_ack_pkt(uct_mc_rel_stream_t *s,
     if (s->is_root) {
         uct_mc_rel_root_update(s, now);
     } else if (!s->joined_sent) {
-        uct_mc_rel_rx_ack(s, 0, 0, now); /* the join goes on at once */
+        /* the join goes on at once */
+        uct_mc_rel_rx_ack(s, UCT_MC_REL_ACK_BATCH, 0, now);
     } else {
         s->ack_due = 1;
     }
     if (s->t_watch == UCT_MC_REL_TIME_INF) {
         uct_mc_rel_watch_arm(s, now);
+    } else if (!uct_mc_rel_busy(s)) {
+        /* the last child caught up: nothing to watch (no SYNC comes to
+         * end the wait when the window drains) */
+        s->t_watch = UCT_MC_REL_TIME_INF;
     }
 }
 
@@ -513,8 +524,12 @@ static inline int uct_mc_rel_alive(uct_mc_rel_stream_t *s, unsigned rank)
 /* A member waiting for the root, silent for a timeout: ping through the
  * tree; fail when packets are missing and the parent or the root is gone,
  * or on the peer timeout.  A member that has all it knows of does not fail
- * for a gone parent (it asks the root directly) or root (then nothing is
- * coming: finished is not failed).  Returns 0 when the stream failed. */
+ * for a gone parent or root (then nothing is coming: finished is not
+ * failed) unless its user waits for a message and the root is gone.  It
+ * pings only while the join is not over, or with a peer timeout (an idle
+ * root answers, so that quiet is not taken for dead): otherwise the
+ * liveness callback is all it needs, and a lost tail is the root's to
+ * reveal.  Returns 0 when the stream failed. */
 static int uct_mc_rel_watch_upstream(uct_mc_rel_stream_t *s, uint64_t now)
 {
     int lacking = !s->started || (s->next != s->high);
@@ -527,7 +542,7 @@ static int uct_mc_rel_watch_upstream(uct_mc_rel_stream_t *s, uint64_t now)
                                   "packets are missing");
             return 0;
         }
-        uct_mc_rel_rx_ack(s, 1, 1, now);
+        uct_mc_rel_rx_ack(s, UCT_MC_REL_ACK_FORCE, 1, now);
     } else if (!uct_mc_rel_alive(s, s->root)) {
         if (s->expecting) {
             uct_mc_rel_set_failed(s, UCS_ERR_CONNECTION_RESET, 1, now,
@@ -538,10 +553,12 @@ static int uct_mc_rel_watch_upstream(uct_mc_rel_stream_t *s, uint64_t now)
         s->view_acked = s->next;
         s->view_next  = s->next;
         return 1;
+    } else if (s->ready_seen && (s->cfg.peer_timeout == 0)) {
+        return 1; /* expecting: the root's liveness was checked */
     } else if (!uct_mc_rel_alive(s, s->parent)) {
         uct_mc_rel_send_ping(s, s->root, now);
     } else {
-        uct_mc_rel_rx_ack(s, 1, 1, now);
+        uct_mc_rel_rx_ack(s, UCT_MC_REL_ACK_FORCE, 1, now);
     }
 
     if ((s->cfg.peer_timeout != 0) &&
@@ -586,9 +603,14 @@ static void uct_mc_rel_watch_fire(uct_mc_rel_stream_t *s, uint64_t now)
         if (!uct_mc_rel_check_peer(s, c->rank, c->last_heard, now)) {
             return;
         }
-        if (!s->is_root && c->known && s->ready_seen) {
-            /* its ACK may be lost, and once it has everything it neither
-             * pings nor hears the root again: a SYNC asks it to ACK */
+        if (!s->is_root && c->known && s->ready_seen &&
+            (now - s->last_upstream > 2 * s->cfg.rto_max)) {
+            /* Its ACK may be lost.  While the root is there, the root's
+             * window waits for this subtree and its SYNCs, at most
+             * rto_max apart, make the child ACK again; once nothing came
+             * from upstream for two of those, the root is gone, and a
+             * child that has everything would never ACK again: a SYNC
+             * asks it to */
             uct_mc_rel_send_sync(s, c->rank, UCT_MC_REL_PKT_SYNC,
                                  s->view_acked, s->view_next, now);
         }
@@ -621,7 +643,7 @@ ucs_status_t uct_mc_rel_progress(uct_mc_rel_stream_t *s, uint64_t now)
          * progress: with a message per packet, an ACK per message cost
          * every receiver a send and the root N receives per message */
         s->ack_due = 0;
-        uct_mc_rel_rx_ack(s, 0, 0, now);
+        uct_mc_rel_rx_ack(s, UCT_MC_REL_ACK_BATCH, 0, now);
     }
     if (now >= s->t_nack) {
         uct_mc_rel_rx_nack_timer(s, now);
@@ -689,8 +711,9 @@ void uct_mc_rel_expect(uct_mc_rel_stream_t *s, int expect, uint64_t now)
     } else {
         /* The user has what it waited for and may not progress again for
          * a while: acknowledge it now, not at the next batch, so that the
-         * root's window does not wait for this member */
-        uct_mc_rel_rx_ack(s, 1, 0, now);
+         * root's window does not wait for this member (unless the parent
+         * has it already) */
+        uct_mc_rel_rx_ack(s, UCT_MC_REL_ACK_CHANGED, 0, now);
     }
     uct_mc_rel_watch_arm(s, now);
 }

@@ -251,16 +251,18 @@ ucs_status_t uct_mc_rel_flush(const uct_mc_rel_stream_t *stream);
 
 /**
  * Receiver: the user waits (@a expect != 0) or no longer waits for a
- * message from the root.  While it waits, silence from the root counts
- * like a missing packet: after a retransmission timeout (backing off to
- * rto_max) the member asks its parent for the root's state, and it fails
- * the stream when the parent or the root is gone or, with peer_timeout,
- * silent past it.  Without it, a member that has received everything it
- * heard of cannot tell a root that is quiet from a root that is gone or cut
- * off: it learns of such a failure from the next packet of the group.
- * When it stops waiting, the member acknowledges what it has at once (its
- * subtree's cumulative ACK, not waiting for a batch): a user that got its
- * message may not progress the stream again for a while.
+ * message from the root.  While it waits, the member asks the liveness
+ * callback about the root after a retransmission timeout, backing off to
+ * rto_max, and fails the stream when the root is gone; with peer_timeout
+ * it also pings the root through the tree (a quiet root answers) and fails
+ * when the root or the parent stays silent past it.  It sends nothing
+ * else while it has all it knows of: a lost tail is revealed by the root's
+ * SYNC.  Without it, a member that has received everything it heard of
+ * cannot tell a root that is quiet from a root that is gone or cut off: it
+ * learns of such a failure from the next packet of the group.  When it
+ * stops waiting, the member acknowledges what it has at once if that moved
+ * (its subtree's cumulative ACK, not waiting for a batch): a user that got
+ * its message may not progress the stream again for a while.
  */
 void uct_mc_rel_expect(uct_mc_rel_stream_t *stream, int expect,
                        uint64_t now);

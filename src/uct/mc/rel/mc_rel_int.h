@@ -239,9 +239,18 @@ void uct_mc_rel_root_nack(uct_mc_rel_stream_t *s,
 
 /* mc_rel_rx.c: the members */
 
-/* Send the subtree's cumulative ACK to the parent if it moved enough, or
- * always with @a force */
-void uct_mc_rel_rx_ack(uct_mc_rel_stream_t *s, int force,
+/* When a member sends its subtree's cumulative ACK (uct_mc_rel_rx_ack) */
+typedef enum {
+    UCT_MC_REL_ACK_BATCH,   /* it moved by a quarter of the window, or past
+                               the end of a message that asked for one */
+    UCT_MC_REL_ACK_CHANGED, /* it moved at all */
+    UCT_MC_REL_ACK_FORCE    /* always: an answer (probe, ping, a SYNC that
+                               shows the ACK may be lost) */
+} uct_mc_rel_ack_mode_t;
+
+/* Send the subtree's cumulative ACK to the parent when @a mode says so
+ * (with @a want_sync: always, as a ping) */
+void uct_mc_rel_rx_ack(uct_mc_rel_stream_t *s, uct_mc_rel_ack_mode_t mode,
                        int want_sync, uint64_t now);
 
 /* NACK every missing PSN whose time has come (several gaps at once, up to

@@ -16,23 +16,34 @@
 #include "mc_rel_int.h"
 
 
-void uct_mc_rel_rx_ack(uct_mc_rel_stream_t *s, int force,
-                       int want_sync, uint64_t now)
+/* The subtree's cumulative ACK: everything before it is in the whole
+ * subtree; 0 in *joined_p while a child has not joined */
+static uint32_t uct_mc_rel_rx_agg(const uct_mc_rel_stream_t *s,
+                                  int *joined_p)
 {
     uint32_t agg = s->next;
-    uint32_t batch = ucs_max(1, (s->mask + 1) / 4);
-    uct_mc_rel_hdr_t hdr;
-    int joined;
     unsigned i;
 
-    joined = s->started;
+    *joined_p = s->started;
     for (i = 0; i < s->nchildren; ++i) {
         if (!s->children[i].known) {
-            joined = 0;
+            *joined_p = 0;
             break;
         }
         agg = uct_mc_rel_psn_min(agg, s->children[i].acked);
     }
+    return agg;
+}
+
+void uct_mc_rel_rx_ack(uct_mc_rel_stream_t *s, uct_mc_rel_ack_mode_t mode,
+                       int want_sync, uint64_t now)
+{
+    uint32_t batch = ucs_max(1, (s->mask + 1) / 4);
+    uct_mc_rel_hdr_t hdr;
+    uint32_t agg;
+    int joined;
+
+    agg = uct_mc_rel_rx_agg(s, &joined);
 
     if (joined && uct_mc_rel_psn_lt(s->base, agg)) {
         s->base = agg; /* custody released */
@@ -45,12 +56,14 @@ void uct_mc_rel_rx_ack(uct_mc_rel_stream_t *s, int force,
         }
         hdr.flags = UCT_MC_REL_FLAG_WANT_SYNC;
     } else {
-        if (!force && s->joined_sent &&
+        if (!want_sync && (mode != UCT_MC_REL_ACK_FORCE) &&
+            s->joined_sent &&
             (!uct_mc_rel_psn_lt(s->ack_sent, agg) ||
-             (((uint32_t)(agg - s->ack_sent) < batch) &&
+             ((mode == UCT_MC_REL_ACK_BATCH) &&
+              ((uint32_t)(agg - s->ack_sent) < batch) &&
               !(uct_mc_rel_psn_lt(s->ack_sent, s->ackreq) &&
                 uct_mc_rel_psn_le(s->ackreq, agg))))) {
-            return;
+            return; /* nothing the parent does not know, or not yet */
         }
         hdr.flags = UCT_MC_REL_FLAG_JOINED |
                     (want_sync ? UCT_MC_REL_FLAG_WANT_SYNC : 0);
@@ -373,13 +386,14 @@ void uct_mc_rel_rx_probe(uct_mc_rel_stream_t *s,
     }
 
     /* answer every probe: the ACK of the previous one may be lost */
-    uct_mc_rel_rx_ack(s, 1, 0, now);
+    uct_mc_rel_rx_ack(s, UCT_MC_REL_ACK_FORCE, 0, now);
 }
 
 void uct_mc_rel_rx_sync(uct_mc_rel_stream_t *s,
                         const uct_mc_rel_hdr_t *hdr, uint64_t now)
 {
-    int news;
+    int news, joined;
+    uint32_t agg;
 
     if ((hdr->src != s->root) && (hdr->src != s->parent)) {
         uct_mc_rel_drop(s, UCT_MC_REL_DROP_RANK, hdr);
@@ -423,11 +437,17 @@ void uct_mc_rel_rx_sync(uct_mc_rel_stream_t *s,
         ((s->ops.is_alive != NULL) && !s->ops.is_alive(s->arg, s->root))) {
         uct_mc_rel_rx_extend(s, hdr->aux, now);
     }
-    if ((hdr->src != s->root) || (hdr->psn != hdr->aux)) {
-        /* the root's window stalls, or the parent waits for this subtree
-         * (a SYNC from the parent answers a ping or asks for an ACK): our
-         * ACK may be lost */
-        uct_mc_rel_rx_ack(s, 1, 0, now);
+    agg = uct_mc_rel_rx_agg(s, &joined);
+    if ((hdr->src != s->root) ||
+        (joined && uct_mc_rel_psn_lt(hdr->psn, agg))) {
+        /* The parent's SYNC answers a ping, or asks for an ACK once the
+         * root is gone; the root's says what every member acknowledged,
+         * and this subtree has more: its ACK (or one below it) may be
+         * lost.  Otherwise the SYNC changes nothing the root could learn
+         * from this member, and an answer would only cost the root a
+         * receive: a SYNC of a stalled root is answered by the members
+         * that can move its window, not by every member */
+        uct_mc_rel_rx_ack(s, UCT_MC_REL_ACK_FORCE, 0, now);
     }
     /* an answer without news keeps the ping's back-off */
     if (news || !uct_mc_rel_busy(s) || (s->t_watch == UCT_MC_REL_TIME_INF)) {

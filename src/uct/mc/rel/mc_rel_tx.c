@@ -140,15 +140,10 @@ void uct_mc_rel_root_update(uct_mc_rel_stream_t *s, uint64_t now)
     }
     s->base    = agg;
     s->backoff = 0;
-    if (s->base == s->high) {
-        /* drained: tell the members, so that none waits for a tail */
-        s->t_watch = UCT_MC_REL_TIME_INF;
-        uct_mc_rel_send_sync(s, UCT_MC_REL_DEST_MCAST, UCT_MC_REL_PKT_SYNC,
-                             s->base, s->high, now);
-        s->t_sync  = now;
-    } else {
-        s->t_watch = now + uct_mc_rel_rto(s);
-    }
+    /* Drained: nothing to say (no member waits for the window to drain,
+     * and every member has everything); else the SYNC timer restarts */
+    s->t_watch = (s->base == s->high) ? UCT_MC_REL_TIME_INF :
+                 (now + uct_mc_rel_rto(s));
 }
 
 void uct_mc_rel_root_nack(uct_mc_rel_stream_t *s,
