@@ -1389,3 +1389,53 @@ TEST(mc_rel_sim, control_per_message)
         }
     }
 }
+
+/* A SYNC of a stalled root is answered by the members that can move its
+ * window, not by every member: the SYNC names the root's children whose
+ * subtree holds its window, and only members below them that have more
+ * ACK again.  17 members (radix 4), bursts of 10 messages 3 ms apart,
+ * member 5 (below the root's child 1) reads its multicast 2 ms late: the
+ * root's window waits for it after every burst and the root SYNCs (RTO
+ * back-off) while it waits.  The members outside child 1's subtree have
+ * acknowledged the burst already: they send one ACK per burst and nothing
+ * for the SYNCs. */
+TEST(mc_rel_sim, sync_answered_by_lagging_subtree)
+{
+    sim_scenario sc;
+    sc.seed     = 99500;
+    sc.size     = 17;
+    sc.root     = 0;
+    sc.init_psn = 0;
+    uct_mc_rel_config_default(&sc.config);
+    sc.config.mtu     = 1432;
+    sc.config.max_msg = 8192;
+    for (unsigned i = 0; i < 200; ++i) {
+        sc.msgs.push_back(make_msg(sc.seed, i, 1024));
+    }
+    sc.burst           = 10;
+    sc.gap             = 3 * MS;
+    sc.faults.delay    = 10 * US;
+    sc.faults.mc_delay = 2 * MS;
+    sc.faults.mc_slow  = 5;
+    mc_sim sim(sc);
+    mc_sim::result res = sim.run();
+    ASSERT_TRUE(!res.hang && res.violations.empty() &&
+                none_failed(sim, sc)) << describe(sc, res);
+
+    uct_mc_rel_stats_t root;
+    uct_mc_rel_stats(sim.member(0).stream, &root);
+    EXPECT_GT(root.tx_sync, 20u) << "the root's window did not stall";
+    uint64_t outside = 0, rounds = 0;
+    for (unsigned r = 2; r < sc.size; ++r) {
+        if ((r >= 5) && (r <= 8)) {
+            continue; /* child 1's subtree: 1 and 5..8 */
+        }
+        const sim_member &m = sim.member(r);
+        EXPECT_LE(m.ctrl_sent, m.data_rounds) << "member " << r;
+        outside += m.ctrl_sent;
+        rounds  += m.data_rounds;
+    }
+    printf("  root: %lu SYNCs; members outside the lagging subtree: %lu "
+           "control packets for %lu bursts read\n", root.tx_sync, outside,
+           rounds);
+}

@@ -427,6 +427,19 @@ TEST_F(mc_rel_stream, bad_packets_dropped)
     h.psn = PSN0 + 1;
     h.aux = PSN0 + 1;
     expect_drop(1, h, UCT_MC_REL_DROP_PSN, "sync: all have more than I");
+    /* lagging subtrees: the root (radix 1) has one child */
+    h = hdr(UCT_MC_REL_PKT_SYNC, 0);
+    h.psn    = PSN0;
+    h.aux    = PSN0 + 1;
+    h.bitmap = 2;
+    expect_drop(1, h, UCT_MC_REL_DROP_FIELD,
+                "sync: a lagging subtree the root does not have");
+    h = hdr(UCT_MC_REL_PKT_SYNC, 1);
+    h.psn    = PSN0;
+    h.aux    = PSN0 + 1;
+    h.bitmap = 1;
+    expect_drop(2, h, UCT_MC_REL_DROP_FIELD,
+                "sync: lagging subtrees from the parent");
     h = hdr(UCT_MC_REL_PKT_ACK, 2);
     h.flags = UCT_MC_REL_FLAG_JOINED;
     h.psn   = PSN0 + 9;

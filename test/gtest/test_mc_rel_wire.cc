@@ -39,8 +39,9 @@ uct_mc_rel_hdr_t make_hdr(uint8_t type)
         hdr.psn = hdr.aux = 77;
         break;
     case UCT_MC_REL_PKT_SYNC:
-        hdr.psn = 0xfffffff0;
-        hdr.aux = 5;
+        hdr.psn    = 0xfffffff0;
+        hdr.aux    = 5;
+        hdr.bitmap = 0x8000000100000002ull; /* lagging subtrees */
         break;
     case UCT_MC_REL_PKT_ACK:
         hdr.flags = UCT_MC_REL_FLAG_JOINED | UCT_MC_REL_FLAG_WANT_SYNC;
@@ -246,6 +247,8 @@ TEST(mc_rel_wire, bad_fields)
                     UCT_MC_REL_DROP_FIELD, "probe psn != aux");
     expect_hdr_drop(UCT_MC_REL_PKT_SYNC, [](H &h) { h.aux = h.psn - 1; },
                     UCT_MC_REL_DROP_FIELD, "sync acked after next");
+    expect_hdr_drop(UCT_MC_REL_PKT_SYNC, [](H &h) { h.aux = h.psn; },
+                    UCT_MC_REL_DROP_FIELD, "sync: a drained window lags");
     expect_hdr_drop(UCT_MC_REL_PKT_ACK, [](H &h) { h.aux = 1; },
                     UCT_MC_REL_DROP_FIELD, "ack aux");
     expect_hdr_drop(UCT_MC_REL_PKT_NACK, [](H &h) { h.bitmap = 0; },
@@ -267,8 +270,8 @@ TEST(mc_rel_wire, bad_fields)
                     UCT_MC_REL_DROP_FIELD, "abort status huge");
 
     /* fields that are 0 for the type */
-    for (uint8_t type : {UCT_MC_REL_PKT_PROBE, UCT_MC_REL_PKT_SYNC,
-                         UCT_MC_REL_PKT_ACK, UCT_MC_REL_PKT_ABORT}) {
+    for (uint8_t type : {UCT_MC_REL_PKT_PROBE, UCT_MC_REL_PKT_ACK,
+                         UCT_MC_REL_PKT_ABORT}) {
         expect_byte_drop(type, 28, &one, 4, UCT_MC_REL_DROP_FIELD, "w0");
         expect_byte_drop(type, 32, &one, 4, UCT_MC_REL_DROP_FIELD, "w1");
     }

@@ -137,13 +137,14 @@ ucs_status_t uct_mc_rel_send_data(uct_mc_rel_stream_t *s, int dest,
 
 void uct_mc_rel_send_sync(uct_mc_rel_stream_t *s, int dest,
                           uint8_t type, uint32_t acked, uint32_t next,
-                          uint64_t now)
+                          uint64_t lagging, uint64_t now)
 {
     uct_mc_rel_hdr_t hdr;
 
     uct_mc_rel_hdr_init(s, &hdr, type);
-    hdr.psn = acked;
-    hdr.aux = next;
+    hdr.psn    = acked;
+    hdr.aux    = next;
+    hdr.bitmap = lagging;
     uct_mc_rel_xmit(s, dest, &hdr, NULL, 0);
     ++s->stats.tx_sync;
     s->t_disturb = now;
@@ -286,11 +287,11 @@ static void uct_mc_rel_want_sync(uct_mc_rel_stream_t *s,
             if (s->state == UCT_MC_REL_ST_JOINING) {
                 uct_mc_rel_send_sync(s, UCT_MC_REL_DEST_MCAST,
                                      UCT_MC_REL_PKT_PROBE, s->base, s->base,
-                                     now);
+                                     0, now);
             } else {
                 uct_mc_rel_send_sync(s, UCT_MC_REL_DEST_MCAST,
                                      UCT_MC_REL_PKT_SYNC, s->base, s->high,
-                                     now);
+                                     uct_mc_rel_root_lagging(s), now);
             }
         }
         return;
@@ -298,11 +299,11 @@ static void uct_mc_rel_want_sync(uct_mc_rel_stream_t *s,
 
     if (s->ready_seen) {
         uct_mc_rel_send_sync(s, c->rank, UCT_MC_REL_PKT_SYNC, s->view_acked,
-                             s->view_next, now);
+                             s->view_next, 0, now);
     } else if (s->started) {
         /* the join is not over: what the root said so far */
         uct_mc_rel_send_sync(s, c->rank, UCT_MC_REL_PKT_PROBE, s->init_psn,
-                             s->init_psn, now);
+                             s->init_psn, 0, now);
     }
     if (uct_mc_rel_waits_upstream(s) && (now - s->t_want >= rto)) {
         uct_mc_rel_rx_ack(s, UCT_MC_REL_ACK_FORCE, 1, now);
@@ -585,10 +586,12 @@ static void uct_mc_rel_watch_fire(uct_mc_rel_stream_t *s, uint64_t now)
         s->t_sync = now;
         if (s->state == UCT_MC_REL_ST_JOINING) {
             uct_mc_rel_send_sync(s, UCT_MC_REL_DEST_MCAST,
-                                 UCT_MC_REL_PKT_PROBE, s->base, s->base, now);
+                                 UCT_MC_REL_PKT_PROBE, s->base, s->base, 0,
+                                 now);
         } else if (s->high != s->base) {
             uct_mc_rel_send_sync(s, UCT_MC_REL_DEST_MCAST,
-                                 UCT_MC_REL_PKT_SYNC, s->base, s->high, now);
+                                 UCT_MC_REL_PKT_SYNC, s->base, s->high,
+                                 uct_mc_rel_root_lagging(s), now);
         }
     } else if (uct_mc_rel_waits_upstream(s) &&
                !uct_mc_rel_watch_upstream(s, now)) {
@@ -612,7 +615,7 @@ static void uct_mc_rel_watch_fire(uct_mc_rel_stream_t *s, uint64_t now)
              * child that has everything would never ACK again: a SYNC
              * asks it to */
             uct_mc_rel_send_sync(s, c->rank, UCT_MC_REL_PKT_SYNC,
-                                 s->view_acked, s->view_next, now);
+                                 s->view_acked, s->view_next, 0, now);
         }
     }
 
@@ -776,7 +779,7 @@ ucs_status_t uct_mc_rel_stream_create(const uct_mc_rel_params_t *params,
 {
     uct_mc_rel_stream_t *s;
     ucs_status_t status;
-    unsigned i, first, window;
+    unsigned i, first, window, v;
 
     status = uct_mc_rel_check_params(params);
     if (status != UCS_OK) {
@@ -797,6 +800,10 @@ ucs_status_t uct_mc_rel_stream_create(const uct_mc_rel_params_t *params,
     s->rank     = params->my_rank;
     s->root     = params->root;
     s->vrank    = uct_mc_rel_vrank(s, s->rank);
+    for (v = s->vrank; (v > s->cfg.radix); v = (v - 1) / s->cfg.radix) {
+        /* up to the root's child above this member */
+    }
+    s->top      = (v > 0) ? v - 1 : 0;
     s->is_root  = (s->rank == s->root);
     s->parent   = s->is_root ? -1 :
                   (int)uct_mc_rel_rank(s, (s->vrank - 1) / s->cfg.radix);

@@ -63,7 +63,9 @@ enum {
  *   type   psn                 aux              w0          w1
  *   DATA   PSN of the fragment next PSN known   msg_len     offset
  *   PROBE  first PSN           = psn            0           0
- *   SYNC   acked (window tail) next PSN          0           0
+ *   SYNC   acked (window tail) next PSN         lagging low lagging high
+ *                                               (bit i: the root's child
+ *                                               i's subtree holds acked)
  *   ACK    cumulative (all     0                0           0
  *          before it received in the subtree)
  *   NACK   base                count (members   bitmap low  bitmap high
@@ -101,7 +103,8 @@ typedef struct uct_mc_rel_hdr {
     uint32_t aux;
     uint32_t msg_len;      /* DATA */
     uint32_t offset;       /* DATA */
-    uint64_t bitmap;       /* NACK */
+    uint64_t bitmap;       /* NACK: PSNs missing; SYNC: the root's
+                              children whose subtree holds its window */
     ucs_status_t status;   /* ABORT */
 } uct_mc_rel_hdr_t;
 

@@ -75,6 +75,9 @@ struct uct_mc_rel_stream {
     unsigned               rank;
     unsigned               root;
     unsigned               vrank;      /* rank relative to the root */
+    unsigned               top;        /* member: which of the root's
+                                          children its subtree is in
+                                          (0 .. radix - 1) */
     int                    is_root;
     int                    parent;     /* rank; -1 on the root */
     unsigned               nchildren;
@@ -198,10 +201,11 @@ ucs_status_t uct_mc_rel_send_data(uct_mc_rel_stream_t *s, int dest,
                                   const uct_mc_rel_slot_t *slot,
                                   uint32_t aux, uint16_t flags);
 
-/* PROBE or SYNC: psn = @a acked, aux = @a next */
+/* PROBE or SYNC: psn = @a acked, aux = @a next, @a lagging (the root's
+ * SYNC: its children whose subtree holds the window) */
 void uct_mc_rel_send_sync(uct_mc_rel_stream_t *s, int dest,
                           uint8_t type, uint32_t acked, uint32_t next,
-                          uint64_t now);
+                          uint64_t lagging, uint64_t now);
 
 /* @a origin: this member decided the failure: it multicasts the ABORT,
  * then repeats it by unicast to each member until that member confirms.
@@ -227,6 +231,10 @@ void uct_mc_rel_watch_arm(uct_mc_rel_stream_t *s, uint64_t now);
 
 /* Transmit the packets queued in the window, in order */
 void uct_mc_rel_root_transmit(uct_mc_rel_stream_t *s, uint64_t now);
+
+/* Root: its children whose subtree has acknowledged no more than its
+ * window's base (bit i: child i); 0 when the window is drained */
+uint64_t uct_mc_rel_root_lagging(const uct_mc_rel_stream_t *s);
 
 /* Root: the minimum over the children moved */
 void uct_mc_rel_root_update(uct_mc_rel_stream_t *s, uint64_t now);

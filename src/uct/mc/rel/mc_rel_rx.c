@@ -392,6 +392,7 @@ void uct_mc_rel_rx_probe(uct_mc_rel_stream_t *s,
 void uct_mc_rel_rx_sync(uct_mc_rel_stream_t *s,
                         const uct_mc_rel_hdr_t *hdr, uint64_t now)
 {
+    unsigned root_children;
     int news, joined;
     uint32_t agg;
 
@@ -411,6 +412,14 @@ void uct_mc_rel_rx_sync(uct_mc_rel_stream_t *s,
     if (uct_mc_rel_psn_lt(s->next, hdr->psn) ||
         ((uint32_t)(hdr->aux - s->base) > s->mask + 1)) {
         uct_mc_rel_drop(s, UCT_MC_REL_DROP_PSN, hdr);
+        return;
+    }
+    /* lagging subtrees: only the root's children, only from the root */
+    root_children = ucs_min(s->cfg.radix, s->size - 1);
+    if ((hdr->src != s->root) ? (hdr->bitmap != 0) :
+        ((root_children < UCT_MC_REL_NACK_BITS) &&
+         ((hdr->bitmap >> root_children) != 0))) {
+        uct_mc_rel_drop(s, UCT_MC_REL_DROP_FIELD, hdr);
         return;
     }
 
@@ -439,14 +448,17 @@ void uct_mc_rel_rx_sync(uct_mc_rel_stream_t *s,
     }
     agg = uct_mc_rel_rx_agg(s, &joined);
     if ((hdr->src != s->root) ||
-        (joined && uct_mc_rel_psn_lt(hdr->psn, agg))) {
+        (joined && uct_mc_rel_psn_lt(hdr->psn, agg) &&
+         (hdr->bitmap & (1ull << s->top)))) {
         /* The parent's SYNC answers a ping, or asks for an ACK once the
-         * root is gone; the root's says what every member acknowledged,
-         * and this subtree has more: its ACK (or one below it) may be
-         * lost.  Otherwise the SYNC changes nothing the root could learn
-         * from this member, and an answer would only cost the root a
-         * receive: a SYNC of a stalled root is answered by the members
-         * that can move its window, not by every member */
+         * root is gone.  The root's says what every member acknowledged
+         * and which of its children's subtrees hold that: in such a
+         * subtree, a member that has more may have lost its ACK (or one
+         * below it did), and the ACK that moves the window is among
+         * theirs.  Any other answer would change nothing the root waits
+         * for and only cost it receives: a SYNC of a stalled root is
+         * answered by the members that can move its window, not by every
+         * member */
         uct_mc_rel_rx_ack(s, UCT_MC_REL_ACK_FORCE, 0, now);
     }
     /* an answer without news keeps the ping's back-off */

@@ -101,6 +101,23 @@ ucs_status_t uct_mc_rel_send(uct_mc_rel_stream_t *s, const void *data,
     return UCS_OK;
 }
 
+uint64_t uct_mc_rel_root_lagging(const uct_mc_rel_stream_t *s)
+{
+    uint64_t lagging = 0;
+    unsigned i;
+
+    if (s->base == s->high) {
+        return 0;
+    }
+    for (i = 0; i < s->nchildren; ++i) {
+        if (!s->children[i].known ||
+            uct_mc_rel_psn_le(s->children[i].acked, s->base)) {
+            lagging |= 1ull << i;
+        }
+    }
+    return lagging;
+}
+
 void uct_mc_rel_root_update(uct_mc_rel_stream_t *s, uint64_t now)
 {
     uint32_t agg = s->high;
@@ -122,7 +139,8 @@ void uct_mc_rel_root_update(uct_mc_rel_stream_t *s, uint64_t now)
         if (s->high == s->base) {
             /* nothing to send yet: the members learn the join is over */
             uct_mc_rel_send_sync(s, UCT_MC_REL_DEST_MCAST,
-                                 UCT_MC_REL_PKT_SYNC, s->base, s->high, now);
+                                 UCT_MC_REL_PKT_SYNC, s->base, s->high, 0,
+                                 now);
             s->t_sync = now;
         }
         uct_mc_rel_watch_arm(s, now);

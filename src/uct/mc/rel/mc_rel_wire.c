@@ -49,6 +49,7 @@ void uct_mc_rel_pack(const uct_mc_rel_hdr_t *hdr, void *buf)
         w1 = hdr->offset;
         break;
     case UCT_MC_REL_PKT_NACK:
+    case UCT_MC_REL_PKT_SYNC:
         w0 = (uint32_t)hdr->bitmap;
         w1 = (uint32_t)(hdr->bitmap >> 32);
         break;
@@ -109,8 +110,10 @@ uct_mc_rel_check_fields(uct_mc_rel_hdr_t *hdr, uint32_t w0, uint32_t w1)
         }
         return UCT_MC_REL_DROP_LAST;
     case UCT_MC_REL_PKT_SYNC:
-        if (!uct_mc_rel_psn_le(hdr->psn, hdr->aux) || (w0 != 0) ||
-            (w1 != 0)) {
+        /* a drained window (acked == next) waits for no subtree */
+        hdr->bitmap = ((uint64_t)w1 << 32) | w0;
+        if (!uct_mc_rel_psn_le(hdr->psn, hdr->aux) ||
+            ((hdr->psn == hdr->aux) && (hdr->bitmap != 0))) {
             return UCT_MC_REL_DROP_FIELD;
         }
         return UCT_MC_REL_DROP_LAST;
