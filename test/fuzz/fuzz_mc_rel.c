@@ -227,7 +227,13 @@ static void fuzz_streams(const uint8_t *data, size_t size)
             }
             uct_mc_rel_pack(&hdr, pkt);
             len = fuzz_take(pkt + UCT_MC_REL_HDR_LEN, item.len, &data, &size);
-            uct_mc_rel_recv(s, pkt, UCT_MC_REL_HDR_LEN + len, now);
+            if (item.raw & 4) {
+                /* with an arrival time stamp, any (the engine bounds it) */
+                uct_mc_rel_recv_at(s, pkt, UCT_MC_REL_HDR_LEN + len, now,
+                                   now - (int64_t)(int8_t)item.flags * 1000);
+            } else {
+                uct_mc_rel_recv(s, pkt, UCT_MC_REL_HDR_LEN + len, now);
+            }
         }
 
         for (i = 0; i < FUZZ_MEMBERS; ++i) {
@@ -362,7 +368,15 @@ static void fuzz_network(const uint8_t *data, size_t size)
             idx = (idx + (size_t)op * 256) % net_count;
             pkt = net_inflight[idx];
             net_inflight[idx] = net_inflight[--net_count];
-            uct_mc_rel_recv(streams[pkt.dst], pkt.bytes, pkt.length, now);
+            if (op % 8 == 3) {
+                /* it waited in a socket (a stamp says when it came):
+                 * whatever the order, delivery stays exact */
+                uct_mc_rel_recv_at(streams[pkt.dst], pkt.bytes, pkt.length,
+                                   now, now - (uint64_t)op * 2000);
+            } else {
+                uct_mc_rel_recv(streams[pkt.dst], pkt.bytes, pkt.length,
+                                now);
+            }
             break;
         case 4: /* lose one */
             if (net_count > 0) {

@@ -88,11 +88,15 @@ struct sim_faults {
     uint64_t mc_serial = 0;     /* the root's link sends one multicast
                                    packet per mc_serial ns (a queue: the
                                    next waits for the previous) */
-    uint64_t rx_quantum = 0;    /* when set: a member reads its packets
-                                   only every rx_quantum ns (its own
-                                   phase), all that came meanwhile at
-                                   once: a process that gets the CPU in
-                                   slices, as on a loaded machine */
+    uint64_t rx_quantum = 0;    /* when set: a member runs only every
+                                   rx_quantum ns (its own phase): it reads
+                                   all that came meanwhile at once, and
+                                   its timers wait for its slice: a
+                                   process that gets the CPU in slices, as
+                                   on a loaded machine */
+    bool     stamps    = false; /* multicast copies are received with
+                                   their arrival time (uct_mc_rel_recv_at,
+                                   a transport's receive time stamp) */
     double   refuse    = 0;     /* the transport refuses a send
                                    (UCS_ERR_NO_RESOURCE: no buffer) */
     double   noise     = 0;     /* a copy comes with a bad twin (one field
@@ -131,6 +135,8 @@ struct sim_event {
     unsigned    dst;
     sim_pkt_ptr pkt;
     bool        bad;
+    uint64_t    arrived; /* before the member's slice (rx_quantum) */
+    bool        mc;      /* a multicast copy */
 };
 
 struct sim_event_later {
@@ -391,9 +397,11 @@ private:
         }
 
         if (!m_queue.empty() && (m_queue.top().time <= m_now)) {
-            sim_pkt_ptr pkt = m_queue.top().pkt;
-            sim_member &m   = m_members[m_queue.top().dst];
-            bool bad        = m_queue.top().bad;
+            sim_pkt_ptr pkt  = m_queue.top().pkt;
+            sim_member &m    = m_members[m_queue.top().dst];
+            bool bad         = m_queue.top().bad;
+            uint64_t arrived = m_queue.top().arrived;
+            bool stamp       = m_sc.faults.stamps && m_queue.top().mc;
             m_queue.pop();
             if (m.alive && (m.stream != NULL)) {
                 m_res.bad_delivered += bad;
@@ -402,7 +410,13 @@ private:
                     m.last_data_at = m_now;
                     ++m.data_rounds;
                 }
-                uct_mc_rel_recv(m.stream, pkt->data(), pkt->size(), m_now);
+                if (stamp) {
+                    uct_mc_rel_recv_at(m.stream, pkt->data(), pkt->size(),
+                                       m_now, arrived);
+                } else {
+                    uct_mc_rel_recv(m.stream, pkt->data(), pkt->size(),
+                                    m_now);
+                }
                 if (m.expecting && (m.ndelivered == m_sc.msgs.size())) {
                     uct_mc_rel_expect(m.stream, 0, m_now);
                     m.expecting = false;
@@ -423,8 +437,13 @@ private:
     /* The engine's deadline of @a m changes only by calls into it */
     void touch(sim_member &m)
     {
-        m_deadline[m.rank] = (m.alive && (m.stream != NULL)) ?
-                             uct_mc_rel_next_deadline(m.stream) : INF;
+        uint64_t d = (m.alive && (m.stream != NULL)) ?
+                     uct_mc_rel_next_deadline(m.stream) : INF;
+
+        /* a timer due before the member's slice waits for it (a deadline
+         * already past runs now: the member runs) */
+        m_deadline[m.rank] = ((d == INF) || (d <= m_now)) ? d :
+                             quantize(m.rank, d);
     }
 
     bool partitioned(unsigned a, unsigned b) const
@@ -457,14 +476,15 @@ private:
         }
         copies = (u(m_rng) < f.dup) ? 2 : 1;
         while (copies-- > 0) {
-            m_queue.push(sim_event{quantize(dst, m_now + f.delay + extra +
-                                            (f.jitter ?
-                                             (m_rng() % f.jitter) : 0)),
-                                   m_seq++, dst, pkt, false});
+            uint64_t t = m_now + f.delay + extra +
+                         (f.jitter ? (m_rng() % f.jitter) : 0);
+            m_queue.push(sim_event{quantize(dst, t), m_seq++, dst, pkt,
+                                   false, t, mc});
         }
         if (u(m_rng) < f.noise) {
             m_queue.push(sim_event{m_now + f.delay, m_seq++, dst,
-                                   bad_twin(*pkt), true});
+                                   bad_twin(*pkt), true, m_now + f.delay,
+                                   false});
         }
     }
 
@@ -1438,4 +1458,81 @@ TEST(mc_rel_sim, sync_answered_by_lagging_subtree)
     printf("  root: %lu SYNCs; members outside the lagging subtree: %lu "
            "control packets for %lu bursts read\n", root.tx_sync, outside,
            rounds);
+}
+
+namespace {
+
+/* Upper bound of the bucket holding the @a q quantile of the repair
+ * latency histogram of @a st */
+uint64_t repair_quantile(const uct_mc_rel_stats_t &st, double q)
+{
+    uint64_t need = (uint64_t)(q * st.rx_repaired + 0.999999), seen = 0;
+    unsigned i;
+
+    for (i = 0; i < UCT_MC_REL_LAT_BUCKETS - 1; ++i) {
+        seen += st.repair_lat[i];
+        if (seen >= need) {
+            break;
+        }
+    }
+    return uct_mc_rel_lat_bucket_low(i + 1);
+}
+
+} // namespace
+
+/* Repair latency when processes run in CPU slices (a loaded machine): a
+ * member that reads a packet revealing a gap opened its NACK timer from
+ * the read, reorder_slack later, so the NACK waited for the member's next
+ * slice - one slice more per repair, on top of the root's and the
+ * repair's.  A packet that waited in the member's multicast socket has
+ * given a reordered one its slack already: with the arrival time stamp
+ * (uct_mc_rel_recv_at) the NACK leaves in the slice that read the gap.
+ * 4 members, 1 ms slices (each its own phase), 10 us links, 1 KiB
+ * messages about every 500 us, 10 % of member 1's multicast lost.  The
+ * repair latency (from the read that revealed the gap) then takes the
+ * NACK's way to the root's next slice and the repair's to the member's:
+ * here one slice (the root's slice comes before the member's next one) -
+ * without the stamps, two. */
+TEST(mc_rel_sim, repair_latency_slices)
+{
+    const uint64_t slice = 1 * MS;
+    uint64_t p50[2], p99[2];
+
+    for (bool stamps : {false, true}) {
+        sim_scenario sc;
+        sc.seed     = 96000;
+        sc.size     = 4;
+        sc.root     = 0;
+        sc.init_psn = 0;
+        uct_mc_rel_config_default(&sc.config);
+        sc.config.mtu     = 1432;
+        sc.config.max_msg = 8192;
+        for (unsigned i = 0; i < 3000; ++i) {
+            sc.msgs.push_back(make_msg(sc.seed, i, 1024));
+        }
+        sc.pause             = 1000 * US;
+        sc.faults.delay      = 10 * US;
+        sc.faults.loss       = 0.1;
+        sc.faults.mc_lossy   = 1;
+        sc.faults.rx_quantum = slice;
+        sc.faults.stamps     = stamps;
+        mc_sim sim(sc);
+        mc_sim::result res = sim.run();
+        ASSERT_TRUE(!res.hang && res.violations.empty() &&
+                    none_failed(sim, sc)) << describe(sc, res);
+
+        uct_mc_rel_stats_t st;
+        uct_mc_rel_stats(sim.member(1).stream, &st);
+        EXPECT_EQ(sim.lost_originals(1), st.rx_repaired);
+        ASSERT_GT(st.rx_repaired, 100u);
+        p50[stamps] = repair_quantile(st, 0.5);
+        p99[stamps] = repair_quantile(st, 0.99);
+        printf("  %s arrival stamps: %lu repaired, repair latency p50 < "
+               "%lu us, p99 < %lu us, max %lu us (slices of %lu us)\n",
+               stamps ? "with" : "without", st.rx_repaired, p50[stamps] / US,
+               p99[stamps] / US, st.repair_lat_max / US, slice / US);
+    }
+    /* with the stamps: a slice and the links (bucket bounds 19 % wide) */
+    EXPECT_LE(p99[1], (slice + 100 * US) * 6 / 5);
+    EXPECT_GT(p50[0], p50[1]);
 }

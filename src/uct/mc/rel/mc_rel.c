@@ -367,9 +367,20 @@ static void uct_mc_rel_rx_ack_pkt(uct_mc_rel_stream_t *s,
 ucs_status_t uct_mc_rel_recv(uct_mc_rel_stream_t *s, const void *packet,
                              size_t length, uint64_t now)
 {
+    return uct_mc_rel_recv_at(s, packet, length, now, now);
+}
+
+ucs_status_t uct_mc_rel_recv_at(uct_mc_rel_stream_t *s, const void *packet,
+                                size_t length, uint64_t now,
+                                uint64_t arrived)
+{
     uct_mc_rel_child_t *c = NULL;
     uct_mc_rel_drop_t drop;
     uct_mc_rel_hdr_t hdr;
+
+    /* not from the future, nor from before what the slack can cover */
+    s->t_arrived = ((arrived <= now) && (now - arrived <= s->cfg.rto_max)) ?
+                   arrived : now;
 
     if (uct_mc_rel_parse(packet, length, &hdr, &drop) != UCS_OK) {
         uct_mc_rel_drop(s, drop, NULL);
@@ -481,6 +492,7 @@ ucs_status_t uct_mc_rel_recv(uct_mc_rel_stream_t *s, const void *packet,
     }
 
 out:
+    s->t_arrived = UCT_MC_REL_TIME_INF;
     return uct_mc_rel_status(s);
 }
 
@@ -842,6 +854,7 @@ ucs_status_t uct_mc_rel_stream_create(const uct_mc_rel_params_t *params,
     s->state         = UCT_MC_REL_ST_JOINING;
     s->status        = UCS_OK;
     s->t_nack        = UCT_MC_REL_TIME_INF;
+    s->t_arrived     = UCT_MC_REL_TIME_INF;
     s->last_upstream = now;
     if (s->is_root) {
         s->started = 1;

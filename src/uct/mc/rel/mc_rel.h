@@ -228,6 +228,20 @@ ucs_status_t uct_mc_rel_recv(uct_mc_rel_stream_t *stream, const void *packet,
                              size_t length, uint64_t now);
 
 /**
+ * uct_mc_rel_recv() of a packet that reached this host at @a arrived (at
+ * most @a now; the transport's receive time stamp, in the clock of @a now)
+ * on a path where the root's earlier packets cannot be behind it (its
+ * multicast socket: one sender, in order).  A gap it reveals is NACKed
+ * reorder_slack after @a arrived rather than after @a now: a packet that
+ * waited in the socket while the process had no CPU already gave a
+ * reordered one its time, and the NACK goes at the next progress instead
+ * of a scheduling slice later.  Repair latency still counts from @a now.
+ */
+ucs_status_t uct_mc_rel_recv_at(uct_mc_rel_stream_t *stream,
+                                const void *packet, size_t length,
+                                uint64_t now, uint64_t arrived);
+
+/**
  * Run the timers that are due at @a now (NACK retries, SYNC and probe
  * retransmissions, liveness checks, the peer timeout), and resend data the
  * transport refused.  Returns the stream's status.

@@ -124,6 +124,9 @@ struct uct_mc_rel_stream {
 
     /* timers (ns) */
     uint64_t               t_nack;     /* earliest NACK due */
+    uint64_t               t_arrived;  /* the packet being received
+                                          reached the host then (gaps it
+                                          reveals are due slack after) */
     uint64_t               t_watch;    /* probe/SYNC/ping, liveness */
     unsigned               backoff;
     uint64_t               last_upstream;

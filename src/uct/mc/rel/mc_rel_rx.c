@@ -79,11 +79,12 @@ void uct_mc_rel_rx_ack(uct_mc_rel_stream_t *s, uct_mc_rel_ack_mode_t mode,
     ++s->stats.tx_ack;
 }
 
-/* PSNs up to @a new_high exist: open their slots, NACK timers running */
+/* PSNs up to @a new_high exist: open their slots, NACK timers running
+ * from when the packet that tells of them arrived */
 static void uct_mc_rel_rx_extend(uct_mc_rel_stream_t *s, uint32_t new_high,
                                  uint64_t now)
 {
-    uint64_t due = now + s->cfg.reorder_slack;
+    uint64_t due = ucs_min(now, s->t_arrived) + s->cfg.reorder_slack;
     uct_mc_rel_slot_t *slot;
 
     if (!uct_mc_rel_psn_lt(s->high, new_high)) {

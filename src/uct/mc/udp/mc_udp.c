@@ -814,7 +814,7 @@ static void uct_mc_udp_rx_close(uct_mc_udp_iface_t *iface, uint32_t conn,
 static void uct_mc_udp_rx_packet(uct_mc_udp_iface_t *iface, void *buf,
                                  size_t length,
                                  const struct sockaddr_in *from,
-                                 int is_mc, uint64_t now)
+                                 int is_mc, uint64_t now, uint64_t arrived)
 {
     const uct_mc_udp_hdr_t *hdr = buf;
     uct_mc_udp_stream_t *s;
@@ -894,21 +894,67 @@ static void uct_mc_udp_rx_packet(uct_mc_udp_iface_t *iface, void *buf,
         s->peers[rh.src].known = 1;
     }
 
-    (void)uct_mc_rel_recv(s->rel, pkt, pkt_len, now);
+    (void)uct_mc_rel_recv_at(s->rel, pkt, pkt_len, now, arrived);
+}
+
+/* CLOCK_REALTIME minus CLOCK_MONOTONIC, in ns: turns the kernel's receive
+ * time stamps (SO_TIMESTAMPNS, real time) into uct_mc_udp_now()'s clock */
+static int64_t uct_mc_udp_realtime_offset(void)
+{
+    struct timespec rt, mono;
+
+    clock_gettime(CLOCK_REALTIME, &rt);
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    return ((int64_t)rt.tv_sec - mono.tv_sec) * 1000000000ll +
+           ((int64_t)rt.tv_nsec - mono.tv_nsec);
+}
+
+/* The receive time stamp of @a msg in uct_mc_udp_now()'s clock, or @a now
+ * when it has none */
+static uint64_t uct_mc_udp_rx_stamp(struct msghdr *msg, int64_t offset,
+                                    uint64_t now)
+{
+    struct cmsghdr *cmsg;
+    struct timespec ts;
+    int64_t t;
+
+    for (cmsg = CMSG_FIRSTHDR(msg); cmsg != NULL;
+         cmsg = CMSG_NXTHDR(msg, cmsg)) {
+        if ((cmsg->cmsg_level == SOL_SOCKET) &&
+            (cmsg->cmsg_type == SCM_TIMESTAMPNS) &&
+            (cmsg->cmsg_len >= CMSG_LEN(sizeof(ts)))) {
+            memcpy(&ts, CMSG_DATA(cmsg), sizeof(ts));
+            t = (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec - offset;
+            /* the engine ignores a stamp after now or too old */
+            return (t > 0) ? (uint64_t)t : now;
+        }
+    }
+    return now;
 }
 
 static unsigned uct_mc_udp_rx_fd(uct_mc_udp_iface_t *iface, int fd,
                                  int is_mc, uint64_t now)
 {
+    char control[CMSG_SPACE(sizeof(struct timespec))];
+    int64_t offset = is_mc ? uct_mc_udp_realtime_offset() : 0;
     struct sockaddr_in from;
-    socklen_t from_len;
+    struct msghdr msg;
+    struct iovec iov;
+    uint64_t arrived;
     unsigned count;
     ssize_t ret;
 
     for (count = 0; count < UCT_MC_UDP_RX_BURST; ++count) {
-        from_len = sizeof(from);
-        ret      = recvfrom(fd, iface->rx_buf, iface->rx_len, MSG_DONTWAIT |
-                            MSG_TRUNC, (struct sockaddr*)&from, &from_len);
+        iov.iov_base       = iface->rx_buf;
+        iov.iov_len        = iface->rx_len;
+        memset(&msg, 0, sizeof(msg));
+        msg.msg_name       = &from;
+        msg.msg_namelen    = sizeof(from);
+        msg.msg_iov        = &iov;
+        msg.msg_iovlen     = 1;
+        msg.msg_control    = is_mc ? control : NULL;
+        msg.msg_controllen = is_mc ? sizeof(control) : 0;
+        ret                = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_TRUNC);
         if (ret < 0) {
             if ((errno != EAGAIN) && (errno != EWOULDBLOCK) &&
                 (errno != EINTR)) {
@@ -919,14 +965,22 @@ static unsigned uct_mc_udp_rx_fd(uct_mc_udp_iface_t *iface, int fd,
             break;
         }
 
-        if ((from_len < sizeof(from)) || (from.sin_family != AF_INET) ||
+        if ((msg.msg_namelen < sizeof(from)) ||
+            (from.sin_family != AF_INET) ||
             ((size_t)ret > iface->rx_len)) {
             ++iface->cnt.rx_packets;
             ++iface->cnt.rx_bad;  /* truncated: larger than any we send */
             continue;
         }
 
-        uct_mc_udp_rx_packet(iface, iface->rx_buf, ret, &from, is_mc, now);
+        /* Only the multicast socket: the root's packets there come in its
+         * order, so none sent before this one is still on its way.  The
+         * unicast socket mixes repairs, children's NACKs and (for a
+         * stream of two) the root's packets: its gaps keep the slack from
+         * the read */
+        arrived = is_mc ? uct_mc_udp_rx_stamp(&msg, offset, now) : now;
+        uct_mc_udp_rx_packet(iface, iface->rx_buf, ret, &from, is_mc, now,
+                             arrived);
     }
 
     return count;
@@ -1277,6 +1331,14 @@ static ucs_status_t uct_mc_udp_open_mc_socket(uct_mc_udp_iface_t *iface,
                   inet_ntoa(s->mc_addr.sin_addr), ntohs(s->mc_addr.sin_port));
         close(fd);
         return UCS_ERR_IO_ERROR;
+    }
+
+    /* The kernel's receive time of each packet (SO_TIMESTAMPNS): a gap
+     * it reveals is NACKed the reorder slack after it arrived, not after
+     * the process read it (uct_mc_rel_recv_at).  Without it the time of
+     * the read is used */
+    if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) < 0) {
+        ucs_debug("mc_udp: SO_TIMESTAMPNS failed: %m");
     }
 
     mreq.imr_multiaddr = s->mc_addr.sin_addr;
