@@ -25,6 +25,14 @@
 #       --smp: vCPUs per guest (default 2: processes of a guest share rxe0),
 #       --mem: guest memory (default 2G), -v: the whole console, not only
 #       CMD's output.
+#   contrib/vmbed.sh up [-n 1|2] [--smp N] [--mem SIZE] [--timeout SEC]
+#       boot guests that stay up (until 'down'; --timeout bounds the boot),
+#       print the bed's ID
+#   contrib/vmbed.sh exec ID [vm0|vm1] [--timeout SEC] -- CMD [ARGS...]
+#       run CMD in a guest of bed ID (default vm0) as 'run' would, print
+#       its output (not prefixed), exit with its status (124 when --timeout,
+#       default 300 s, expired; 125 when the guest is gone)
+#   contrib/vmbed.sh down ID   power the guests off, remove the bed
 #   contrib/vmbed.sh check     can guests run here?  (exit 0, else why, 1;
 #                              fetches and prepares the kernel when not
 #                              cached yet)
@@ -387,20 +395,37 @@ console_filter() {
 start_guest() {
     local i=$1 fifo
     shift
+    guest_args "$i"
+    if [ "$mode" = serve ]; then
+        # ('up': outlives this process, out of its session; the console
+        # goes to a file)
+        setsid "$qemu" "${qemu_args[@]}" "$@" \
+            -device "virtio-net-pci,netdev=n0,romfile=,mac=52:54:00:77:00:0$i" \
+            </dev/null >"$run_dir/qemu$i.log" 2>&1 &
+        qpids[$i]=$!
+        return 0
+    fi
     fifo=$run_dir/console$i.fifo
     mkfifo "$fifo" || return 1
     console_filter "$i" <"$fifo" &
     fpids[$i]=$!
-    "$qemu" -name "vmbed-$token-vm$i" -accel tcg -cpu max \
+    "$qemu" "${qemu_args[@]}" "$@" \
+        -device "virtio-net-pci,netdev=n0,romfile=,mac=52:54:00:77:00:0$i" \
+        </dev/null >"$fifo" 2>&1 &
+    qpids[$i]=$!
+}
+
+# QEMU's arguments for guest $1 but the network (qemu_args)
+guest_args() {
+    local i=$1 console=stdio,id=con0,signal=off
+    [ "$mode" = serve ] && console=file,id=con0,path=$run_dir/console$i.log
+    qemu_args=(-name "vmbed-$token-vm$i" -accel tcg -cpu max \
         -smp "$smp" -m "$mem" -nodefaults -no-user-config -display none \
-        -no-reboot -chardev stdio,id=con0,signal=off -serial chardev:con0 \
+        -no-reboot -chardev "$console" -serial chardev:con0 \
         -kernel "$kernel" -initrd "$entry/initramfs.cpio.gz" \
         -append "console=ttyS0 panic=-1 quiet vmbed_stage2=$guest_dir/guest.sh" \
         -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
-        -virtfs "local,path=$run_dir/vm$i,mount_tag=vmbedctl,security_model=none" \
-        "$@" -device "virtio-net-pci,netdev=n0,romfile=,mac=52:54:00:77:00:0$i" \
-        </dev/null >"$fifo" 2>&1 &
-    qpids[$i]=$!
+        -virtfs "local,path=$run_dir/vm$i,mount_tag=vmbedctl,security_model=none")
 }
 
 # A port on 127.0.0.1 that nothing listens on now (QEMU may still lose
@@ -459,6 +484,7 @@ write_params() {
         printf 'vmbed_prefix=%q\n' 24
         printf 'vmbed_limit=%q\n' "$limit"
         printf 'vmbed_mark=%q\n' "$token"
+        printf 'vmbed_mode=%q\n' "$mode"
         printf 'vmbed_cwd=%q\n' "$PWD"
         printf 'vmbed_guest_dir=%q\n' "$guest_dir"
         printf 'vmbed_kv=%q\n' "$kv"
@@ -475,7 +501,7 @@ show_console() {
 cmd_run() {
     local i rc first="" grace_end="" deadline start done_n=0 st
     local -a ended rcs
-    n=1 smp=2 mem=2G limit=300 verbose=0
+    n=1 smp=2 mem=2G limit=300 verbose=0 mode=run
     while [ $# -gt 0 ]; do
         case "$1" in
             -n)        n=$2; shift 2 ;;
@@ -565,6 +591,159 @@ cmd_run() {
     exit "$rc"
 }
 
+# --- guests that stay up ---
+
+bed_base=${VMBED_STATE_DIR:-${TMPDIR:-/tmp}/ucx-o2m-vmbeds}
+
+# Sets run_dir, n and qpids of bed $1 (made by 'up')
+load_bed() {
+    local id=$1 i pid
+    case "$id" in
+        vmbed.*) ;;
+        *) die "bad bed id '$id'" ;;
+    esac
+    run_dir=$bed_base/$id
+    [ -f "$run_dir/pids" ] || { run_dir=""; die "no bed '$id'"; }
+    n=0
+    while read -r i pid; do
+        qpids[$i]=$pid
+        n=$((n + 1))
+    done <"$run_dir/pids"
+}
+
+cmd_up() {
+    local i k ready
+    n=1 smp=2 mem=2G limit=300 verbose=0 mode=serve
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            -n)        n=$2; shift 2 ;;
+            --smp)     smp=$2; shift 2 ;;
+            --mem)     mem=$2; shift 2 ;;
+            --timeout) limit=$2; shift 2 ;;
+            *)         die "up: unknown argument '$1'" ;;
+        esac
+    done
+    [ "$n" = 1 ] || [ "$n" = 2 ] || die "up: -n is 1 or 2, not '$n'"
+    [[ $smp =~ ^[0-9]+$ ]] && [ "$smp" -ge 1 ] && [ "$smp" -le 16 ] ||
+        die "up: bad --smp '$smp'"
+    [[ $mem =~ ^[0-9]+[MG]$ ]] || die "up: bad --mem '$mem'"
+    [[ $limit =~ ^[0-9]+$ ]] && [ "$limit" -ge 20 ] ||
+        die "up: --timeout is at least 20 s, not '$limit'"
+    # (until the guests are up: torn down on any exit)
+    trap 'rc=$?; trap "" INT TERM; teardown; exit $rc' EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+    prepare || exit 1
+    mkdir -p "$bed_base" && run_dir=$(mktemp -d "$bed_base/vmbed.XXXXXX") ||
+        die "cannot make a bed directory in $bed_base"
+    token=${run_dir##*.}
+    for i in $(seq 0 $((n - 1))); do
+        mkdir "$run_dir/vm$i" && write_params "$i" || exit 1
+    done
+    say "booting $n guest(s) (kernel $kv, TCG, $smp vCPU, $mem; bed" \
+        "$run_dir)"
+    start_guests || exit 125
+    for k in $(seq $((limit * 5))); do
+        ready=0
+        for i in $(seq 0 $((n - 1))); do
+            [ -e "$run_dir/vm$i/ready" ] && ready=$((ready + 1))
+            alive "${qpids[$i]}" && continue
+            say "vm$i ended while booting"
+            show_console "$i"
+            exit 125
+        done
+        [ $ready -eq "$n" ] && break
+        sleep 0.2
+    done
+    [ $ready -eq "$n" ] || { say "not up within $limit s"; exit 124; }
+    for i in $(seq 0 $((n - 1))); do
+        echo "$i ${qpids[$i]}"
+    done >"$run_dir/pids"
+    trap - EXIT INT TERM
+    say "up: vm0..vm$((n - 1)) (booted in $(cat "$run_dir/vm0/boot_s") s)"
+    basename "$run_dir"
+}
+
+cmd_exec() {
+    local id i=0 job pos=0 size deadline rc=""
+    [ $# -ge 1 ] || die "exec ID [vm0|vm1] [--timeout SEC] -- CMD..."
+    id=$1; shift
+    limit=300
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            vm[0-9])   i=${1#vm}; shift ;;
+            --timeout) limit=$2; shift 2 ;;
+            --)        shift; break ;;
+            *)         die "exec: unknown argument '$1'" ;;
+        esac
+    done
+    [ $# -gt 0 ] || die "exec: no command"
+    [[ $limit =~ ^[0-9]+$ ]] && [ "$limit" -ge 1 ] ||
+        die "exec: bad --timeout '$limit'"
+    load_bed "$id"
+    [ "$i" -lt "$n" ] || die "no guest vm$i in bed $id"
+    job=$run_dir/vm$i/jobs/$$.$RANDOM
+    mkdir -p "$job" || die "cannot make a job in $run_dir"
+    printf '%s\0' "$@" >"$job/cmd"
+    echo "$PWD" >"$job/cwd"
+    echo "$limit" >"$job/limit"
+    : >"$job/go"
+    # (a signal ends the wait; the job ends at its limit in the guest)
+    trap 'rm -rf "$job"; exit 130' INT
+    trap 'rm -rf "$job"; exit 143' TERM
+    deadline=$((SECONDS + limit + 15))
+    while :; do
+        [ -f "$job/rc" ] && rc=$(cat "$job/rc")
+        size=$(stat -c %s "$job/out" 2>/dev/null || echo 0)
+        if [ "$size" -gt "$pos" ]; then
+            tail -c +$((pos + 1)) "$job/out" | head -c $((size - pos))
+            pos=$size
+        fi
+        [ -n "$rc" ] && break
+        if ! alive "${qpids[$i]}"; then
+            say "vm$i is gone"
+            rc=125
+            break
+        fi
+        if [ $SECONDS -ge $deadline ]; then
+            say "exec: no status from vm$i within $limit s"
+            rc=124
+            break
+        fi
+        sleep 0.3
+    done
+    rm -rf "$job"
+    [[ $rc =~ ^[0-9]{1,3}$ ]] || rc=125
+    exit "$rc"
+}
+
+cmd_down() {
+    local id i k pid left
+    [ $# -eq 1 ] || die "down ID"
+    id=$1
+    load_bed "$id"
+    for i in $(seq 0 $((n - 1))); do
+        : >"$run_dir/vm$i/stop"
+    done
+    # (the guests power off at their next look; then QEMU is stopped)
+    for k in $(seq 100); do
+        left=0
+        for pid in "${qpids[@]}"; do
+            alive "$pid" && grep -qF "$run_dir" "/proc/$pid/cmdline" &&
+                left=1
+        done
+        [ $left -eq 0 ] && break
+        sleep 0.2
+    done
+    for pid in "${qpids[@]}"; do
+        alive "$pid" && grep -qF "$run_dir" "/proc/$pid/cmdline" 2>/dev/null &&
+            kill -KILL "$pid"
+    done
+    rm -rf "$run_dir"
+    rmdir "$bed_base" 2>/dev/null
+    say "bed $id down"
+}
+
 # --- check, prepare, clean ---
 
 cmd_check() {
@@ -620,6 +799,9 @@ sub=${1:-}
 [ $# -gt 0 ] && shift
 case "$sub" in
     run)     cmd_run "$@" ;;
+    up)      cmd_up "$@" ;;
+    exec)    cmd_exec "$@" ;;
+    down)    cmd_down "$@" ;;
     check)   cmd_check ;;
     prepare) cmd_prepare ;;
     clean)   cmd_clean ;;

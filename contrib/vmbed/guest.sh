@@ -44,8 +44,10 @@ mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 vmbedctl "$ctl" ||
     fail "cannot mount the control share"
 # shellcheck disable=SC1091
 . "$ctl/params" || fail "no parameters in the control share"
-mapfile -d '' -t cmd <"$ctl/cmd"
-[ ${#cmd[@]} -gt 0 ] || fail "no command in the control share"
+if [ "${vmbed_mode:-run}" = run ]; then
+    mapfile -d '' -t cmd <"$ctl/cmd"
+    [ ${#cmd[@]} -gt 0 ] || fail "no command in the control share"
+fi
 
 # the kernel's modules, for modprobe (the host's /lib/modules has others)
 mkdir -p "/lib/modules/$vmbed_kv" &&
@@ -110,6 +112,30 @@ if [ "$vmbed_n" -eq 2 ]; then
     export OMPI_MCA_oob_tcp_if_include=eth0 OMPI_MCA_btl_tcp_if_include=eth0
     vmbed-sync barrier boot -t "$(left)" >/dev/null ||
         fail "the other guest did not come up"
+fi
+
+# 'contrib/vmbed.sh up': serve the jobs of 'exec' until 'down'.  A job is
+# a directory of the control share's jobs/ with cmd (NUL-separated), cwd
+# and limit (seconds), complete once 'go' exists; its output goes to out,
+# its status to rc (written last).
+if [ "${vmbed_mode:-run}" = serve ]; then
+    uptime_s >"$ctl/boot_s"
+    mkdir -p "$ctl/jobs"
+    : >"$ctl/ready"
+    while [ ! -e "$ctl/stop" ]; do
+        for j in "$ctl"/jobs/*; do
+            [ -e "$j/go" ] && [ ! -e "$j/started" ] || continue
+            : >"$j/started"
+            (mapfile -d '' -t c <"$j/cmd"
+             cd "$(cat "$j/cwd")" 2>/dev/null || cd /
+             timeout -k 5 "$(cat "$j/limit")" "${c[@]}" </dev/null \
+                 >"$j/out" 2>&1
+             echo $? >"$j/rc.tmp"
+             mv "$j/rc.tmp" "$j/rc") &
+        done
+        sleep 0.5
+    done
+    power_off
 fi
 
 boot=$(uptime_s)

@@ -14,6 +14,8 @@
 #   4. a command that outlives --timeout: the run exits 124;
 #   5. SIGTERM to a run of two guests while their command runs: it exits
 #      143;
+#   6. guests that stay up: 'up -n 2', 'exec' in vm1 (output, status, the
+#      host's directory) and in vm0 through vmbed-exec to vm1, 'down';
 # and after every run nothing of it is left: no process naming its run
 # directory (QEMU), no run directory.
 # Prints one line per check; exits 0 when all pass, 1 otherwise, 77 when
@@ -135,6 +137,41 @@ cat "$tmp/term"
 [ $rc -eq 143 ] && pass "SIGTERM during the command: exit 143" ||
     flunk "SIGTERM: rc=$rc (expected 143)"
 check_left "$tmp/term" "SIGTERM"
+
+# 6. guests that stay up: up, exec in each, down
+id=$(timeout -k 10 $((tmo + 60)) bash "$bed" up -n 2 --smp 1 --timeout "$tmo" \
+    2>"$tmp/up.err")
+rc=$?
+cat "$tmp/up.err"
+if [ $rc -eq 0 ] && [[ $id == vmbed.* ]]; then
+    pass "up -n 2: bed $id"
+    got=$(cd "$here" && timeout -k 10 $((tmo + 60)) bash "$bed" exec "$id" vm1 \
+        --timeout "$tmo" -- bash -c 'echo "$(hostname) $PWD"; exit 5')
+    rc=$?
+    [ "$got" = "vm1 $here" ] && [ $rc -eq 5 ] &&
+        pass "exec vm1: output '$got' and status 5" ||
+        flunk "exec vm1: got '$got' rc=$rc"
+    got=$(timeout -k 10 $((tmo + 60)) bash "$bed" exec "$id" --timeout "$tmo" \
+        -- vmbed-exec vm1 cat /proc/sys/kernel/hostname)
+    rc=$?
+    [ "$got" = vm1 ] && [ $rc -eq 0 ] &&
+        pass "exec vm0 -- vmbed-exec vm1: '$got'" ||
+        flunk "exec vm0 -- vmbed-exec vm1: got '$got' rc=$rc"
+    dir=$(sed -n 's/^vmbed: booting .* bed \(.*\))$/\1/p' "$tmp/up.err")
+    timeout -k 10 120 bash "$bed" down "$id"
+    rc=$?
+    left=""
+    for p in /proc/[0-9]*; do
+        grep -qF "$dir" "$p/cmdline" 2>/dev/null && left+=" ${p#/proc/}"
+    done
+    if [ $rc -eq 0 ] && [ -n "$dir" ] && [ ! -e "$dir" ] && [ -z "$left" ]; then
+        pass "down: nothing left ($dir and its QEMU gone)"
+    else
+        flunk "down: rc=$rc, left: processes [$left ], directory '$dir'"
+    fi
+else
+    flunk "up -n 2: rc=$rc, id '$id'"
+fi
 
 [ $fail -eq 0 ] && echo "selftest: all passed"
 exit $fail
