@@ -63,7 +63,6 @@ uct_env::uct_env(const std::string &tl_name,
     const bool is_udp                = (tl_name == UCT_MC_UDP_TL_NAME);
     uct_iface_config_t *iface_config = uct_md_env::iface_config(
                                                tl_name.c_str());
-    uct_iface_params_t params;
     ucs_status_t status;
 
     for (const auto &kv : config) {
@@ -81,20 +80,10 @@ uct_env::uct_env(const std::string &tl_name,
                     kv.second.c_str(), ucs_status_string(status));
     }
 
-    memset(&params, 0, sizeof(params));
-    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                                  UCT_IFACE_PARAM_FIELD_DEVICE |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
-    params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
-    params.mode.device.tl_name  = tl_name.c_str();
-    params.mode.device.dev_name = is_udp ? "lo" : "memory";
-    params.err_handler          = err_handler;
-    params.err_handler_arg      = this;
-    params.err_handler_flags    = 0;
-
-    status = uct_iface_open(m_md, m_worker, &params, iface_config, &m_iface);
+    /* As UCG and the benchmarks open the plugin's transports */
+    status = uct_o2m_iface_open_dev(m_md, m_worker, tl_name.c_str(),
+                                    is_udp ? "lo" : "memory", iface_config,
+                                    err_handler, this, &m_iface);
     uct_config_release(iface_config);
     CHILD_CHECK_OK(status);
 
@@ -184,19 +173,8 @@ ucs_status_t uct_env::err_handler(void *arg, uct_ep_h ep, ucs_status_t status)
 
 uct_component_h find_component(const char *name)
 {
-    uct_component_h *components, found = NULL;
-    uct_component_attr_t attr;
-    unsigned num, i;
+    uct_component_h found = uct_o2m_component_find(name);
 
-    CHILD_CHECK_OK(uct_query_components(&components, &num));
-    for (i = 0; i < num; ++i) {
-        attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
-        CHILD_CHECK_OK(uct_component_query(components[i], &attr));
-        if (!strcmp(attr.name, name)) {
-            found = components[i];
-        }
-    }
-    uct_release_component_list(components);
     CHILD_CHECK(found != NULL, "component %s is not registered", name);
     return found;
 }
