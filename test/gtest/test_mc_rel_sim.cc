@@ -1359,19 +1359,12 @@ TEST(mc_rel_sim, control_per_message)
 {
     for (bool steady : {true, false}) {
         for (unsigned size : {2u, 5u, 17u}) {
-            sim_scenario sc;
-            sc.seed     = 99000 + size + (steady ? 100 : 0);
-            sc.size     = size;
-            sc.root     = 0;
-            sc.init_psn = 0x7ffffff0;
-            uct_mc_rel_config_default(&sc.config);
-            sc.config.mtu     = 1432;
-            sc.config.max_msg = 8192;
-            sc.faults.delay   = 10 * US;
             const unsigned nmsgs = steady ? 600 : 400;
-            for (unsigned i = 0; i < nmsgs; ++i) {
-                sc.msgs.push_back(make_msg(sc.seed, i, steady ? 8192 : 64));
-            }
+            sim_scenario sc = plain_scenario(
+                    99000 + size + (steady ? 100 : 0), size, 1432, 8192, nmsgs,
+                    [&](unsigned) { return steady ? 8192 : 64; });
+            sc.init_psn     = 0x7ffffff0;
+            sc.faults.delay = 10 * US;
             if (steady) {
                 sc.config.window     = 64;
                 sc.faults.mc_serial  = 1 * US;
@@ -1421,17 +1414,8 @@ TEST(mc_rel_sim, control_per_message)
  * for the SYNCs. */
 TEST(mc_rel_sim, sync_answered_by_lagging_subtree)
 {
-    sim_scenario sc;
-    sc.seed     = 99500;
-    sc.size     = 17;
-    sc.root     = 0;
-    sc.init_psn = 0;
-    uct_mc_rel_config_default(&sc.config);
-    sc.config.mtu     = 1432;
-    sc.config.max_msg = 8192;
-    for (unsigned i = 0; i < 200; ++i) {
-        sc.msgs.push_back(make_msg(sc.seed, i, 1024));
-    }
+    sim_scenario sc = plain_scenario(99500, 17, 1432, 8192, 200,
+                                     [](unsigned) { return 1024; });
     sc.burst           = 10;
     sc.gap             = 3 * MS;
     sc.faults.delay    = 10 * US;
@@ -1499,17 +1483,8 @@ TEST(mc_rel_sim, repair_latency_slices)
     uint64_t p50[2], p99[2];
 
     for (bool stamps : {false, true}) {
-        sim_scenario sc;
-        sc.seed     = 96000;
-        sc.size     = 4;
-        sc.root     = 0;
-        sc.init_psn = 0;
-        uct_mc_rel_config_default(&sc.config);
-        sc.config.mtu     = 1432;
-        sc.config.max_msg = 8192;
-        for (unsigned i = 0; i < 3000; ++i) {
-            sc.msgs.push_back(make_msg(sc.seed, i, 1024));
-        }
+        sim_scenario sc = plain_scenario(96000, 4, 1432, 8192, 3000,
+                                         [](unsigned) { return 1024; });
         sc.pause             = 1000 * US;
         sc.faults.delay      = 10 * US;
         sc.faults.loss       = 0.1;
