@@ -1214,6 +1214,43 @@ TEST(mc_rel_sim, ack_per_burst)
     }
 }
 
+namespace {
+
+/* Upper bound of the bucket holding the @a q quantile of the repair
+ * latency histogram of @a st */
+uint64_t repair_quantile(const uct_mc_rel_stats_t &st, double q)
+{
+    uint64_t need = (uint64_t)(q * st.rx_repaired + 0.999999), seen = 0;
+    unsigned i;
+
+    for (i = 0; i < UCT_MC_REL_LAT_BUCKETS - 1; ++i) {
+        seen += st.repair_lat[i];
+        if (seen >= need) {
+            break;
+        }
+    }
+    return uct_mc_rel_lat_bucket_low(i + 1);
+}
+
+/*
+ * Runs @a sim (of @a sc, losing member 1's multicast copies): no hang, no
+ * violation, no member failed, and member 1 repaired every original it
+ * lost, more than @a min_repaired; its statistics in @a st
+ */
+void run_repairing(mc_sim &sim, const sim_scenario &sc, uint64_t min_repaired,
+                   uct_mc_rel_stats_t *st)
+{
+    mc_sim::result res = sim.run();
+
+    ASSERT_TRUE(!res.hang && res.violations.empty() &&
+                none_failed(sim, sc)) << describe(sc, res);
+    uct_mc_rel_stats(sim.member(1).stream, st);
+    EXPECT_EQ(sim.lost_originals(1), st->rx_repaired);
+    ASSERT_GT(st->rx_repaired, min_repaired);
+}
+
+} // namespace
+
 /* The engine alone under the bed's benchmark (docs/performance.md, issue
  * 12): 4 members (the root and 3 receivers, one ACK tree level), links of
  * 30 us, 10000 messages of 1 KiB at about 2000 per second, 1/10/30 % of
@@ -1232,29 +1269,11 @@ TEST(mc_rel_sim, repair_latency_alone)
         sc.faults.loss     = loss;
         sc.faults.mc_lossy = 1;
         mc_sim sim(sc);
-        mc_sim::result res = sim.run();
-        ASSERT_TRUE(!res.hang && res.violations.empty() &&
-                    none_failed(sim, sc)) << describe(sc, res);
-
         uct_mc_rel_stats_t st;
-        uct_mc_rel_stats(sim.member(1).stream, &st);
-        EXPECT_EQ(sim.lost_originals(1), st.rx_repaired);
-        ASSERT_GT(st.rx_repaired, 0u);
+        ASSERT_NO_FATAL_FAILURE(run_repairing(sim, sc, 0, &st));
 
-        double q[2] = {0.5, 0.99};
-        uint64_t pct[2];
-        for (int k = 0; k < 2; ++k) {
-            uint64_t need = (uint64_t)(q[k] * st.rx_repaired + 0.999999);
-            uint64_t seen = 0;
-            unsigned i;
-            for (i = 0; i < UCT_MC_REL_LAT_BUCKETS; ++i) {
-                seen += st.repair_lat[i];
-                if (seen >= need) {
-                    break;
-                }
-            }
-            pct[k] = uct_mc_rel_lat_bucket_low(i + 1); /* upper bound */
-        }
+        uint64_t pct[2] = {repair_quantile(st, 0.5),
+                           repair_quantile(st, 0.99)};
         uct_mc_rel_stats_t root;
         uct_mc_rel_stats(sim.member(0).stream, &root);
         printf("  engine alone, %2.0f %% loss: %lu repaired, repair "
@@ -1444,26 +1463,6 @@ TEST(mc_rel_sim, sync_answered_by_lagging_subtree)
            rounds);
 }
 
-namespace {
-
-/* Upper bound of the bucket holding the @a q quantile of the repair
- * latency histogram of @a st */
-uint64_t repair_quantile(const uct_mc_rel_stats_t &st, double q)
-{
-    uint64_t need = (uint64_t)(q * st.rx_repaired + 0.999999), seen = 0;
-    unsigned i;
-
-    for (i = 0; i < UCT_MC_REL_LAT_BUCKETS - 1; ++i) {
-        seen += st.repair_lat[i];
-        if (seen >= need) {
-            break;
-        }
-    }
-    return uct_mc_rel_lat_bucket_low(i + 1);
-}
-
-} // namespace
-
 /* Repair latency when processes run in CPU slices (a loaded machine): a
  * member that reads a packet revealing a gap opened its NACK timer from
  * the read, reorder_slack later, so the NACK waited for the member's next
@@ -1492,14 +1491,8 @@ TEST(mc_rel_sim, repair_latency_slices)
         sc.faults.rx_quantum = slice;
         sc.faults.stamps     = stamps;
         mc_sim sim(sc);
-        mc_sim::result res = sim.run();
-        ASSERT_TRUE(!res.hang && res.violations.empty() &&
-                    none_failed(sim, sc)) << describe(sc, res);
-
         uct_mc_rel_stats_t st;
-        uct_mc_rel_stats(sim.member(1).stream, &st);
-        EXPECT_EQ(sim.lost_originals(1), st.rx_repaired);
-        ASSERT_GT(st.rx_repaired, 100u);
+        ASSERT_NO_FATAL_FAILURE(run_repairing(sim, sc, 100, &st));
         p50[stamps] = repair_quantile(st, 0.5);
         p99[stamps] = repair_quantile(st, 0.99);
         printf("  %s arrival stamps: %lu repaired, repair latency p50 < "
