@@ -1216,6 +1216,15 @@ TEST(mc_rel_sim, ack_per_burst)
 
 namespace {
 
+/* Runs @a sim (of @a sc) into @a res: no hang, no violation and no failed
+ * member, else a fatal failure */
+void run_clean(mc_sim &sim, const sim_scenario &sc, mc_sim::result *res)
+{
+    *res = sim.run();
+    ASSERT_TRUE(!res->hang && res->violations.empty() &&
+                none_failed(sim, sc)) << describe(sc, *res);
+}
+
 /* Upper bound of the bucket holding the @a q quantile of the repair
  * latency histogram of @a st */
 uint64_t repair_quantile(const uct_mc_rel_stats_t &st, double q)
@@ -1240,10 +1249,9 @@ uint64_t repair_quantile(const uct_mc_rel_stats_t &st, double q)
 void run_repairing(mc_sim &sim, const sim_scenario &sc, uint64_t min_repaired,
                    uct_mc_rel_stats_t *st)
 {
-    mc_sim::result res = sim.run();
+    mc_sim::result res;
 
-    ASSERT_TRUE(!res.hang && res.violations.empty() &&
-                none_failed(sim, sc)) << describe(sc, res);
+    ASSERT_NO_FATAL_FAILURE(run_clean(sim, sc, &res));
     uct_mc_rel_stats(sim.member(1).stream, st);
     EXPECT_EQ(sim.lost_originals(1), st->rx_repaired);
     ASSERT_GT(st->rx_repaired, min_repaired);
@@ -1305,9 +1313,8 @@ TEST(mc_rel_sim, steady_sender_no_stall)
         sc.faults.delay     = 30 * US;
         sc.faults.mc_serial = 1 * US;
         mc_sim sim(sc);
-        mc_sim::result res = sim.run();
-        ASSERT_TRUE(!res.hang && res.violations.empty() &&
-                    none_failed(sim, sc)) << describe(sc, res);
+        mc_sim::result res;
+        ASSERT_NO_FATAL_FAILURE(run_clean(sim, sc, &res));
 
         uint64_t serial = (uint64_t)nmsgs * frags * sc.faults.mc_serial;
         uct_mc_rel_stats_t st;
@@ -1344,9 +1351,8 @@ TEST(mc_rel_sim, parent_sync_no_false_gaps)
         sc.faults.mc_delay = 300 * US;
         sc.faults.mc_slow  = 2;
         mc_sim sim(sc);
-        mc_sim::result res = sim.run();
-        ASSERT_TRUE(!res.hang && res.violations.empty() &&
-                    none_failed(sim, sc)) << describe(sc, res);
+        mc_sim::result res;
+        ASSERT_NO_FATAL_FAILURE(run_clean(sim, sc, &res));
         EXPECT_EQ((uint64_t)(sc.size - 1) * sc.msgs.size(),
                   res.total.rx_msgs);
         uct_mc_rel_stats_t st;
@@ -1393,9 +1399,8 @@ TEST(mc_rel_sim, control_per_message)
                 sc.gap   = 2 * MS;
             }
             mc_sim sim(sc);
-            mc_sim::result res = sim.run();
-            ASSERT_TRUE(!res.hang && res.violations.empty() &&
-                        none_failed(sim, sc)) << describe(sc, res);
+            mc_sim::result res;
+            ASSERT_NO_FATAL_FAILURE(run_clean(sim, sc, &res));
             ASSERT_EQ((uint64_t)(size - 1) * nmsgs, res.total.rx_msgs);
 
             uint64_t ctrl = 0, rounds = 0, max_member = 0;
@@ -1441,9 +1446,8 @@ TEST(mc_rel_sim, sync_answered_by_lagging_subtree)
     sc.faults.mc_delay = 2 * MS;
     sc.faults.mc_slow  = 5;
     mc_sim sim(sc);
-    mc_sim::result res = sim.run();
-    ASSERT_TRUE(!res.hang && res.violations.empty() &&
-                none_failed(sim, sc)) << describe(sc, res);
+    mc_sim::result res;
+    ASSERT_NO_FATAL_FAILURE(run_clean(sim, sc, &res));
 
     uct_mc_rel_stats_t root;
     uct_mc_rel_stats(sim.member(0).stream, &root);
