@@ -112,6 +112,11 @@ typedef struct {
     double cpu_s;     /* root's CPU time */
     double wall_s;
     double mbytes;    /* payload sent to all receivers, MB */
+    uint64_t msgs;    /* messages of the cell */
+    uint64_t root_rx; /* mc_udp: datagrams the root read (its own
+                         multicast looped back included) */
+    uint64_t recv_tx; /* mc_udp: datagrams the receivers sent (control
+                         only: ACKs, NACKs, pings, liveness) */
 } mc_perf_result_t;
 
 /* What a receiver of the repair test reports */
@@ -616,12 +621,16 @@ static void mc_perf_fanout_cell(mc_perf_proc_t *p, unsigned var,
     mc_perf_tl_id_t tl = (var == MC_PERF_VAR_TCP) ? MC_PERF_TL_TCP :
                          MC_PERF_TL_MC_UDP;
     mc_perf_result_t *res = &mc_perf_shm->res[p->n_idx][s_idx][var];
+    uct_mc_udp_counters_t cnt0, cnt1;
     double t0, c0, t1, c1;
     perf_waiter_t w;
+    ucs_status_t status;
     unsigned r;
 
     snprintf(perf_sup.context, sizeof(perf_sup.context), "N=%u %s %zu B",
              p->nprocs - 1, mc_perf_var_names[var], size);
+    status = uct_mc_udp_iface_counters(p->iface[MC_PERF_TL_MC_UDP], &cnt0);
+    PERF_CHECK_OK(status, "uct_mc_udp_iface_counters");
     if (p->rank != 0) {
         mc_perf_rx_start(p, var, size);
     } else {
@@ -634,6 +643,12 @@ static void mc_perf_fanout_cell(mc_perf_proc_t *p, unsigned var,
     if (p->rank != 0) {
         mc_perf_receive(p, var, size, count, "the stream");
         mc_perf_barrier(p, "the end of a stream");
+        status = uct_mc_udp_iface_counters(p->iface[MC_PERF_TL_MC_UDP],
+                                           &cnt1);
+        PERF_CHECK_OK(status, "uct_mc_udp_iface_counters");
+        __atomic_fetch_add(&res->recv_tx, cnt1.tx_packets - cnt0.tx_packets,
+                           __ATOMIC_RELAXED);
+        mc_perf_barrier(p, "the counters of a stream");
         return;
     }
 
@@ -667,7 +682,12 @@ static void mc_perf_fanout_cell(mc_perf_proc_t *p, unsigned var,
             mc_perf_flush(p, p->eps[tl][r], "a flush");
         }
     }
+    status = uct_mc_udp_iface_counters(p->iface[MC_PERF_TL_MC_UDP], &cnt1);
+    PERF_CHECK_OK(status, "uct_mc_udp_iface_counters");
+    res->msgs    = count;
+    res->root_rx = cnt1.rx_packets - cnt0.rx_packets;
     mc_perf_barrier(p, "the end of a stream");
+    mc_perf_barrier(p, "the counters of a stream");
 }
 
 static void mc_perf_repair(mc_perf_proc_t *p)
@@ -888,6 +908,25 @@ static void mc_perf_print_fanout(void)
                 }
             }
             printf("\n");
+        }
+    }
+
+    if (!(mc_perf_opts.vars & (1u << MC_PERF_VAR_MCAST))) {
+        return;
+    }
+    printf("\nmc_udp group, datagrams per message: the root read (its own "
+           "multicast looped\n  back included: one per data packet) / "
+           "the receivers sent (all control)\n");
+    for (n = 0; n < mc_perf_opts.num_nrecv; ++n) {
+        for (s = 0; s < mc_perf_opts.num_sizes; ++s) {
+            res = &mc_perf_shm->res[n][s][MC_PERF_VAR_MCAST];
+            if (res->msgs == 0) {
+                continue;
+            }
+            perf_size_str(mc_perf_opts.sizes[s], size_str, sizeof(size_str));
+            printf("  %-4u %-6s %8.2f / %8.2f\n", mc_perf_opts.nrecv[n],
+                   size_str, (double)res->root_rx / res->msgs,
+                   (double)res->recv_tx / res->msgs);
         }
     }
 }
