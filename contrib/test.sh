@@ -31,8 +31,8 @@
 #      ucx_perftest over ud_verbs; two guests: mckey multicast,
 #      ibv_ud_pingpong and ucx_perftest across them; status, timeout and
 #      SIGTERM handling, up/exec/down; 4-5 minutes on a loaded machine);
-#      skipped where
-#      'contrib/vmbed.sh check' fails (no QEMU, no kernel package)
+#      skipped where 'contrib/vmbed.sh check' fails (no QEMU, no kernel
+#      package)
 #   6. test/fuzz/fuzz.sh: the libFuzzer targets of the shared-memory checks
 #      (o2m_check.c) and of the multicast engine's packets (mc/rel/), built
 #      with clang against build/'s configuration, run for O2M_FUZZ_SECONDS

@@ -24,10 +24,14 @@
 #
 #   test/vm/selftest.sh
 #
+# VMBED_TEST_TIMEOUT (600): --timeout of each run; VMBED_TEST_STEP (240):
+# the bound of one step inside the guests (test/vm/common.sh).
+#
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 bed="$(cd "$here/../.." && pwd)/contrib/vmbed.sh"
 tmo=${VMBED_TEST_TIMEOUT:-600}
+step=${VMBED_TEST_STEP:-240}
 fail=0
 pass()  { echo "selftest: ok:   $*"; }
 flunk() { echo "selftest: FAIL: $*"; fail=1; }
@@ -64,7 +68,8 @@ echo host >"$tmp/probe"
 start=$SECONDS
 (cd "$here" && timeout -k 10 $((tmo + 60)) bash "$bed" run -n 1 \
     --timeout "$tmo" -- env VMBED_TEST_PROBE="$tmp/probe" \
-    VMBED_TEST_CWD="$here" bash "$here/guest-one.sh") >"$tmp/one" 2>&1
+    VMBED_TEST_CWD="$here" VMBED_TEST_STEP="$step" \
+    bash "$here/guest-one.sh") >"$tmp/one" 2>&1
 rc=$?
 cat "$tmp/one"
 if [ $rc -eq 0 ] && grep -q '^\[vm0\] guest-one: all passed$' "$tmp/one"; then
@@ -79,7 +84,7 @@ check_left "$tmp/one" "one guest"
 # 2. two guests
 start=$SECONDS
 timeout -k 10 $((tmo + 60)) bash "$bed" run -n 2 --timeout "$tmo" -- \
-    bash "$here/guest-pair.sh" >"$tmp/pair" 2>&1
+    env VMBED_TEST_STEP="$step" bash "$here/guest-pair.sh" >"$tmp/pair" 2>&1
 rc=$?
 cat "$tmp/pair"
 if [ $rc -eq 0 ] && grep -q '^\[vm0\] guest-pair: all passed$' "$tmp/pair" &&
