@@ -665,7 +665,9 @@ void ucg_coll_group_init(ucg_group_h group)
     ucs_list_head_init(&group->colls);
     ucs_queue_head_init(&group->sm_unexp);
     group->next_seq    = 0;
-    group->failed      = UCS_OK;
+    /* The sm receive path, installed once per context */
+    group->failed      = ucg_context_sm_set_am_handler(group->context,
+                                                       ucg_sm_am_cb);
     group->aborted     = 0;
     group->abort_local = 0;
     group->abort_seq   = 0;

@@ -73,7 +73,8 @@ struct ucg_coll {
  *  NULL (and a log line) when out of memory.  @a idx < UCG_COLL_MAX_SCRATCH. */
 void *ucg_coll_scratch(ucg_coll_t *coll, unsigned idx, size_t size);
 
-/** AM handler of UCG's sm interfaces (arg: the context) */
+/** AM handler of UCG's sm interfaces and of its mc_udp interface (arg: the
+ *  context; phase/ucg_sm.c), installed by ucg_coll_group_init */
 ucs_status_t ucg_sm_am_cb(void *arg, void *data, size_t length,
                           unsigned flags);
 
@@ -82,23 +83,15 @@ ucs_status_t ucg_sm_am_cb(void *arg, void *data, size_t length,
 void ucg_coll_group_init(ucg_group_h group);
 
 /** Requests a failed collective left to UCP (sends that could not complete)
- *  and the scratch buffers they use, freed when every request completed */
+ *  and the scratch buffers they use, freed when every request completed
+ *  (its progress function), or by the context's destroy (its closer) */
 typedef struct ucg_parked {
-    ucs_list_link_t list;         /* in context->parked */
+    ucg_context_closer_t closer;  /* in context->closers */
     ucg_progress_elem_t progress; /* in context->progress_q */
     void            *scratch[UCG_COLL_MAX_SCRATCH];
     unsigned        num_reqs;
     void            *reqs[0];
 } ucg_parked_t;
-
-/** Release what completed of the context's parked requests (ucg_progress
- *  does it for each parked record); @a force (context destroy): every
- *  request goes to UCP, the buffers of those not complete stay allocated */
-void ucg_coll_parked_progress(ucg_context_h context, int force);
-
-/** Free the buffers of the parked requests (after the UCP worker is
- *  destroyed: nothing can use them any more) */
-void ucg_coll_parked_free(ucg_context_h context);
 
 /** Fail and release the started collectives of a group being destroyed */
 void ucg_coll_group_cleanup(ucg_group_h group);

@@ -8,7 +8,8 @@
 #endif
 
 #include "ucg_context.h"
-#include "ucg_coll.h"
+#include "ucg_def.h"
+#include "ucg_group.h"
 #include "ucg_mc.h"
 
 #include <ucs/debug/log.h>
@@ -186,11 +187,12 @@ ucs_status_t ucg_context_create(const ucg_context_params_t *params,
 
     ucs_list_head_init(&context->groups);
     ucs_list_head_init(&context->p2p_conns);
-    ucs_list_head_init(&context->parked);
+    ucs_list_head_init(&context->closers);
     ucg_progress_queue_init(&context->progress_q);
     memset(context->sm_reserved, 0, sizeof(context->sm_reserved));
     context->next_group_epoch = 0;
     context->sm_dropped       = 0;
+    context->sm_am_cb         = NULL;
     context->next_group_id = 0;
     context->need_ucp      = 1;
 
@@ -250,6 +252,17 @@ err_free:
     return status;
 }
 
+/* Call every closer at @a stage (at the last, each leaves the list) */
+static void ucg_context_close_stage(ucg_context_t *context,
+                                    ucg_context_close_stage_t stage)
+{
+    ucg_context_closer_t *closer, *tmp;
+
+    ucs_list_for_each_safe(closer, tmp, &context->closers, list) {
+        closer->cb(closer, stage);
+    }
+}
+
 void ucg_context_destroy(ucg_context_h context)
 {
     ucg_group_t *group;
@@ -269,11 +282,12 @@ void ucg_context_destroy(ucg_context_h context)
     /* Before the UCP connections: setups may have requests on them */
     ucg_mc_context_cleanup(context);
     ucg_context_close_p2p_conns(context);
-    ucg_coll_parked_progress(context, 1);
+    ucg_context_close_stage(context, UCG_CONTEXT_CLOSE_UCP);
     /* No message arrives once the interfaces are closed */
     ucg_context_o2m_close(context);
     ucg_context_ucp_cleanup(context);
-    ucg_coll_parked_free(context);
+    ucg_context_close_stage(context, UCG_CONTEXT_CLOSE_FREE);
+    ucs_assert(ucs_list_is_empty(&context->closers));
     uct_o2m_watch_table_destroy(context->watches);
     ucg_config_release(context->config);
     ucs_free(context);
@@ -310,4 +324,22 @@ ucg_group_h ucg_context_find_group(ucg_context_h context, uint16_t id)
         }
     }
     return NULL;
+}
+
+void ucg_context_sm_drop(ucg_context_t *context, const void *data,
+                        size_t length, const ucg_group_t *group)
+{
+    const ucg_sm_hdr_t *hdr = data;
+
+    if (length < sizeof(*hdr)) {
+        ucs_error("ucg: sm message of %zu bytes is shorter than its header",
+                  length);
+        return;
+    }
+
+    ++context->sm_dropped;
+    ucs_debug("ucg: dropping an sm message of %zu bytes for group %u "
+              "epoch %u (%s)", length, hdr->group_id, (unsigned)hdr->epoch,
+              (group == NULL) ? "no such group" :
+              "the group has another epoch");
 }

@@ -33,6 +33,34 @@ static inline const char *ucg_sm_tl_name(ucg_sm_tl_t tl)
  *  interfaces (which carry nothing else) */
 #define UCG_SM_AM_ID 0
 
+/** The stages of ucg_context_destroy a closer is called at */
+typedef enum {
+    UCG_CONTEXT_CLOSE_UCP,   /* the UCP connections are closed and the
+                                worker is about to be destroyed (or, the
+                                caller's, left): release its requests */
+    UCG_CONTEXT_CLOSE_FREE   /* the worker is gone: nothing can use the
+                                buffers of those requests any more */
+} ucg_context_close_stage_t;
+
+typedef struct ucg_context_closer ucg_context_closer_t;
+
+/** Called at each stage of the destroy, in order; at the last,
+ *  UCG_CONTEXT_CLOSE_FREE, it removes @a closer (ucg_context_closer_remove)
+ *  and may free it */
+typedef void (*ucg_context_close_cb_t)(ucg_context_closer_t *closer,
+                                       ucg_context_close_stage_t stage);
+
+/**
+ * What a module left with the context that only the context's destroy can
+ * end (the requests a failed collective left to UCP, ucg_parked_t): the
+ * module registers it with its own callback, and the context calls it at
+ * the stages of its destroy without knowing what it is.
+ */
+struct ucg_context_closer {
+    ucs_list_link_t        list;  /* in ucg_context_t::closers */
+    ucg_context_close_cb_t cb;
+};
+
 struct ucg_context {
     ucg_config_t        *config;      /* own copy */
     ucp_context_h       ucp_context;
@@ -54,7 +82,7 @@ struct ucg_context {
     uint16_t            next_group_id;
     ucs_list_link_t     groups;       /* ucg_group_t::list */
     ucs_list_link_t     p2p_conns;    /* ucg_p2p_conn_t, shared by groups */
-    ucs_list_link_t     parked;       /* ucg_parked_t */
+    ucs_list_link_t     closers;      /* ucg_context_closer_t */
     ucg_progress_queue_t progress_q;  /* started collectives, parked
                                          requests: ucg_progress drains it */
     /* Directory entries of each sm interface reserved by live groups (at
@@ -70,6 +98,8 @@ struct ucg_context {
     /* sm messages dropped: of no live group of this context, or of an
      * earlier group with the id of a live one */
     unsigned long       sm_dropped;
+    /* The AM handler installed on the sm interfaces, NULL: none yet */
+    uct_am_callback_t   sm_am_cb;
     /* Whether a started collective waits for UCP, or none is started (set
      * by ucg_progress_drain and ucg_coll_start); else ucg_progress
      * progresses UCP only every few calls, counted by ucp_idle_polls */
@@ -125,5 +155,33 @@ void ucg_context_o2m_close(ucg_context_t *context);
 
 /** The group of this context with @a id, NULL if none */
 ucg_group_h ucg_context_find_group(ucg_context_h context, uint16_t id);
+
+/** Install @a cb (arg: the context) as the AM handler of the context's
+ *  sm interfaces, if it is not yet: the receive path of whoever runs
+ *  collectives on them (the executor, for each new group) */
+ucs_status_t ucg_context_sm_set_am_handler(ucg_context_t *context,
+                                           uct_am_callback_t cb);
+
+/** An sm message that has no header (an error line), or that is of no
+ *  live group of @a context (@a group: the live group with its id but
+ *  another epoch, or NULL): it is dropped (context->sm_dropped, a line at
+ *  debug level).  See ucg_context_sm_group (ucg_group.h). */
+void ucg_context_sm_drop(ucg_context_t *context, const void *data,
+                         size_t length, const ucg_group_t *group);
+
+/** Call @a cb of @a closer at the stages of the context's destroy */
+static inline void ucg_context_closer_add(ucg_context_t *context,
+                                          ucg_context_closer_t *closer,
+                                          ucg_context_close_cb_t cb)
+{
+    closer->cb = cb;
+    ucs_list_add_tail(&context->closers, &closer->list);
+}
+
+/** @a closer is done (before the destroy, or at its last stage) */
+static inline void ucg_context_closer_remove(ucg_context_closer_t *closer)
+{
+    ucs_list_del(&closer->list);
+}
 
 #endif

@@ -7,7 +7,7 @@
 #endif
 
 #include "ucg_context.h"
-#include "ucg_coll.h"
+#include "ucg_group.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>

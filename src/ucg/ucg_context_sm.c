@@ -7,7 +7,8 @@
 #endif
 
 #include "ucg_context.h"
-#include "ucg_coll.h"
+#include "ucg_def.h"
+#include "ucg_group.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -137,6 +138,32 @@ static ucs_status_t ucg_context_iface_config_set(uct_iface_config_t *config,
     return status;
 }
 
+ucs_status_t ucg_context_sm_set_am_handler(ucg_context_t *context,
+                                           uct_am_callback_t cb)
+{
+    ucs_status_t status;
+    ucg_sm_tl_t tl;
+
+    if (!context->o2m || (context->sm_am_cb == cb)) {
+        return UCS_OK;
+    }
+
+    for (tl = 0; tl < UCG_SM_LAST; ++tl) {
+        /* Synchronous: called from ucg_progress() */
+        status = uct_iface_set_am_handler(context->sm_iface[tl], UCG_SM_AM_ID,
+                                          cb, context, 0);
+        if (status != UCS_OK) {
+            ucs_error("UCG context %p: failed to set the AM handler of %s: "
+                      "%s", context, ucg_sm_tl_name(tl),
+                      ucs_status_string(status));
+            return status;
+        }
+    }
+
+    context->sm_am_cb = cb;
+    return UCS_OK;
+}
+
 static ucs_status_t ucg_context_sm_err_handler(void *arg, uct_ep_h ep,
                                                ucs_status_t status)
 {
@@ -247,15 +274,9 @@ static ucs_status_t ucg_context_open_sm_iface(ucg_context_t *context,
     /* UCG's sm_*_cma phases use process_vm_readv like their zcopy */
     context->sm_cma        &= (o2m_attr.max_zcopy > 0);
 
-    /* Synchronous: called from ucg_progress() */
-    status = uct_iface_set_am_handler(context->sm_iface[tl], UCG_SM_AM_ID,
-                                      ucg_sm_am_cb, context, 0);
-    if (status != UCS_OK) {
-        ucs_diag("failed to set the AM handler of %s: %s",
-                 ucg_sm_tl_name(tl), ucs_status_string(status));
-        goto out_release;
-    }
-
+    /* The AM handler is the executor's receive path, which it installs for
+     * the first group (ucg_context_sm_set_am_handler): no message comes
+     * before, a member receives only on the endpoints of its groups */
     uct_iface_progress_enable(context->sm_iface[tl],
                               UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
 
@@ -292,6 +313,7 @@ void ucg_context_o2m_close(ucg_context_t *context)
 
     context->o2m_component = NULL;
     context->sm_max_bcopy  = 0;
+    context->sm_am_cb      = NULL;
     context->o2m           = 0;
 }
 

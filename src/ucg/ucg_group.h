@@ -7,6 +7,7 @@
 #define UCG_GROUP_H_
 
 #include "ucg_context.h"
+#include "ucg_def.h"
 
 /** What a member told the others when the group was created */
 typedef struct ucg_member {
@@ -162,5 +163,35 @@ ucs_status_t ucg_group_p2p_watch(ucg_group_h group, unsigned rank);
  * no endpoint.
  */
 ucs_status_t ucg_group_p2p_force_close(ucg_group_h group, unsigned rank);
+
+/**
+ * The live group of @a context that the sm message @a data (of @a length
+ * bytes, its header at the start) is for, or NULL: the message is dropped
+ * (ucg_context_sm_drop).  A member receives only on the endpoints of its
+ * own groups, which a group creates after it is in the context and
+ * destroys before it leaves it: a message of no live group (or of an
+ * earlier group that had the id of a live one) is late or forged, and no
+ * group of this context may ever take it.  Inline: the AM handler of the
+ * sm interfaces runs it for every message.
+ */
+static UCS_F_ALWAYS_INLINE ucg_group_t *
+ucg_context_sm_group(ucg_context_t *context, const void *data, size_t length)
+{
+    const ucg_sm_hdr_t *hdr = (const ucg_sm_hdr_t*)data;
+    ucg_group_t *group;
+
+    if (length < sizeof(*hdr)) {
+        ucg_context_sm_drop(context, data, length, NULL);
+        return NULL;
+    }
+
+    group = ucg_context_find_group(context, hdr->group_id);
+    if ((group == NULL) || (hdr->epoch != group->epoch)) {
+        ucg_context_sm_drop(context, data, length, group);
+        return NULL;
+    }
+
+    return group;
+}
 
 #endif

@@ -4,7 +4,9 @@
  * enqueues itself with its own progress function, and leaves the queue when
  * it is done; the context drains the queue and knows nothing of what is in
  * it.  So the executor calls the context (ucg_coll_test progresses the
- * context) and the context calls the executor only through the queue.
+ * context) and the context calls the executor only through the queue (and
+ * through what the executor registered: the AM handler of the sm
+ * interfaces, the closers of the context's destroy).
  */
 #ifndef UCG_PROGRESS_H_
 #define UCG_PROGRESS_H_

@@ -10,9 +10,11 @@
  */
 #include "common/harness.h"
 #include "common/ucg_harness.h"
+#include "common/log_capture.h"
 
 extern "C" {
 #include "ucg_group.h"
+#include "ucg_coll.h"
 #include "phase/ucg_phase.h"
 #include "ucg_progress.h"
 #include "o2m_group.h"
@@ -989,7 +991,7 @@ TEST(ucg_coll_errors, cancel_waits_for_matched_recv)
             CHILD_CHECK(__atomic_load_n(&sh->rank2_sent, __ATOMIC_ACQUIRE),
                         "rank 2 did not send");
             ucg_coll_finalize(coll);
-            CHILD_CHECK(ucs_list_is_empty(&m.context->parked),
+            CHILD_CHECK(ucs_list_is_empty(&m.context->closers),
                         "requests parked after a complete receive");
 
             /* the buffer is ours again */
@@ -1048,6 +1050,111 @@ TEST(ucg_coll_errors, cancel_waits_for_matched_recv)
             }
         }
         m.procs->barrier(m.rank);
+    });
+}
+
+/*
+ * A context destroyed with requests a failed collective parked: its
+ * destroy ends them through the parked record's closer, which gives every
+ * request to UCP before the worker goes, and frees the record and its
+ * buffers after.  Rank 0 sends its 1 MiB block of a gather to root 1
+ * (rendezvous), which never takes part: the group fails on rank 0, the
+ * send to a member of this host (no error handling, no force-close) stays
+ * outstanding past PEER_TIMEOUT and is parked.  A closer of the test,
+ * added after the record (so called after it), looks at the record.
+ */
+namespace {
+
+struct parked_watch {
+    ucg_context_closer_t closer;
+    ucg_context_h        context;
+    ucg_parked_t         *parked;
+    int                  reqs_at_ucp;   /* the record's, at the UCP stage */
+    int                  left_at_free;  /* closers left at the FREE stage */
+};
+
+void parked_watch_cb(ucg_context_closer_t *closer,
+                     ucg_context_close_stage_t stage)
+{
+    parked_watch *w = ucs_container_of(closer, parked_watch, closer);
+
+    if (stage == UCG_CONTEXT_CLOSE_UCP) {
+        w->reqs_at_ucp = w->parked->num_reqs;
+    } else {
+        w->left_at_free = ucs_list_length(&w->context->closers);
+        ucg_context_closer_remove(closer);
+    }
+}
+
+} // namespace
+
+TEST(ucg_coll_errors, destroy_with_parked_requests)
+{
+    const size_t block = 1 << 20;
+    run_opts opts;
+
+    opts.env["UCX_UCG_O2M"]          = "n";
+    opts.env["UCX_UCG_PEER_TIMEOUT"] = "1s";
+    opts.env["UCX_RNDV_THRESH"]      = "8k";
+    opts.timeout                     = 60;
+    run_ok(2, opts, [&](member &m) {
+        std::vector<char> sbuf(block, (char)(0x10 + m.rank));
+        ucg_coll_params_t p;
+        ucg_coll_h coll;
+        ucs_status_t st;
+
+        /* connections established; then rank 1 waits in the final
+         * (out-of-band) barrier without progressing UCP */
+        run_coll(m, coll_desc(UCG_COLL_BARRIER, 0, UCG_DT_UINT8));
+        if (m.rank == 1) {
+            return;
+        }
+
+        memset(&p, 0, sizeof(p));
+        p.type  = UCG_COLL_GATHER;
+        p.root  = 1;
+        p.sbuf  = sbuf.data();
+        p.count = block;
+        p.dtype = UCG_DT_UINT8;
+        CHILD_CHECK_OK(ucg_coll_init(m.group, &p, &coll));
+        CHILD_CHECK_OK(ucg_coll_start(coll));
+        for (unsigned i = 0; i < 100; ++i) {
+            CHILD_CHECK(ucg_coll_test(coll) == UCS_INPROGRESS,
+                        "gather to a root that does not take part");
+        }
+
+        m.group->failed = UCS_ERR_IO_ERROR;
+        st = wait_coll(coll, "gather of a failed group");
+        CHILD_CHECK(st == UCS_ERR_IO_ERROR, "gather: %s",
+                    ucs_status_string(st));
+        ucg_coll_finalize(coll);
+        CHILD_CHECK(ucs_list_length(&m.context->closers) == 1,
+                    "%zu records parked, not the send to rank 1",
+                    ucs_list_length(&m.context->closers));
+
+        parked_watch w;
+        w.context      = m.context;
+        w.parked       = ucs_list_head(&m.context->closers, ucg_parked_t,
+                                       closer.list);
+        w.reqs_at_ucp  = -1;
+        w.left_at_free = -1;
+        CHILD_CHECK(w.parked->num_reqs == 1, "%u parked requests",
+                    w.parked->num_reqs);
+        ucg_context_closer_add(m.context, &w.closer, parked_watch_cb);
+
+        ucg_group_destroy(m.group);
+        m.group = NULL;
+        {
+            /* UCP warns about the send it never completed (released) */
+            o2m_test::scoped_log_capture log;
+
+            ucg_context_destroy(m.context);
+            m.context = NULL;
+        }
+        CHILD_CHECK(w.reqs_at_ucp == 0, "%d parked requests not given to "
+                    "UCP before its worker went", w.reqs_at_ucp);
+        CHILD_CHECK(w.left_at_free == 1, "%d closers at the FREE stage: "
+                    "the parked record was not released", w.left_at_free);
     });
 }
 

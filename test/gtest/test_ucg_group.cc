@@ -346,6 +346,82 @@ TEST_F(ucg_group_test, sm_messages_of_earlier_groups)
     }, 60);
 }
 
+/*
+ * What a module leaves with the context for its destroy (the requests a
+ * failed collective left to UCP) is ended by the module's own closer, which
+ * the context calls without knowing it: every closer at the UCP stage
+ * while the worker exists, then every closer at the FREE stage once it is
+ * destroyed, in the order they were added; one removed before the destroy
+ * is not called.
+ */
+namespace {
+
+struct closer_event {
+    int  id;
+    int  stage;
+    bool worker; /* context->ucp_worker was there */
+
+    bool operator==(const closer_event &other) const {
+        return (id == other.id) && (stage == other.stage) &&
+               (worker == other.worker);
+    }
+};
+
+struct fake_closer {
+    ucg_context_closer_t      closer;
+    ucg_context_h             context;
+    int                       id;
+    std::vector<closer_event> *events;
+};
+
+void fake_close_cb(ucg_context_closer_t *closer,
+                   ucg_context_close_stage_t stage)
+{
+    fake_closer *f = ucs_container_of(closer, fake_closer, closer);
+
+    f->events->push_back({f->id, (int)stage,
+                          f->context->ucp_worker != NULL});
+    if (stage == UCG_CONTEXT_CLOSE_FREE) {
+        ucg_context_closer_remove(closer);
+    }
+}
+
+} // namespace
+
+TEST_F(ucg_group_test, context_closers)
+{
+    proc_group pg(1);
+
+    pg.run_ok([&](unsigned rank) {
+        std::vector<closer_event> events;
+        ucg_context_h context = make_context();
+        fake_closer f[3];
+
+        for (int i = 0; i < 3; ++i) {
+            f[i].context = context;
+            f[i].id      = i;
+            f[i].events  = &events;
+            ucg_context_closer_add(context, &f[i].closer, fake_close_cb);
+        }
+        ucg_context_closer_remove(&f[1].closer);
+
+        ucg_context_destroy(context);
+        std::vector<closer_event> expected = {
+            {0, UCG_CONTEXT_CLOSE_UCP, true},
+            {2, UCG_CONTEXT_CLOSE_UCP, true},
+            {0, UCG_CONTEXT_CLOSE_FREE, false},
+            {2, UCG_CONTEXT_CLOSE_FREE, false}
+        };
+        std::string got;
+        for (const auto &e : events) {
+            got += " " + std::to_string(e.id) + ":" +
+                   std::to_string(e.stage) + (e.worker ? "w" : "");
+        }
+        CHILD_CHECK(events == expected, "closer calls (id:stage, w: with "
+                    "the worker):%s", got.c_str());
+    }, 60);
+}
+
 /* A proposed id already in use on another member is skipped */
 TEST_F(ucg_group_test, id_in_use_elsewhere)
 {

@@ -236,7 +236,7 @@ static void ucg_coll_parked_release(ucg_parked_t *parked)
     for (i = 0; i < UCG_COLL_MAX_SCRATCH; ++i) {
         ucs_free(parked->scratch[i]);
     }
-    ucs_list_del(&parked->list);
+    ucg_context_closer_remove(&parked->closer);
     ucg_progress_dequeue(&parked->progress);
     ucs_free(parked);
 }
@@ -272,17 +272,20 @@ static unsigned ucg_coll_parked_progress_cb(ucg_progress_elem_t *elem)
     return UCG_PROGRESS_UCP;
 }
 
-void ucg_coll_parked_progress(ucg_context_h context, int force)
+/* A parked record at its context's destroy: before the UCP worker goes,
+ * every request goes to UCP (a request released by force may still use
+ * the buffers until the worker is destroyed); once it is gone, the
+ * buffers */
+static void ucg_coll_parked_close_cb(ucg_context_closer_t *closer,
+                                     ucg_context_close_stage_t stage)
 {
-    ucg_parked_t *parked, *tmp;
+    ucg_parked_t *parked = ucs_container_of(closer, ucg_parked_t, closer);
 
-    ucs_list_for_each_safe(parked, tmp, &context->parked, list) {
-        ucg_coll_parked_reap(parked, force);
-        /* A request released by force may still use the buffers until the
-         * worker is destroyed */
-        if ((parked->num_reqs == 0) && !force) {
-            ucg_coll_parked_release(parked);
-        }
+    if (stage == UCG_CONTEXT_CLOSE_UCP) {
+        ucg_coll_parked_reap(parked, 1);
+    } else {
+        ucs_assert(parked->num_reqs == 0);
+        ucg_coll_parked_release(parked);
     }
 }
 
@@ -290,7 +293,8 @@ void ucg_coll_parked_progress(ucg_context_h context, int force)
  * Sends that could not complete (a rendezvous whose receiver gave up) keep
  * reading their buffers: the requests and the collective's scratch buffers
  * go to the context, which frees the buffers once UCP has completed every
- * request (ucg_coll_parked_progress_cb, from ucg_progress).  The collective gets new scratch
+ * request (ucg_coll_parked_progress_cb, from ucg_progress), or at its
+ * destroy (ucg_coll_parked_close_cb).  The collective gets new scratch
  * buffers if it is started again.
  */
 static void ucg_p2p_park(ucg_coll_t *coll)
@@ -312,7 +316,8 @@ static void ucg_p2p_park(ucg_coll_t *coll)
         parked->num_reqs = coll->num_reqs;
         memcpy(parked->reqs, coll->reqs, coll->num_reqs * sizeof(void*));
         memcpy(parked->scratch, coll->scratch, sizeof(parked->scratch));
-        ucs_list_add_tail(&context->parked, &parked->list);
+        ucg_context_closer_add(context, &parked->closer,
+                               ucg_coll_parked_close_cb);
         ucg_progress_enqueue(&context->progress_q, &parked->progress,
                              ucg_coll_parked_progress_cb);
     }
@@ -420,15 +425,5 @@ void ucg_p2p_cancel_all(ucg_coll_t *coll)
                   group->id, ucg_coll_name(coll->params.type), coll->seq,
                   coll->num_reqs);
         ucg_p2p_park(coll);
-    }
-}
-
-void ucg_coll_parked_free(ucg_context_h context)
-{
-    ucg_parked_t *parked, *tmp;
-
-    ucs_list_for_each_safe(parked, tmp, &context->parked, list) {
-        ucs_assert(parked->num_reqs == 0);
-        ucg_coll_parked_release(parked);
     }
 }

@@ -336,30 +336,13 @@ static ucs_status_t ucg_sm_keep(ucg_group_h group, const void *data,
 ucs_status_t ucg_sm_am_cb(void *arg, void *data, size_t length,
                           unsigned flags)
 {
-    ucg_context_h context   = arg;
     const ucg_sm_hdr_t *hdr = data;
     ucg_group_h group;
     ucg_coll_t *coll;
 
-    if (length < sizeof(*hdr)) {
-        ucs_error("ucg: sm message of %zu bytes is shorter than its header",
-                  length);
-        return UCS_OK;
-    }
-
-    /* A member receives only on the endpoints of its own groups, which a
-     * group creates after it is in the context and destroys before it
-     * leaves it: a message of no live group (or of an earlier group that
-     * had the id of a live one) is late or forged, and no group of this
-     * context may ever take it */
-    group = ucg_context_find_group(context, hdr->group_id);
-    if ((group == NULL) || (hdr->epoch != group->epoch)) {
-        ++context->sm_dropped;
-        ucs_debug("ucg: dropping an sm message of %zu bytes for group %u "
-                  "epoch %u (%s)", length, hdr->group_id,
-                  (unsigned)hdr->epoch, (group == NULL) ? "no such group" :
-                  "the group has another epoch");
-        return UCS_OK;
+    group = ucg_context_sm_group(arg, data, length);
+    if (group == NULL) {
+        return UCS_OK; /* dropped */
     }
 
     ucs_list_for_each(coll, &group->colls, list) {
