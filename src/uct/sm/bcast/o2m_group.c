@@ -12,6 +12,9 @@
 #include "o2m_reduce.h"
 #include "o2m_check.h"
 #include "../../mc/udp/mc_udp.h"
+#ifdef O2M_MC_VERBS
+#  include "../../mc/verbs/mc_verbs.h"
+#endif
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -611,6 +614,12 @@ ucs_status_t uct_o2m_ep_create(uct_iface_h tl_iface,
     if ((params != NULL) && (ep_p != NULL) && uct_mc_udp_is_iface(tl_iface)) {
         return uct_mc_udp_group_ep_create(tl_iface, params, ep_p);
     }
+#ifdef O2M_MC_VERBS
+    if ((params != NULL) && (ep_p != NULL) &&
+        uct_mc_verbs_is_iface(tl_iface)) {
+        return uct_mc_verbs_group_ep_create(tl_iface, params, ep_p);
+    }
+#endif
 
     if ((tl_iface == NULL) || (params == NULL) || (ep_p == NULL) ||
         (tl_iface->ops.iface_get_address != uct_o2m_iface_get_address)) {
@@ -654,6 +663,11 @@ ucs_status_t uct_o2m_ep_create(uct_iface_h tl_iface,
 
 ucs_status_t uct_o2m_ep_expect(uct_ep_h tl_ep, int expect)
 {
+#ifdef O2M_MC_VERBS
+    if (uct_mc_verbs_is_ep(tl_ep)) {
+        return uct_mc_verbs_ep_expect(tl_ep, expect);
+    }
+#endif
     return uct_mc_udp_is_ep(tl_ep) ? uct_mc_udp_ep_expect(tl_ep, expect) :
                                      UCS_ERR_UNSUPPORTED;
 }
@@ -665,6 +679,11 @@ uct_o2m_ep_state_t uct_o2m_ep_state(uct_ep_h tl_ep, ucs_status_t *status_p)
     if (uct_mc_udp_is_ep(tl_ep)) {
         return uct_mc_udp_ep_state(tl_ep, status_p);
     }
+#ifdef O2M_MC_VERBS
+    if (uct_mc_verbs_is_ep(tl_ep)) {
+        return uct_mc_verbs_ep_state(tl_ep, status_p);
+    }
+#endif
 
     if ((tl_ep == NULL) ||
         (tl_ep->iface->ops.iface_get_address != uct_o2m_iface_get_address) ||

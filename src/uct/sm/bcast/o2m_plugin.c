@@ -14,6 +14,9 @@
 #include "o2m_iface.h"
 #include "o2m_p2p.h"
 #include "../../mc/udp/mc_udp.h"
+#ifdef O2M_MC_VERBS
+#  include "../../mc/verbs/mc_verbs.h"
+#endif
 
 #include <ucp/api/ucp.h>
 #include <uct/base/uct_md.h>
@@ -338,4 +341,7 @@ static void UCS_F_CTOR uct_o2m_init(void)
     uct_tl_register(&uct_o2m_component, &UCT_TL_NAME(sm_bcast));
     uct_tl_register(&uct_o2m_component, &UCT_TL_NAME(sm_incast));
     uct_mc_udp_register();
+#ifdef O2M_MC_VERBS
+    uct_mc_verbs_register();
+#endif
 }
