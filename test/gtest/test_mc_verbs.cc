@@ -30,10 +30,13 @@ extern "C" {
 }
 
 #include <arpa/inet.h>
+#include <signal.h>
 #include <infiniband/verbs.h>
+#include <fstream>
 #include <map>
 #include <random>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -644,14 +647,102 @@ void mc_verbs::group_run(unsigned n, unsigned root, unsigned drop_permille,
             CHILD_CHECK(env.progress_until([&] { return *done != 0; }),
                         "%s: the root's flush did not end", what);
             check_msgs(log, m_salt, count, max, what);
+
+            /* The data came by multicast; forced losses were repaired */
+            uct_mc_verbs_ep_counters_t cnt;
+            CHILD_CHECK_OK(uct_mc_verbs_ep_counters(ep, &cnt));
+            CHILD_CHECK(cnt.rx_mcast_data > 0, "%s: no multicast data",
+                        what);
+            if (drop_permille > 0) {
+                CHILD_CHECK((cnt.rx_test_drop > 0) &&
+                            (cnt.rx_repaired >= cnt.rx_test_drop),
+                            "%s: %lu dropped, %lu repaired", what,
+                            cnt.rx_test_drop, cnt.rx_repaired);
+            } else {
+                CHILD_CHECK(cnt.rx_test_drop == 0, "%s: dropped", what);
+            }
         }
         pg.barrier(rank);
         uct_ep_destroy(ep);
     }, 300);
 }
 
+/* Whether a device of this host holds the IPv4 multicast group @a ip
+ * (host order; /proc/net/igmp: groups in hex, in memory order) */
+bool igmp_joined(uint32_t ip)
+{
+    std::ifstream in("/proc/net/igmp");
+    uint32_t net = htonl(ip);
+    std::string line;
+    char hex[16];
+
+    snprintf(hex, sizeof(hex), "%08X", net);
+    while (std::getline(in, line)) {
+        if (!line.empty() && (line[0] == '\t') &&
+            (line.find(hex) != std::string::npos)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The multicast address of group @a group_id with the default range */
+uint32_t default_group_ip(uint64_t group_id)
+{
+    return uct_mc_verbs_group_ip(group_id, ntohl(inet_addr("239.255.80.0")),
+                                 1024);
+}
+
 } // namespace
 
+
+/* A group holds its IP group (RoCE: the kernel's membership that the join
+ * made) while it lives, and leaves it on destroy and on a process exit */
+TEST_F(mc_verbs, group_membership_left)
+{
+    for (bool kill_member : {false, true}) {
+        proc_group pg(2);
+        const uint32_t ip  = default_group_ip(++m_salt);
+        volatile int *done = static_cast<volatile int*>(pg.shared());
+
+        ASSERT_FALSE(igmp_joined(ip));
+        std::vector<int> st = pg.run([&](unsigned rank) {
+            verbs_env env(m_md, m_dev);
+            uct_o2m_group_params_t p;
+            uct_ep_h ep;
+
+            memset(&p, 0, sizeof(p));
+            p.group_id   = m_salt;
+            p.size       = 2;
+            p.my_index   = rank;
+            p.root_index = 0;
+            CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
+            if (rank == 0) {
+                /* Ready: the member answered the probe, so both joined */
+                CHILD_CHECK(env.progress_until([&] {
+                                return uct_o2m_ep_state(ep, NULL) ==
+                                       UCT_O2M_EP_STATE_READY; }),
+                            "the group did not get ready");
+                CHILD_CHECK(igmp_joined(ip), "the group is not joined");
+                *done = 1;
+            } else {
+                /* Answers the root's probes */
+                CHILD_CHECK(env.progress_until([&] { return *done != 0; }),
+                            "the root did not get ready");
+            }
+            pg.barrier(rank);
+            if (kill_member && (rank == 1)) {
+                kill(getpid(), SIGKILL);
+            }
+            uct_ep_destroy(ep);
+        }, 120);
+
+        EXPECT_EQ(0, st[0]);
+        EXPECT_EQ(kill_member ? 128 + SIGKILL : 0, st[1]);
+        /* Nothing left joined, also after a killed member */
+        EXPECT_FALSE(igmp_joined(ip)) << "kill_member " << kill_member;
+    }
+}
 
 TEST_F(mc_verbs, listed)
 {

@@ -100,6 +100,7 @@ typedef struct uct_mc_verbs_ep {
     ucs_queue_head_t          pending;    /* uct_pending_req_t */
     ucs_queue_head_t          flushes;    /* uct_mc_verbs_flush_t */
     void                      *tx_msg;    /* a message: AM id + data */
+    uct_mc_verbs_ep_counters_t cnt;       /* the transport's share */
 } uct_mc_verbs_ep_t;
 
 
@@ -343,6 +344,7 @@ static void uct_mc_verbs_ep_rx(uct_mc_verbs_ep_t *ep, const struct ibv_wc *wc,
     unsigned rank;
     uint8_t kind;
 
+    ++ep->cnt.rx_datagrams;
     if ((wc->byte_len < UCT_IB_GRH_LEN) ||
         (uct_mc_verbs_hdr_parse(UCS_PTR_BYTE_OFFSET(grh, UCT_IB_GRH_LEN),
                                 wc->byte_len - UCT_IB_GRH_LEN, &kind, &conn,
@@ -384,9 +386,13 @@ static void uct_mc_verbs_ep_rx(uct_mc_verbs_ep_t *ep, const struct ibv_wc *wc,
     /* Test losses: only first transmissions (the root's multicast), so
      * that each lost packet is repaired */
     if ((rh.type == UCT_MC_REL_PKT_DATA) &&
-        !(rh.flags & UCT_MC_REL_FLAG_REPAIR) &&
-        uct_mc_verbs_test_drop(ep->my_rank, rh.psn, ep->iface->groups.drop)) {
-        return;
+        !(rh.flags & UCT_MC_REL_FLAG_REPAIR)) {
+        ++ep->cnt.rx_mcast_data;
+        if (uct_mc_verbs_test_drop(ep->my_rank, rh.psn,
+                                   ep->iface->groups.drop)) {
+            ++ep->cnt.rx_test_drop;
+            return;
+        }
     }
 
     (void)uct_mc_rel_recv(ep->rel, payload, payload_len, now);
@@ -1049,6 +1055,29 @@ ucs_status_t uct_mc_verbs_group_ep_create(uct_iface_h tl_iface,
 err:
     uct_mc_verbs_ep_destroy(&ep->super);
     return status;
+}
+
+ucs_status_t uct_mc_verbs_ep_counters(uct_ep_h tl_ep,
+                                      uct_mc_verbs_ep_counters_t *counters)
+{
+    uct_mc_verbs_ep_t *ep;
+    uct_mc_rel_stats_t stats;
+
+    if (!uct_mc_verbs_is_ep(tl_ep) || (counters == NULL)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    ep        = ucs_derived_of(tl_ep, uct_mc_verbs_ep_t);
+    *counters = ep->cnt;
+    if (ep->rel != NULL) {
+        uct_mc_rel_stats(ep->rel, &stats);
+        counters->rx_repaired     = stats.rx_repaired;
+        counters->rx_dup          = stats.rx_dup;
+        counters->tx_repair_ucast = stats.tx_repair_ucast;
+        counters->tx_repair_mcast = stats.tx_repair_mcast;
+        counters->tx_nack         = stats.tx_nack;
+    }
+    return UCS_OK;
 }
 
 uct_o2m_ep_state_t uct_mc_verbs_ep_state(uct_ep_h tl_ep,

@@ -661,6 +661,14 @@ ucs_status_t uct_o2m_ep_create(uct_iface_h tl_iface,
     return UCS_OK;
 }
 
+#ifndef O2M_MC_VERBS
+ucs_status_t uct_mc_verbs_ep_counters(uct_ep_h ep,
+                                      uct_mc_verbs_ep_counters_t *counters)
+{
+    return UCS_ERR_UNSUPPORTED; /* configure did not build mc_verbs */
+}
+#endif
+
 ucs_status_t uct_o2m_ep_expect(uct_ep_h tl_ep, int expect)
 {
 #ifdef O2M_MC_VERBS

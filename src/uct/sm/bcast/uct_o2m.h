@@ -463,6 +463,32 @@ UCT_O2M_API ucs_status_t
 uct_mc_udp_iface_repair_stats(uct_iface_h iface,
                               uct_mc_udp_repair_stats_t *stats);
 
+
+/**
+ * (API 1.5) Counters of an mc_verbs group endpoint, for tests and
+ * diagnosis (docs/multicast.md "The mc_verbs transport").
+ */
+typedef struct uct_mc_verbs_ep_counters {
+    uint64_t rx_datagrams;    /**< Datagrams the group's QP received */
+    uint64_t rx_mcast_data;   /**< First transmissions of data packets
+                                   received (the root multicasts them) */
+    uint64_t rx_test_drop;    /**< Of those, dropped by GROUP_TEST_DROP */
+    uint64_t rx_repaired;     /**< Packets whose first copy stored was a
+                                   repair (the original was lost) */
+    uint64_t rx_dup;          /**< Data packets received again */
+    uint64_t tx_repair_ucast; /**< Repairs sent by UD unicast */
+    uint64_t tx_repair_mcast; /**< PSNs re-multicast (root) */
+    uint64_t tx_nack;         /**< NACK packets sent */
+} uct_mc_verbs_ep_counters_t;
+
+/**
+ * Counters of an mc_verbs group endpoint: UCS_OK; UCS_ERR_INVALID_PARAM
+ * for another endpoint; UCS_ERR_UNSUPPORTED when the plugin was built
+ * without mc_verbs (configure did not find verbs, librdmacm or libuct_ib).
+ */
+UCT_O2M_API ucs_status_t
+uct_mc_verbs_ep_counters(uct_ep_h ep, uct_mc_verbs_ep_counters_t *counters);
+
 END_C_DECLS
 
 #endif
