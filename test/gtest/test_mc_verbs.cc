@@ -14,8 +14,10 @@
  *    plain uct_ep_create gives UD's point-to-point endpoint (exact, in
  *    order), groups of 2..4 processes with every member as root, messages
  *    of every size class, without and with losses forced by the
- *    deterministic drop knob (exactly once, in order, bytes checked), and
- *    UCP tag send/receive with UCX_TLS=mc_verbs.
+ *    deterministic drop knob (exactly once, in order, bytes checked, the
+ *    counters showing multicast data and the drops repaired), the group's
+ *    IP membership held while it lives and left on destroy and on a kill,
+ *    and UCP tag send/receive with UCX_TLS=mc_verbs.
  */
 #include "common/harness.h"
 #include "common/traffic.h"
