@@ -288,6 +288,24 @@ static void uct_mc_rel_rx_store(uct_mc_rel_stream_t *s,
     }
 }
 
+/* A packet only the root or this member's parent sends (data, probe,
+ * SYNC), and for data and SYNC only once the probe started the stream:
+ * 0, counted as dropped, otherwise */
+static int uct_mc_rel_rx_upstream(uct_mc_rel_stream_t *s,
+                                  const uct_mc_rel_hdr_t *hdr,
+                                  int need_started)
+{
+    if ((hdr->src != s->root) && (hdr->src != s->parent)) {
+        uct_mc_rel_drop(s, UCT_MC_REL_DROP_RANK, hdr);
+        return 0;
+    }
+    if (need_started && !s->started) {
+        uct_mc_rel_drop(s, UCT_MC_REL_DROP_STATE, hdr);
+        return 0;
+    }
+    return 1;
+}
+
 void uct_mc_rel_rx_data(uct_mc_rel_stream_t *s,
                         const uct_mc_rel_hdr_t *hdr,
                         const void *payload, uint64_t now)
@@ -295,12 +313,7 @@ void uct_mc_rel_rx_data(uct_mc_rel_stream_t *s,
     uct_mc_rel_slot_t *slot;
     uint32_t known;
 
-    if ((hdr->src != s->root) && (hdr->src != s->parent)) {
-        uct_mc_rel_drop(s, UCT_MC_REL_DROP_RANK, hdr);
-        return;
-    }
-    if (!s->started) {
-        uct_mc_rel_drop(s, UCT_MC_REL_DROP_STATE, hdr);
+    if (!uct_mc_rel_rx_upstream(s, hdr, 1)) {
         return;
     }
     if ((hdr->payload_len > s->cfg.mtu) || (hdr->msg_len > s->cfg.max_msg)) {
@@ -356,8 +369,7 @@ void uct_mc_rel_rx_probe(uct_mc_rel_stream_t *s,
     uct_mc_rel_child_t *c;
     unsigned i;
 
-    if ((hdr->src != s->root) && (hdr->src != s->parent)) {
-        uct_mc_rel_drop(s, UCT_MC_REL_DROP_RANK, hdr);
+    if (!uct_mc_rel_rx_upstream(s, hdr, 0)) {
         return;
     }
 
@@ -397,12 +409,7 @@ void uct_mc_rel_rx_sync(uct_mc_rel_stream_t *s,
     int news, joined;
     uint32_t agg;
 
-    if ((hdr->src != s->root) && (hdr->src != s->parent)) {
-        uct_mc_rel_drop(s, UCT_MC_REL_DROP_RANK, hdr);
-        return;
-    }
-    if (!s->started) {
-        uct_mc_rel_drop(s, UCT_MC_REL_DROP_STATE, hdr);
+    if (!uct_mc_rel_rx_upstream(s, hdr, 1)) {
         return;
     }
     if (uct_mc_rel_psn_lt(hdr->aux, s->base)) {
