@@ -11,6 +11,24 @@
 #include <string.h>
 
 
+/* The root of a fan-out group: the only sender */
+typedef struct uct_o2m_bcast_root_ep {
+    uct_o2m_group_ep_t super;
+    uint64_t           completed;   /* Every receiver consumed the messages
+                                       below this */
+} uct_o2m_bcast_root_ep_t;
+
+/* A receiver of a fan-out group */
+typedef struct uct_o2m_bcast_recv_ep {
+    uct_o2m_group_ep_t super;
+    uint64_t           rx_seq;      /* Next message to deliver */
+} uct_o2m_bcast_recv_ep_t;
+
+/* Each created with its role's ops (at the end of the file) */
+static const uct_o2m_group_ops_t uct_o2m_bcast_root_ops;
+static const uct_o2m_group_ops_t uct_o2m_bcast_recv_ops;
+
+
 static UCS_F_ALWAYS_INLINE volatile uint32_t *
 uct_o2m_bcast_ack(uct_o2m_group_ep_t *ep, uint64_t seq)
 {
@@ -56,25 +74,26 @@ static uint64_t uct_o2m_bcast_min_consumed(uct_o2m_group_ep_t *ep)
     return min_consumed;
 }
 
-/* Advance ep->completed: messages below it were consumed by everyone */
-static void uct_o2m_bcast_root_reclaim(uct_o2m_group_ep_t *ep)
+/* Advance root->completed: messages below it were consumed by everyone */
+static void uct_o2m_bcast_root_reclaim(uct_o2m_bcast_root_ep_t *root)
 {
+    uct_o2m_group_ep_t *ep = &root->super;
     unsigned num_receivers = uct_o2m_group_num_peers(ep);
 
     if (ep->mode == UCT_O2M_MODE_BATCHED) {
         /* Reset each counter here, off the send path: the element is free
          * and nobody writes its counter until it is published again */
-        while ((ep->completed < ep->super.next_seq) &&
-               (__atomic_load_n(uct_o2m_bcast_ack(ep, ep->completed),
+        while ((root->completed < ep->super.next_seq) &&
+               (__atomic_load_n(uct_o2m_bcast_ack(ep, root->completed),
                                 __ATOMIC_ACQUIRE) == num_receivers)) {
-            *uct_o2m_bcast_ack(ep, ep->completed) = 0;
-            ++ep->completed;
+            *uct_o2m_bcast_ack(ep, root->completed) = 0;
+            ++root->completed;
         }
     } else {
-        ep->completed = uct_o2m_bcast_min_consumed(ep);
+        root->completed = uct_o2m_bcast_min_consumed(ep);
     }
 
-    uct_o2m_ep_complete_upto(&ep->super, ep->completed);
+    uct_o2m_ep_complete_upto(&ep->super, root->completed);
 }
 
 
@@ -83,14 +102,15 @@ static void uct_o2m_bcast_root_reclaim(uct_o2m_group_ep_t *ep)
 
 static int uct_o2m_bcast_root_has_space(uct_o2m_ep_t *o2m_ep)
 {
-    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
+    uct_o2m_bcast_root_ep_t *root = ucs_derived_of(o2m_ep,
+                                                   uct_o2m_bcast_root_ep_t);
 
-    if ((ep->super.next_seq - ep->completed) < ep->depth) {
+    if ((o2m_ep->next_seq - root->completed) < root->super.depth) {
         return 1;
     }
 
-    uct_o2m_bcast_root_reclaim(ep);
-    return (ep->super.next_seq - ep->completed) < ep->depth;
+    uct_o2m_bcast_root_reclaim(root);
+    return (o2m_ep->next_seq - root->completed) < root->super.depth;
 }
 
 /* The element for the next message, or NULL while the ring is full */
@@ -171,15 +191,14 @@ static void uct_o2m_bcast_root_failing(uct_o2m_ep_t *o2m_ep,
 
 static unsigned uct_o2m_bcast_root_progress(uct_o2m_ep_t *o2m_ep)
 {
-    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
-
-    if (!ucs_queue_is_empty(&ep->super.zcopy_reqs) ||
-        !ucs_queue_is_empty(&ep->super.flush_reqs)) {
-        uct_o2m_bcast_root_reclaim(ep);
+    if (!ucs_queue_is_empty(&o2m_ep->zcopy_reqs) ||
+        !ucs_queue_is_empty(&o2m_ep->flush_reqs)) {
+        uct_o2m_bcast_root_reclaim(ucs_derived_of(o2m_ep,
+                                                  uct_o2m_bcast_root_ep_t));
     }
 
-    if (!ucs_queue_is_empty(&ep->super.pending)) {
-        uct_o2m_ep_dispatch_pending(&ep->super);
+    if (!ucs_queue_is_empty(&o2m_ep->pending)) {
+        uct_o2m_ep_dispatch_pending(o2m_ep);
     }
 
     return 0;
@@ -215,15 +234,23 @@ static void uct_o2m_bcast_root_check(uct_o2m_ep_t *o2m_ep, int stalled)
     uct_o2m_group_check(o2m_ep, stalled);
 }
 
+static uint64_t uct_o2m_bcast_root_update(uct_o2m_group_ep_t *ep)
+{
+    uct_o2m_bcast_root_ep_t *root = ucs_derived_of(ep,
+                                                   uct_o2m_bcast_root_ep_t);
+
+    uct_o2m_bcast_root_reclaim(root);
+    return root->completed;
+}
+
 static int uct_o2m_bcast_root_waiting(uct_o2m_group_ep_t *ep)
 {
-    uct_o2m_bcast_root_reclaim(ep);
-    return ep->completed < ep->super.next_seq;
+    return uct_o2m_bcast_root_update(ep) < ep->super.next_seq;
 }
 
 static uint64_t uct_o2m_bcast_root_mark(const uct_o2m_group_ep_t *ep)
 {
-    return ep->completed;
+    return ucs_derived_of(ep, uct_o2m_bcast_root_ep_t)->completed;
 }
 
 /* A receiver that left must have consumed everything sent */
@@ -233,7 +260,28 @@ static int uct_o2m_bcast_root_left_early(const uct_o2m_group_ep_t *ep,
     return done < ep->super.next_seq;
 }
 
-const uct_o2m_group_ops_t uct_o2m_bcast_root_ops = {
+static UCS_CLASS_INIT_FUNC(uct_o2m_bcast_root_ep_t, uct_o2m_iface_t *iface,
+                           const uct_o2m_group_params_t *params,
+                           const uct_o2m_group_args_t *args)
+{
+    UCS_CLASS_CALL_SUPER_INIT(uct_o2m_group_ep_t, iface, params,
+                              &uct_o2m_bcast_root_ops, args);
+
+    self->completed = 0;
+    return UCS_OK;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(uct_o2m_bcast_root_ep_t)
+{
+}
+
+UCS_CLASS_DEFINE(uct_o2m_bcast_root_ep_t, uct_o2m_group_ep_t);
+UCS_CLASS_DEFINE_NEW_FUNC(uct_o2m_bcast_root_ep_t, uct_o2m_group_ep_t,
+                          uct_o2m_iface_t*, const uct_o2m_group_params_t*,
+                          const uct_o2m_group_args_t*);
+static UCS_CLASS_DEFINE_DELETE_FUNC(uct_o2m_bcast_root_ep_t, uct_o2m_ep_t);
+
+static const uct_o2m_group_ops_t uct_o2m_bcast_root_ops = {
     .super = {
         .name         = "fan-out root",
         .am_short     = uct_o2m_bcast_am_short,
@@ -244,9 +292,10 @@ const uct_o2m_group_ops_t uct_o2m_bcast_root_ops = {
         .failing      = uct_o2m_bcast_root_failing,
         .progress     = uct_o2m_bcast_root_progress,
         .check        = uct_o2m_bcast_root_check,
-        .destroy      = uct_o2m_group_destroy
+        .destroy      = UCS_CLASS_DELETE_FUNC_NAME(uct_o2m_bcast_root_ep_t)
     },
-    .update       = uct_o2m_bcast_root_reclaim,
+    .done         = uct_o2m_group_sent,
+    .update       = uct_o2m_bcast_root_update,
     .root_waiting = uct_o2m_bcast_root_waiting,
     .root_mark    = uct_o2m_bcast_root_mark,
     .left_early   = uct_o2m_bcast_root_left_early
@@ -258,7 +307,9 @@ const uct_o2m_group_ops_t uct_o2m_bcast_root_ops = {
 
 static unsigned uct_o2m_bcast_recv_progress(uct_o2m_ep_t *o2m_ep)
 {
-    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
+    uct_o2m_bcast_recv_ep_t *recv = ucs_derived_of(o2m_ep,
+                                                   uct_o2m_bcast_recv_ep_t);
+    uct_o2m_group_ep_t *ep = &recv->super;
     uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
                                             uct_o2m_iface_t);
     unsigned count         = 0;
@@ -271,8 +322,8 @@ static unsigned uct_o2m_bcast_recv_progress(uct_o2m_ep_t *o2m_ep)
     }
 
     while (count < UCT_O2M_MAX_AM_PER_PROG) {
-        elem = uct_o2m_group_elem(ep, ep->rx_seq);
-        if (!uct_o2m_elem_ready(elem, ep->rx_seq)) {
+        elem = uct_o2m_group_elem(ep, recv->rx_seq);
+        if (!uct_o2m_elem_ready(elem, recv->rx_seq)) {
             break;
         }
 
@@ -280,7 +331,7 @@ static unsigned uct_o2m_bcast_recv_progress(uct_o2m_ep_t *o2m_ep)
                                       &ep->seg->failed, &why);
         if (ucs_unlikely(status != UCS_OK)) {
             ucs_error("group 0x%" PRIx64 " member %u: lost message %" PRIu64
-                      ": %s%s%s", ep->group_id, ep->my_index, ep->rx_seq,
+                      ": %s%s%s", ep->group_id, ep->my_index, recv->rx_seq,
                       ucs_status_string(status), (why != NULL) ? ": " : "",
                       (why != NULL) ? why : "");
             /* The root's completions must fail too, not wait for our ack */
@@ -291,14 +342,14 @@ static unsigned uct_o2m_bcast_recv_progress(uct_o2m_ep_t *o2m_ep)
         }
 
         if (ep->mode == UCT_O2M_MODE_BATCHED) {
-            __atomic_fetch_add(uct_o2m_bcast_ack(ep, ep->rx_seq), 1,
+            __atomic_fetch_add(uct_o2m_bcast_ack(ep, recv->rx_seq), 1,
                                __ATOMIC_RELEASE);
         } else {
             __atomic_store_n(&ep->members[ep->my_index].consumed,
-                             ep->rx_seq + 1, __ATOMIC_RELEASE);
+                             recv->rx_seq + 1, __ATOMIC_RELEASE);
         }
 
-        ++ep->rx_seq;
+        ++recv->rx_seq;
         ++count;
     }
 
@@ -313,7 +364,7 @@ static unsigned uct_o2m_bcast_recv_progress(uct_o2m_ep_t *o2m_ep)
 static void uct_o2m_bcast_recv_root_closed(uct_o2m_group_ep_t *ep,
                                            uint64_t final_seq, int stalled)
 {
-    if ((ep->rx_seq >= final_seq) &&
+    if ((ucs_derived_of(ep, uct_o2m_bcast_recv_ep_t)->rx_seq >= final_seq) &&
         (stalled || uct_o2m_watch_has_exited(ep->watches[ep->root_index]))) {
         uct_o2m_group_fail(ep, UCS_ERR_CONNECTION_RESET,
                            "the root closed the group and this member "
@@ -321,13 +372,40 @@ static void uct_o2m_bcast_recv_root_closed(uct_o2m_group_ep_t *ep,
     }
 }
 
+static uint64_t uct_o2m_bcast_recv_done(const uct_o2m_group_ep_t *ep)
+{
+    return ucs_derived_of(ep, uct_o2m_bcast_recv_ep_t)->rx_seq;
+}
+
+static UCS_CLASS_INIT_FUNC(uct_o2m_bcast_recv_ep_t, uct_o2m_iface_t *iface,
+                           const uct_o2m_group_params_t *params,
+                           const uct_o2m_group_args_t *args)
+{
+    UCS_CLASS_CALL_SUPER_INIT(uct_o2m_group_ep_t, iface, params,
+                              &uct_o2m_bcast_recv_ops, args);
+
+    self->rx_seq = 0;
+    return UCS_OK;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(uct_o2m_bcast_recv_ep_t)
+{
+}
+
+UCS_CLASS_DEFINE(uct_o2m_bcast_recv_ep_t, uct_o2m_group_ep_t);
+UCS_CLASS_DEFINE_NEW_FUNC(uct_o2m_bcast_recv_ep_t, uct_o2m_group_ep_t,
+                          uct_o2m_iface_t*, const uct_o2m_group_params_t*,
+                          const uct_o2m_group_args_t*);
+static UCS_CLASS_DEFINE_DELETE_FUNC(uct_o2m_bcast_recv_ep_t, uct_o2m_ep_t);
+
 /* A reader: no send operations */
-const uct_o2m_group_ops_t uct_o2m_bcast_recv_ops = {
+static const uct_o2m_group_ops_t uct_o2m_bcast_recv_ops = {
     .super = {
         .name     = "fan-out receiver",
         .progress = uct_o2m_bcast_recv_progress,
         .check    = uct_o2m_group_check,
-        .destroy  = uct_o2m_group_destroy
+        .destroy  = UCS_CLASS_DELETE_FUNC_NAME(uct_o2m_bcast_recv_ep_t)
     },
+    .done        = uct_o2m_bcast_recv_done,
     .root_closed = uct_o2m_bcast_recv_root_closed
 };

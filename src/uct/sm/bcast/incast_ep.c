@@ -19,6 +19,21 @@
 #define UCT_O2M_INCAST_LOCK_SPINS 4096
 
 
+/* A sender (contributor) of a fan-in group */
+typedef struct uct_o2m_incast_send_ep {
+    uct_o2m_group_ep_t super;
+    uint64_t           completed;   /* The root delivered the rounds below
+                                       this */
+    unsigned           my_pos;      /* Its slot in an element */
+    uct_o2m_elem_t     *scratch;    /* A contribution filled aside, before
+                                       it is reduced or copied into the
+                                       slot */
+} uct_o2m_incast_send_ep_t;
+
+/* Created with it (at the end of the file) */
+static const uct_o2m_group_ops_t uct_o2m_incast_send_ops;
+
+
 /*
  * Whether senders reduce into the shared buffer.  With a single sender there
  * is nothing to lock and nothing to do atomically.
@@ -89,18 +104,24 @@ void uct_o2m_incast_seg_init(uct_o2m_group_ep_t *ep)
 /* ------------------------------------------------------------------------ */
 /* Senders                                                                 */
 
-static void uct_o2m_incast_send_update(uct_o2m_group_ep_t *ep)
+static uint64_t uct_o2m_incast_send_update(uct_o2m_group_ep_t *ep)
 {
+    uct_o2m_incast_send_ep_t *sender = ucs_derived_of(
+                                           ep, uct_o2m_incast_send_ep_t);
+
     /* Written by the root: never beyond what we sent */
-    ep->completed = ucs_min(__atomic_load_n(&ep->seg->delivered,
-                                            __ATOMIC_ACQUIRE),
-                            ep->super.next_seq);
-    uct_o2m_ep_complete_upto(&ep->super, ep->completed);
+    sender->completed = ucs_min(__atomic_load_n(&ep->seg->delivered,
+                                                __ATOMIC_ACQUIRE),
+                                ep->super.next_seq);
+    uct_o2m_ep_complete_upto(&ep->super, sender->completed);
+    return sender->completed;
 }
 
 static int uct_o2m_incast_send_has_space(uct_o2m_ep_t *o2m_ep)
 {
-    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
+    uct_o2m_incast_send_ep_t *sender = ucs_derived_of(
+                                           o2m_ep, uct_o2m_incast_send_ep_t);
+    uct_o2m_group_ep_t *ep           = &sender->super;
 
     if (ucs_unlikely(ep->seg == NULL)) {
         /* A send waits for the group from now on (opt-in deadline) */
@@ -112,12 +133,12 @@ static int uct_o2m_incast_send_has_space(uct_o2m_ep_t *o2m_ep)
         }
     }
 
-    if ((ep->super.next_seq - ep->completed) < ep->depth) {
+    if ((ep->super.next_seq - sender->completed) < ep->depth) {
         return 1;
     }
 
     uct_o2m_incast_send_update(ep);
-    return (ep->super.next_seq - ep->completed) < ep->depth;
+    return (ep->super.next_seq - sender->completed) < ep->depth;
 }
 
 /*
@@ -260,7 +281,9 @@ static UCS_F_ALWAYS_INLINE uct_o2m_elem_t *
 uct_o2m_incast_claim_slot(uct_o2m_ep_t *o2m_ep, uint64_t *seq_p,
                           ucs_status_t *status_p)
 {
-    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
+    uct_o2m_incast_send_ep_t *sender = ucs_derived_of(
+                                           o2m_ep, uct_o2m_incast_send_ep_t);
+    uct_o2m_group_ep_t *ep           = &sender->super;
 
     *status_p = uct_o2m_incast_send_check(ep);
     if (*status_p != UCS_OK) {
@@ -269,7 +292,7 @@ uct_o2m_incast_claim_slot(uct_o2m_ep_t *o2m_ep, uint64_t *seq_p,
 
     *seq_p = ep->super.next_seq;
     return uct_o2m_incast_slot(ep, uct_o2m_incast_elem(ep, *seq_p),
-                               ep->my_pos);
+                               sender->my_pos);
 }
 
 /*
@@ -282,7 +305,9 @@ static UCS_F_ALWAYS_INLINE uct_o2m_elem_t *
 uct_o2m_incast_claim(uct_o2m_ep_t *o2m_ep, uint64_t *seq_p,
                      ucs_status_t *status_p)
 {
-    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
+    uct_o2m_incast_send_ep_t *sender = ucs_derived_of(
+                                           o2m_ep, uct_o2m_incast_send_ep_t);
+    uct_o2m_group_ep_t *ep           = &sender->super;
     uct_o2m_elem_t *slot;
 
     slot = uct_o2m_incast_claim_slot(o2m_ep, seq_p, status_p);
@@ -296,12 +321,12 @@ uct_o2m_incast_claim(uct_o2m_ep_t *o2m_ep, uint64_t *seq_p,
         return slot;
     }
 
-    if (ep->scratch == NULL) {
-        ep->scratch = ucs_malloc(sizeof(uct_o2m_elem_t) +
-                                 ucs_max(ep->max_length,
-                                         uct_o2m_incast_max_pack(ep)),
-                                 "o2m incast scratch");
-        if (ep->scratch == NULL) {
+    if (sender->scratch == NULL) {
+        sender->scratch = ucs_malloc(sizeof(uct_o2m_elem_t) +
+                                     ucs_max(ep->max_length,
+                                             uct_o2m_incast_max_pack(ep)),
+                                     "o2m incast scratch");
+        if (sender->scratch == NULL) {
             *status_p = UCS_ERR_NO_MEMORY;
             return NULL;
         }
@@ -314,7 +339,7 @@ uct_o2m_incast_claim(uct_o2m_ep_t *o2m_ep, uint64_t *seq_p,
         return NULL;
     }
 
-    return ep->scratch;
+    return sender->scratch;
 }
 
 /*
@@ -327,9 +352,12 @@ static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_o2m_incast_publish(uct_o2m_ep_t *o2m_ep, uct_o2m_elem_t *filled,
                        uint64_t seq)
 {
-    uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
-    uct_o2m_iface_t *iface = ucs_derived_of(ep->super.super.super.iface,
-                                            uct_o2m_iface_t);
+    uct_o2m_incast_send_ep_t *sender = ucs_derived_of(
+                                           o2m_ep, uct_o2m_incast_send_ep_t);
+    uct_o2m_group_ep_t *ep           = &sender->super;
+    uct_o2m_iface_t *iface           = ucs_derived_of(
+                                           ep->super.super.super.iface,
+                                           uct_o2m_iface_t);
     size_t length          = filled->length;
     uct_o2m_elem_t *slot;
     ucs_status_t status;
@@ -340,7 +368,7 @@ uct_o2m_incast_publish(uct_o2m_ep_t *o2m_ep, uct_o2m_elem_t *filled,
                                           UCT_O2M_ELEM_FLAG_ZCOPY) ?
                                          iface->config.max_zcopy :
                                          ep->max_length);
-    if (ucs_likely(filled != ep->scratch)) {
+    if (ucs_likely(filled != sender->scratch)) {
         /* Filled in place: our slot */
         if (status != UCS_OK) {
             return status;
@@ -350,7 +378,7 @@ uct_o2m_incast_publish(uct_o2m_ep_t *o2m_ep, uct_o2m_elem_t *filled,
     }
 
     elem = uct_o2m_incast_elem(ep, seq);
-    slot = uct_o2m_incast_slot(ep, elem, ep->my_pos);
+    slot = uct_o2m_incast_slot(ep, elem, sender->my_pos);
 
     if (ep->geom.shared_size == 0) {
         if (status != UCS_OK) {
@@ -457,7 +485,33 @@ static void uct_o2m_incast_send_root_closed(uct_o2m_group_ep_t *ep,
     }
 }
 
-const uct_o2m_group_ops_t uct_o2m_incast_send_ops = {
+static UCS_CLASS_INIT_FUNC(uct_o2m_incast_send_ep_t, uct_o2m_iface_t *iface,
+                           const uct_o2m_group_params_t *params,
+                           const uct_o2m_group_args_t *args)
+{
+    UCS_CLASS_CALL_SUPER_INIT(uct_o2m_group_ep_t, iface, params,
+                              &uct_o2m_incast_send_ops, args);
+
+    /* The slots of an element are the senders', in member order */
+    self->completed = 0;
+    self->my_pos    = params->my_index - (params->my_index >
+                                          params->root_index);
+    self->scratch   = NULL;
+    return UCS_OK;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(uct_o2m_incast_send_ep_t)
+{
+    ucs_free(self->scratch);
+}
+
+UCS_CLASS_DEFINE(uct_o2m_incast_send_ep_t, uct_o2m_group_ep_t);
+UCS_CLASS_DEFINE_NEW_FUNC(uct_o2m_incast_send_ep_t, uct_o2m_group_ep_t,
+                          uct_o2m_iface_t*, const uct_o2m_group_params_t*,
+                          const uct_o2m_group_args_t*);
+static UCS_CLASS_DEFINE_DELETE_FUNC(uct_o2m_incast_send_ep_t, uct_o2m_ep_t);
+
+static const uct_o2m_group_ops_t uct_o2m_incast_send_ops = {
     .super = {
         .name         = "fan-in sender",
         .am_short     = uct_o2m_incast_am_short,
@@ -467,8 +521,9 @@ const uct_o2m_group_ops_t uct_o2m_incast_send_ops = {
         .flush_status = uct_o2m_group_flush_status,
         .progress     = uct_o2m_incast_send_progress,
         .check        = uct_o2m_group_check,
-        .destroy      = uct_o2m_group_destroy
+        .destroy      = UCS_CLASS_DELETE_FUNC_NAME(uct_o2m_incast_send_ep_t)
     },
+    .done        = uct_o2m_group_sent,
     .update      = uct_o2m_incast_send_update,
     .root_closed = uct_o2m_incast_send_root_closed
 };

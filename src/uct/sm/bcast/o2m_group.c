@@ -286,13 +286,13 @@ ucs_status_t uct_o2m_group_flush_status(uct_o2m_ep_t *o2m_ep)
     uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
 
     /* A sender that has sent is attached */
-    uct_o2m_group_ops(ep)->update(ep);
-    return (ep->completed >= ep->super.next_seq) ? UCS_OK : UCS_INPROGRESS;
+    return (uct_o2m_group_ops(ep)->update(ep) >= ep->super.next_seq) ?
+           UCS_OK : UCS_INPROGRESS;
 }
 
-uint64_t uct_o2m_group_done(const uct_o2m_group_ep_t *ep)
+uint64_t uct_o2m_group_sent(const uct_o2m_group_ep_t *ep)
 {
-    return uct_o2m_ep_sends(&ep->super) ? ep->super.next_seq : ep->rx_seq;
+    return ep->super.next_seq;
 }
 
 /*
@@ -398,12 +398,10 @@ uct_o2m_group_check_params(uct_o2m_iface_t *iface,
     return UCS_OK;
 }
 
-static UCS_CLASS_INIT_FUNC(uct_o2m_group_ep_t, uct_o2m_iface_t *iface,
-                           const uct_o2m_group_params_t *params,
-                           const uct_o2m_group_ops_t *ops,
-                           uct_o2m_mode_t mode,
-                           uct_o2m_op_t op, uct_o2m_dtype_t dtype,
-                           size_t hdr_len)
+UCS_CLASS_INIT_FUNC(uct_o2m_group_ep_t, uct_o2m_iface_t *iface,
+                    const uct_o2m_group_params_t *params,
+                    const uct_o2m_group_ops_t *ops,
+                    const uct_o2m_group_args_t *args)
 {
     ucs_status_t status;
     unsigned i;
@@ -418,19 +416,12 @@ static UCS_CLASS_INIT_FUNC(uct_o2m_group_ep_t, uct_o2m_iface_t *iface,
     self->size       = params->size;
     self->my_index   = params->my_index;
     self->root_index = params->root_index;
-    self->my_pos     = params->my_index - (params->my_index >
-                                           params->root_index);
-    self->mode       = mode;
-    self->op         = op;
-    self->dtype      = dtype;
-    self->hdr_len    = hdr_len;
-    self->dt_size    = (op == UCT_O2M_OP_GATHER) ? 1 :
-                       uct_o2m_dtype_size(dtype);
-    self->completed  = 0;
-    self->rx_seq     = 0;
-    self->rx_seen    = 0;
-    self->scratch    = NULL;
-    self->rx_slots   = NULL;
+    self->mode       = args->mode;
+    self->op         = args->op;
+    self->dtype      = args->dtype;
+    self->hdr_len    = args->hdr_len;
+    self->dt_size    = (args->op == UCT_O2M_OP_GATHER) ? 1 :
+                       uct_o2m_dtype_size(args->dtype);
     self->acks       = NULL;
     self->procs      = NULL;
     self->wait_since = 0;
@@ -538,8 +529,8 @@ static UCS_CLASS_INIT_FUNC(uct_o2m_group_ep_t, uct_o2m_iface_t *iface,
 out:
     ucs_debug("group 0x%" PRIx64 ": ep %p member %u/%u root %u mode %s op %s "
               "dtype %s", self->group_id, self, self->my_index, self->size,
-              self->root_index, uct_o2m_mode_name(mode), uct_o2m_op_name(op),
-              uct_o2m_dtype_name(dtype));
+              self->root_index, uct_o2m_mode_name(args->mode),
+              uct_o2m_op_name(args->op), uct_o2m_dtype_name(args->dtype));
     return UCS_OK;
 
 err_destroy_seg:
@@ -585,30 +576,18 @@ static UCS_CLASS_CLEANUP_FUNC(uct_o2m_group_ep_t)
     }
     ucs_free(self->watches);
     ucs_free(self->procs);
-    ucs_free(self->scratch);
-    ucs_free(self->rx_slots);
 }
 
 UCS_CLASS_DEFINE(uct_o2m_group_ep_t, uct_o2m_ep_t);
-
-void uct_o2m_group_destroy(uct_o2m_ep_t *ep)
-{
-    UCS_CLASS_DELETE(uct_o2m_group_ep_t,
-                     ucs_derived_of(ep, uct_o2m_group_ep_t));
-}
 
 ucs_status_t uct_o2m_ep_create(uct_iface_h tl_iface,
                                const uct_o2m_group_params_t *params,
                                uct_ep_h *ep_p)
 {
+    uct_o2m_group_args_t args;
     uct_o2m_iface_t *iface;
     uct_o2m_group_ep_t *ep;
-    const uct_o2m_group_ops_t *ops;
-    uct_o2m_mode_t mode;
-    uct_o2m_op_t op;
-    uct_o2m_dtype_t dtype;
     ucs_status_t status;
-    size_t hdr_len;
     int is_root;
 
     if ((params != NULL) && (ep_p != NULL) && uct_mc_udp_is_iface(tl_iface)) {
@@ -628,31 +607,37 @@ ucs_status_t uct_o2m_ep_create(uct_iface_h tl_iface,
         return UCS_ERR_INVALID_PARAM;
     }
 
-    iface   = ucs_derived_of(tl_iface, uct_o2m_iface_t);
-    mode    = (params->field_mask & UCT_O2M_GROUP_FIELD_MODE) ?
-              params->mode : UCT_O2M_MODE_BATCHED;
-    op      = (params->field_mask & UCT_O2M_GROUP_FIELD_OP) ?
-              params->op : UCT_O2M_OP_GATHER;
-    dtype   = (params->field_mask & UCT_O2M_GROUP_FIELD_DTYPE) ?
-              params->dtype : UCT_O2M_DT_UINT8;
-    hdr_len = (params->field_mask & UCT_O2M_GROUP_FIELD_HDR_LEN) ?
-              params->hdr_len : 0;
+    iface        = ucs_derived_of(tl_iface, uct_o2m_iface_t);
+    args.mode    = (params->field_mask & UCT_O2M_GROUP_FIELD_MODE) ?
+                   params->mode : UCT_O2M_MODE_BATCHED;
+    args.op      = (params->field_mask & UCT_O2M_GROUP_FIELD_OP) ?
+                   params->op : UCT_O2M_OP_GATHER;
+    args.dtype   = (params->field_mask & UCT_O2M_GROUP_FIELD_DTYPE) ?
+                   params->dtype : UCT_O2M_DT_UINT8;
+    args.hdr_len = (params->field_mask & UCT_O2M_GROUP_FIELD_HDR_LEN) ?
+                   params->hdr_len : 0;
 
-    status = uct_o2m_group_check_params(iface, params, mode, op, dtype,
-                                        hdr_len);
+    status = uct_o2m_group_check_params(iface, params, args.mode, args.op,
+                                        args.dtype, args.hdr_len);
     if (status != UCS_OK) {
         return status;
     }
 
+    /* The endpoint type of the role, created with its ops */
     is_root = (params->my_index == params->root_index);
     if (iface->is_incast) {
-        ops = is_root ? &uct_o2m_incast_root_ops : &uct_o2m_incast_send_ops;
+        status = is_root ?
+                 UCS_CLASS_NEW_FUNC_NAME(uct_o2m_incast_root_ep_t)(
+                         iface, params, &args, &ep) :
+                 UCS_CLASS_NEW_FUNC_NAME(uct_o2m_incast_send_ep_t)(
+                         iface, params, &args, &ep);
     } else {
-        ops = is_root ? &uct_o2m_bcast_root_ops : &uct_o2m_bcast_recv_ops;
+        status = is_root ?
+                 UCS_CLASS_NEW_FUNC_NAME(uct_o2m_bcast_root_ep_t)(
+                         iface, params, &args, &ep) :
+                 UCS_CLASS_NEW_FUNC_NAME(uct_o2m_bcast_recv_ep_t)(
+                         iface, params, &args, &ep);
     }
-
-    status = UCS_CLASS_NEW(uct_o2m_group_ep_t, &ep, iface, params, ops, mode,
-                           op, dtype, hdr_len);
     if (status != UCS_OK) {
         return status;
     }

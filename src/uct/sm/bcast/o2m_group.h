@@ -112,12 +112,20 @@ typedef struct uct_o2m_group_ep uct_o2m_group_ep_t;
  * The role of a group endpoint (the root or a member of a fan-out or a
  * fan-in group): what every endpoint does, and what the group layer's
  * liveness checks (o2m_liveness.c) ask of the root's or a member's role.
+ * Each role has its own endpoint type, which embeds uct_o2m_group_ep_t
+ * and is created with its ops (uct_o2m_ep_create): the fan-out root and
+ * receivers in bcast_ep.c, the fan-in senders in incast_ep.c, the fan-in
+ * root in incast_root.c.
  */
 typedef struct uct_o2m_group_ops {
     uct_o2m_ep_ops_t super;
-    /* Sending role: advance "completed" to what the readers are done with,
-     * and complete the sends below it */
-    void     (*update)(uct_o2m_group_ep_t *ep);
+    /* How far this endpoint got: messages sent or rounds contributed (a
+     * sending role), messages consumed or rounds delivered (a reading
+     * role) */
+    uint64_t (*done)(const uct_o2m_group_ep_t *ep);
+    /* Sending role: complete the sends the readers are done with; returns
+     * how far they are done (all messages or rounds below it) */
+    uint64_t (*update)(uct_o2m_group_ep_t *ep);
     /* Root: whether it waits for the other members now */
     int      (*root_waiting)(uct_o2m_group_ep_t *ep);
     /* Root: a count that moves while the members make progress (the
@@ -134,6 +142,17 @@ typedef struct uct_o2m_group_ops {
 } uct_o2m_group_ops_t;
 
 
+/** The parameters of a group with their defaults (uct_o2m_ep_create) */
+typedef struct uct_o2m_group_args {
+    uct_o2m_mode_t       mode;
+    uct_o2m_op_t         op;
+    uct_o2m_dtype_t      dtype;
+    size_t               hdr_len;
+} uct_o2m_group_args_t;
+
+
+/** What the endpoint of every role has: the group, its segment, the
+ *  liveness of the members */
 struct uct_o2m_group_ep {
     uct_o2m_ep_t         super;
     uct_o2m_group_seg_t  *seg;        /* NULL until attached */
@@ -163,20 +182,6 @@ struct uct_o2m_group_ep {
     uct_o2m_proc_t       *procs;      /* Root: members' processes given at
                                          creation (pid 0: unknown) */
     void                 *acks;       /* Fan-out BATCHED counters */
-    /* The sending roles (fan-out root, fan-in sender) */
-    uint64_t             completed;   /* The readers are done below this:
-                                         acked by all (fan-out), delivered
-                                         by the root (fan-in) */
-    unsigned             my_pos;      /* Fan-in sender: its slot */
-    uct_o2m_elem_t       *scratch;    /* Fan-in sender: a contribution
-                                         filled aside, before it is reduced
-                                         or copied into the slot */
-    /* The reading roles (fan-out receiver, fan-in root) */
-    uint64_t             rx_seq;      /* Next message or round to deliver */
-    unsigned             rx_seen;     /* Fan-in CENTRALIZED root: slots of
-                                         round rx_seq already seen */
-    uct_o2m_elem_info_t  *rx_slots;   /* Fan-in root: the slots of a round,
-                                         copied out and checked */
     /* Opt-in PEER_TIMEOUT: when the current wait for a member that has
      * not joined began (0: not waiting), and the progress mark it saw */
     ucs_time_t           wait_since;
@@ -233,15 +238,24 @@ uct_o2m_group_elem(uct_o2m_group_ep_t *ep, uint64_t seq)
     return uct_o2m_elem_at(ep->elems, ep->elem_stride, seq, ep->depth);
 }
 
-/* Group endpoint life cycle (o2m_group.c) */
+/* How far this endpoint got (its role's done) */
+static UCS_F_ALWAYS_INLINE uint64_t
+uct_o2m_group_done(const uct_o2m_group_ep_t *ep)
+{
+    return uct_o2m_group_ops(ep)->done(ep);
+}
+
+/* Group endpoint life cycle (o2m_group.c); the roles' classes derive from
+ * it */
+UCS_CLASS_DECLARE(uct_o2m_group_ep_t, uct_o2m_iface_t*,
+                  const uct_o2m_group_params_t*, const uct_o2m_group_ops_t*,
+                  const uct_o2m_group_args_t*);
 ucs_status_t uct_o2m_group_attach(uct_o2m_group_ep_t *ep);
 int uct_o2m_group_try_attach(uct_o2m_group_ep_t *ep);
-void uct_o2m_group_destroy(uct_o2m_ep_t *ep);
 /* Flush of the sending roles (ops->super.flush_status), through update */
 ucs_status_t uct_o2m_group_flush_status(uct_o2m_ep_t *ep);
-/* How far this endpoint got: messages sent or rounds contributed (a
- * sending role), messages consumed or rounds delivered (a reading role) */
-uint64_t uct_o2m_group_done(const uct_o2m_group_ep_t *ep);
+/* done of the sending roles: what they sent */
+uint64_t uct_o2m_group_sent(const uct_o2m_group_ep_t *ep);
 
 /* Liveness (o2m_liveness.c) */
 void uct_o2m_group_check(uct_o2m_ep_t *ep, int stalled);
@@ -267,16 +281,24 @@ int uct_o2m_iface_evict_retired(uct_o2m_iface_t *iface, int by_id,
 void uct_o2m_iface_drain_retired(uct_o2m_iface_t *iface);
 
 /* Fan-out (bcast_ep.c) */
-extern const uct_o2m_group_ops_t uct_o2m_bcast_root_ops;
-extern const uct_o2m_group_ops_t uct_o2m_bcast_recv_ops;
+UCS_CLASS_DECLARE_NEW_FUNC(uct_o2m_bcast_root_ep_t, uct_o2m_group_ep_t,
+                           uct_o2m_iface_t*, const uct_o2m_group_params_t*,
+                           const uct_o2m_group_args_t*);
+UCS_CLASS_DECLARE_NEW_FUNC(uct_o2m_bcast_recv_ep_t, uct_o2m_group_ep_t,
+                           uct_o2m_iface_t*, const uct_o2m_group_params_t*,
+                           const uct_o2m_group_args_t*);
 /* Layout of a group segment from its header's size, depth, mode and op and
  * the root's configuration (ring element size, RING_MAX); returns its size */
 size_t uct_o2m_bcast_seg_layout(uct_o2m_group_seg_t *hdr, size_t elem_size);
 void uct_o2m_bcast_seg_init(uct_o2m_group_ep_t *ep);
 
 /* Fan-in (incast_ep.c, incast_root.c) */
-extern const uct_o2m_group_ops_t uct_o2m_incast_send_ops;
-extern const uct_o2m_group_ops_t uct_o2m_incast_root_ops;
+UCS_CLASS_DECLARE_NEW_FUNC(uct_o2m_incast_send_ep_t, uct_o2m_group_ep_t,
+                           uct_o2m_iface_t*, const uct_o2m_group_params_t*,
+                           const uct_o2m_group_args_t*);
+UCS_CLASS_DECLARE_NEW_FUNC(uct_o2m_incast_root_ep_t, uct_o2m_group_ep_t,
+                           uct_o2m_iface_t*, const uct_o2m_group_params_t*,
+                           const uct_o2m_group_args_t*);
 int uct_o2m_group_seg_shared(const uct_o2m_group_seg_t *hdr);
 size_t uct_o2m_incast_seg_layout(uct_o2m_group_seg_t *hdr, size_t elem_size,
                                  size_t ring_max);
