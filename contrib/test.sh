@@ -30,9 +30,11 @@
 #      test/vm/selftest.sh (one guest: rxe0, ucx_info, ibv_ud_pingpong,
 #      ucx_perftest over ud_verbs; two guests: mckey multicast,
 #      ibv_ud_pingpong and ucx_perftest across them; status, timeout and
-#      SIGTERM handling, up/exec/down; 4-5 minutes on a loaded machine);
-#      skipped where 'contrib/vmbed.sh check' fails (no QEMU, no kernel
-#      package)
+#      SIGTERM handling, up/exec/down; 4-5 minutes on a loaded machine),
+#      then mc_verbs's device tests (o2m_gtest 'mc_verbs*': listed by
+#      ucx_info, UD point-to-point, groups of 2..4 with forced loss, the
+#      membership left, UCP over it) in the first of two guests; skipped
+#      where 'contrib/vmbed.sh check' fails (no QEMU, no kernel package)
 #   6. test/fuzz/fuzz.sh: the libFuzzer targets of the shared-memory checks
 #      (o2m_check.c) and of the multicast engine's packets (mc/rel/), built
 #      with clang against build/'s configuration, run for O2M_FUZZ_SECONDS
@@ -249,6 +251,7 @@ run_vm_bed() {
         echo "$why"
         why=$(tail -n 1 <<<"$why")
         skip_reason "VM bed self-test (Soft-RoCE)" "SKIPPED (${why#vmbed: })"
+        skip_reason "mc_verbs on Soft-RoCE (build/)" "SKIPPED (${why#vmbed: })"
         return 0
     fi
     echo "$why"
@@ -256,6 +259,29 @@ run_vm_bed() {
     times+=($((SECONDS - start)))
     run_step "VM bed self-test (Soft-RoCE)" timeout -k 10 3600 \
         bash test/vm/selftest.sh || true
+    run_step "mc_verbs on Soft-RoCE (build/)" timeout -k 10 1000 \
+        run_mc_verbs_vm "$1" || true
+}
+
+# mc_verbs's device tests (o2m_gtest mc_verbs*) in the first of two
+# Soft-RoCE guests: they must run, not skip for want of a device
+run_mc_verbs_vm() {
+    local gtest=$1/test/gtest/o2m_gtest log rc
+    log=$(mktemp)
+    bash contrib/vmbed.sh run -n 2 --timeout 900 -- bash -c '
+        rc=0
+        if [ "$VMBED_INDEX" = 0 ]; then
+            "$0" --gtest_filter="mc_verbs*" || rc=$?
+        fi
+        vmbed-sync -t 880 barrier end
+        exit $rc' "$gtest" 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    if [ "$rc" = 0 ] && grep -q '\[  SKIPPED \]' "$log"; then
+        echo "test.sh: mc_verbs device tests were skipped in the guest"
+        rc=1
+    fi
+    rm -f "$log"
+    return "$rc"
 }
 
 trap 'summary $?' EXIT
@@ -282,7 +308,7 @@ run_step "check-install" bash contrib/check-install.sh "$BUILD" || true
 run_step "MPI suite, coll/ucg (build/)" run_mpi "$BUILD" test/mpi/run.sh ||
     true
 run_mpi_hosts "$BUILD"
-run_vm_bed
+run_vm_bed "$BUILD"
 run_step "fuzz shared-memory checks" bash test/fuzz/fuzz.sh "$BUILD" \
     "${O2M_FUZZ_SECONDS:-60}" o2m_check || true
 run_step "fuzz multicast packets" bash test/fuzz/fuzz.sh "$BUILD" \
