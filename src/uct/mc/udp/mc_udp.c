@@ -31,6 +31,7 @@
 #endif
 
 #include "mc_udp.h"
+#include "../common/mc_rel_ep.h"
 #include "../rel/mc_rel.h"
 #include "../../sm/bcast/o2m_mix.h"
 
@@ -108,21 +109,12 @@ typedef struct uct_mc_udp_dev_addr {
 
 
 typedef struct uct_mc_udp_iface_config {
-    uct_iface_config_t super;
-    unsigned           window;
-    size_t             mtu;
-    size_t             seg_size;
-    size_t             rcvbuf;
-    double             rto_min;
-    double             rto_max;
-    double             reorder_slack;
-    double             peer_timeout;
-    unsigned           radix;
-    char               *mcast_base;
-    unsigned           mcast_count;
-    unsigned           mcast_port;
-    double             pace_rate;
-    unsigned           max_conns;
+    uct_iface_config_t     super;
+    uct_mc_rel_ep_config_t mc;
+    size_t                 rcvbuf;
+    unsigned               mcast_port;
+    double                 pace_rate;
+    unsigned               max_conns;
 } uct_mc_udp_iface_config_t;
 
 
@@ -156,18 +148,10 @@ typedef struct uct_mc_udp_stream {
 } uct_mc_udp_stream_t;
 
 struct uct_mc_udp_ep {
-    uct_base_ep_t       super;
+    uct_mc_rel_ep_t     super;        /* super.rel: s.rel */
     uct_mc_udp_stream_t s;
     int                 is_group;
-    ucs_queue_head_t    pending;      /* uct_pending_req_t */
-    ucs_queue_head_t    flushes;      /* uct_mc_udp_flush_t */
-    void                *tx_buf;      /* a message: AM id + data */
 };
-
-typedef struct uct_mc_udp_flush {
-    ucs_queue_elem_t    queue;
-    uct_completion_t    *comp;
-} uct_mc_udp_flush_t;
 
 struct uct_mc_udp_iface {
     uct_base_iface_t      super;
@@ -209,19 +193,19 @@ static ucs_config_field_t uct_mc_udp_iface_config_table[] = {
      "Packets a stream's root may have outstanding (not acknowledged by "
      "every member): a power of two, 2..32768. Memory per stream and member "
      "is about WINDOW * MTU bytes.",
-     ucs_offsetof(uct_mc_udp_iface_config_t, window), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(uct_mc_udp_iface_config_t, mc.window), UCS_CONFIG_TYPE_UINT},
 
     {"MTU", "0",
      "Largest IP datagram sent, headers included (IPv4 + UDP + 48 bytes of "
      "transport and engine headers); at most the device's MTU; 0: the "
      "device's MTU, at most 1500. Larger messages are fragmented by the "
      "engine.",
-     ucs_offsetof(uct_mc_udp_iface_config_t, mtu), UCS_CONFIG_TYPE_MEMUNITS},
+     ucs_offsetof(uct_mc_udp_iface_config_t, mc.mtu), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"SEG_SIZE", "8k",
      "Largest active message (am_bcopy), 1..1m; a message must also fit the "
      "window.",
-     ucs_offsetof(uct_mc_udp_iface_config_t, seg_size),
+     ucs_offsetof(uct_mc_udp_iface_config_t, mc.seg_size),
      UCS_CONFIG_TYPE_MEMUNITS},
 
     {"RCVBUF", "4m",
@@ -232,39 +216,39 @@ static ucs_config_field_t uct_mc_udp_iface_config_table[] = {
 
     {"RTO_MIN", "20us",
      "Shortest retransmission timeout (NACK retry, SYNC, probes).",
-     ucs_offsetof(uct_mc_udp_iface_config_t, rto_min), UCS_CONFIG_TYPE_TIME},
+     ucs_offsetof(uct_mc_udp_iface_config_t, mc.rto_min), UCS_CONFIG_TYPE_TIME},
 
     {"RTO_MAX", "8ms",
      "Longest retransmission timeout after back-off: the longest a waiting "
      "member stays silent.",
-     ucs_offsetof(uct_mc_udp_iface_config_t, rto_max), UCS_CONFIG_TYPE_TIME},
+     ucs_offsetof(uct_mc_udp_iface_config_t, mc.rto_max), UCS_CONFIG_TYPE_TIME},
 
     {"REORDER_SLACK", "10us",
      "How long a gap may stay open before it is NACKed.",
-     ucs_offsetof(uct_mc_udp_iface_config_t, reorder_slack),
+     ucs_offsetof(uct_mc_udp_iface_config_t, mc.reorder_slack),
      UCS_CONFIG_TYPE_TIME},
 
     {"PEER_TIMEOUT", "0",
      "How long a member waited on may stay silent before its streams fail "
      "(0: no bound; a member whose socket is closed - ICMP port unreachable "
      "- fails them in any case).",
-     ucs_offsetof(uct_mc_udp_iface_config_t, peer_timeout),
+     ucs_offsetof(uct_mc_udp_iface_config_t, mc.peer_timeout),
      UCS_CONFIG_TYPE_TIME},
 
     {"RADIX", "4",
      "Fan-in of a group's ACK tree, 1..64.",
-     ucs_offsetof(uct_mc_udp_iface_config_t, radix), UCS_CONFIG_TYPE_UINT},
+     ucs_offsetof(uct_mc_udp_iface_config_t, mc.radix), UCS_CONFIG_TYPE_UINT},
 
     {"MCAST_BASE", "239.255.64.0",
      "First multicast address of the range groups use (administratively "
      "scoped 239.0.0.0/8 recommended); a group's address is MCAST_BASE + "
      "hash(group id) mod MCAST_COUNT.",
-     ucs_offsetof(uct_mc_udp_iface_config_t, mcast_base),
+     ucs_offsetof(uct_mc_udp_iface_config_t, mc.mcast_base),
      UCS_CONFIG_TYPE_STRING},
 
     {"MCAST_COUNT", "1024",
      "Number of multicast addresses in the range, 1..65536.",
-     ucs_offsetof(uct_mc_udp_iface_config_t, mcast_count),
+     ucs_offsetof(uct_mc_udp_iface_config_t, mc.mcast_count),
      UCS_CONFIG_TYPE_UINT},
 
     {"MCAST_PORT", "47011",
@@ -288,13 +272,6 @@ static ucs_config_field_t uct_mc_udp_iface_config_table[] = {
 };
 
 
-static uint64_t uct_mc_udp_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static int uct_mc_udp_sa_equal(const struct sockaddr_in *a,
                                const struct sockaddr_in *b)
@@ -421,7 +398,7 @@ static ucs_status_t uct_mc_udp_rel_send(void *arg, int dest, const void *hdr,
     } else if ((dest >= 0) && ((unsigned)dest < s->num_members)) {
         rank = dest;
         if (!s->peers[rank].known) {
-            uct_mc_udp_send_who(s, rank, uct_mc_udp_now());
+            uct_mc_udp_send_who(s, rank, uct_mc_rel_ep_now());
             return UCS_OK; /* lost: the engine's timers send it again */
         }
         to = &s->peers[rank].addr;
@@ -434,7 +411,7 @@ static ucs_status_t uct_mc_udp_rel_send(void *arg, int dest, const void *hdr,
     bytes = UCT_MC_REL_HDR_LEN + length + UCT_MC_UDP_HDR_LEN +
             UCT_MC_UDP_IP_HDRS;
     if ((iface->pace_rate != 0) && (length > 0)) {
-        now = uct_mc_udp_now();
+        now = uct_mc_rel_ep_now();
         uct_mc_udp_pace_refill(iface, now);
         if (iface->tokens < bytes) {
             ++iface->cnt.tx_paced;
@@ -452,18 +429,11 @@ static ucs_status_t uct_mc_udp_rel_send(void *arg, int dest, const void *hdr,
 static void uct_mc_udp_rel_deliver(void *arg, const void *data,
                                    size_t length)
 {
-    uct_mc_udp_stream_t *s    = arg;
-    uct_mc_udp_iface_t *iface = s->iface;
-    uint8_t am_id;
+    uct_mc_udp_stream_t *s = arg;
 
-    if ((length < 1) || ((am_id = *(const uint8_t*)data) >= UCT_AM_ID_MAX)) {
-        /* Only a broken or forged root sends that: not a valid message */
-        ++iface->cnt.rx_bad;
-        return;
+    if (uct_mc_rel_ep_deliver(&s->iface->super, data, length) != UCS_OK) {
+        ++s->iface->cnt.rx_bad;
     }
-
-    uct_iface_invoke_am(&iface->super, am_id,
-                        (void*)UCS_PTR_BYTE_OFFSET(data, 1), length - 1, 0);
 }
 
 /* Engine callback: 0 when the member's socket is closed */
@@ -483,7 +453,7 @@ static int uct_mc_udp_rel_is_alive(void *arg, unsigned rank)
     }
 
     if (!peer->known) {
-        uct_mc_udp_send_who(s, rank, uct_mc_udp_now());
+        uct_mc_udp_send_who(s, rank, uct_mc_rel_ep_now());
     } else {
         /* The answer, if the port is closed, is an ICMP error that the
          * next progress reads; the next call returns it */
@@ -552,10 +522,15 @@ uct_mc_udp_stream_init(uct_mc_udp_stream_t *s, uct_mc_udp_iface_t *iface,
     params.ops         = &uct_mc_udp_rel_ops;
     params.arg         = s;
 
-    status = uct_mc_rel_stream_create(&params, uct_mc_udp_now(), &s->rel);
+    status = uct_mc_rel_stream_create(&params, uct_mc_rel_ep_now(), &s->rel);
     if (status != UCS_OK) {
         ucs_free(s->peers);
         return status;
+    }
+
+    if (ep != NULL) {
+        ep->super.rel     = s->rel;
+        ep->super.is_root = (my_rank == root);
     }
 
     ucs_list_add_tail(&iface->streams, &s->list);
@@ -898,7 +873,7 @@ static void uct_mc_udp_rx_packet(uct_mc_udp_iface_t *iface, void *buf,
 }
 
 /* CLOCK_REALTIME minus CLOCK_MONOTONIC, in ns: turns the kernel's receive
- * time stamps (SO_TIMESTAMPNS, real time) into uct_mc_udp_now()'s clock */
+ * time stamps (SO_TIMESTAMPNS, real time) into uct_mc_rel_ep_now()'s clock */
 static int64_t uct_mc_udp_realtime_offset(void)
 {
     struct timespec rt, mono;
@@ -909,7 +884,7 @@ static int64_t uct_mc_udp_realtime_offset(void)
            ((int64_t)rt.tv_nsec - mono.tv_nsec);
 }
 
-/* The receive time stamp of @a msg in uct_mc_udp_now()'s clock, or @a now
+/* The receive time stamp of @a msg in uct_mc_rel_ep_now()'s clock, or @a now
  * when it has none */
 static uint64_t uct_mc_udp_rx_stamp(struct msghdr *msg, int64_t offset,
                                     uint64_t now)
@@ -990,188 +965,6 @@ static unsigned uct_mc_udp_rx_fd(uct_mc_udp_iface_t *iface, int fd,
 /* ------------------------------------------------------------------------ */
 /* Endpoints                                                               */
 
-static void uct_mc_udp_ep_complete_flushes(uct_mc_udp_ep_t *ep)
-{
-    ucs_status_t status = uct_mc_rel_flush(ep->s.rel);
-    uct_mc_udp_flush_t *flush;
-
-    if (status == UCS_INPROGRESS) {
-        return;
-    }
-
-    while (!ucs_queue_is_empty(&ep->flushes)) {
-        flush = ucs_queue_pull_elem_non_empty(&ep->flushes,
-                                              uct_mc_udp_flush_t, queue);
-        uct_invoke_completion(flush->comp, status);
-        ucs_free(flush);
-    }
-}
-
-static unsigned uct_mc_udp_ep_dispatch_pending(uct_mc_udp_ep_t *ep)
-{
-    uct_pending_req_t *req;
-    unsigned count = 0;
-
-    while (!ucs_queue_is_empty(&ep->pending) &&
-           ((uct_mc_rel_status(ep->s.rel) < 0) ||
-            (uct_mc_rel_tx_space(ep->s.rel) >= ep->s.iface->seg_frags))) {
-        req = ucs_queue_head_elem_non_empty(&ep->pending, uct_pending_req_t,
-                                            priv);
-        ucs_queue_pull_non_empty(&ep->pending);
-        if (req->func(req) != UCS_OK) {
-            /* Still no room: it goes back to the front */
-            ucs_queue_push_head(&ep->pending, (ucs_queue_elem_t*)req->priv);
-            break;
-        }
-        ++count;
-    }
-    return count;
-}
-
-static ucs_status_t uct_mc_udp_ep_send(uct_mc_udp_ep_t *ep, size_t length)
-{
-    uct_mc_udp_iface_t *iface = ep->s.iface;
-    ucs_status_t status;
-
-    if (ep->is_group && (ep->s.my_rank != ep->s.root)) {
-        return UCS_ERR_UNSUPPORTED;
-    }
-
-    status = uct_mc_rel_send(ep->s.rel, ep->tx_buf, length,
-                             uct_mc_udp_now());
-    if ((status == UCS_ERR_INVALID_PARAM) && (length > iface->seg_size + 1)) {
-        return UCS_ERR_EXCEEDS_LIMIT;
-    }
-    return status;
-}
-
-static ucs_status_t uct_mc_udp_ep_am_short(uct_ep_h tl_ep, uint8_t id,
-                                           uint64_t header,
-                                           const void *payload,
-                                           unsigned length)
-{
-    uct_mc_udp_ep_t *ep = ucs_derived_of(tl_ep, uct_mc_udp_ep_t);
-    uint8_t *buf        = ep->tx_buf;
-
-    if ((id >= UCT_AM_ID_MAX) ||
-        (length + sizeof(header) > ep->s.iface->rel.mtu - 1)) {
-        return UCS_ERR_INVALID_PARAM;
-    }
-    if (!ucs_queue_is_empty(&ep->pending)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-
-    buf[0] = id;
-    memcpy(buf + 1, &header, sizeof(header));
-    /* A zero-length payload may come as NULL: memcpy must not see it */
-    if (length > 0) {
-        memcpy(buf + 1 + sizeof(header), payload, length);
-    }
-    return uct_mc_udp_ep_send(ep, 1 + sizeof(header) + length);
-}
-
-static ssize_t uct_mc_udp_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
-                                      uct_pack_callback_t pack_cb, void *arg,
-                                      unsigned flags)
-{
-    uct_mc_udp_ep_t *ep = ucs_derived_of(tl_ep, uct_mc_udp_ep_t);
-    uint8_t *buf        = ep->tx_buf;
-    ucs_status_t status;
-    size_t length;
-
-    if (id >= UCT_AM_ID_MAX) {
-        return UCS_ERR_INVALID_PARAM;
-    }
-    if (!ucs_queue_is_empty(&ep->pending)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-    if (uct_mc_rel_status(ep->s.rel) < 0) {
-        return uct_mc_rel_status(ep->s.rel);
-    }
-    /* Pack only when a whole segment fits, so that a refusal costs no
-     * packing (the packed size is not known before) */
-    if (uct_mc_rel_tx_space(ep->s.rel) < ep->s.iface->seg_frags) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-
-    buf[0] = id;
-    length = pack_cb(buf + 1, arg);
-    if (length > ep->s.iface->seg_size) {
-        return UCS_ERR_EXCEEDS_LIMIT;
-    }
-
-    status = uct_mc_udp_ep_send(ep, 1 + length);
-    return (status == UCS_OK) ? (ssize_t)length : status;
-}
-
-static ucs_status_t uct_mc_udp_ep_pending_add(uct_ep_h tl_ep,
-                                              uct_pending_req_t *req,
-                                              unsigned flags)
-{
-    uct_mc_udp_ep_t *ep = ucs_derived_of(tl_ep, uct_mc_udp_ep_t);
-
-    if ((uct_mc_rel_status(ep->s.rel) != UCS_OK) &&
-        (uct_mc_rel_status(ep->s.rel) != UCS_INPROGRESS)) {
-        return UCS_ERR_BUSY; /* failed: the caller sees the error */
-    }
-    /* The same room as am_bcopy asks for: a request added while there is
-     * room would never be dispatched (and one refused would spin) */
-    if (ucs_queue_is_empty(&ep->pending) &&
-        (uct_mc_rel_tx_space(ep->s.rel) >= ep->s.iface->seg_frags)) {
-        return UCS_ERR_BUSY;
-    }
-
-    ucs_queue_push(&ep->pending, (ucs_queue_elem_t*)req->priv);
-    return UCS_OK;
-}
-
-static void uct_mc_udp_ep_pending_purge(uct_ep_h tl_ep,
-                                        uct_pending_purge_callback_t cb,
-                                        void *arg)
-{
-    uct_mc_udp_ep_t *ep = ucs_derived_of(tl_ep, uct_mc_udp_ep_t);
-    uct_pending_req_t *req;
-
-    while (!ucs_queue_is_empty(&ep->pending)) {
-        req = ucs_queue_head_elem_non_empty(&ep->pending, uct_pending_req_t,
-                                            priv);
-        ucs_queue_pull_non_empty(&ep->pending);
-        if (cb != NULL) {
-            cb(req, arg);
-        }
-    }
-}
-
-static ucs_status_t uct_mc_udp_ep_flush(uct_ep_h tl_ep, unsigned flags,
-                                        uct_completion_t *comp)
-{
-    uct_mc_udp_ep_t *ep = ucs_derived_of(tl_ep, uct_mc_udp_ep_t);
-    uct_mc_udp_flush_t *flush;
-    ucs_status_t status;
-
-    if (flags & UCT_FLUSH_FLAG_CANCEL) {
-        uct_mc_udp_ep_pending_purge(tl_ep, NULL, NULL);
-        return UCS_OK;
-    }
-
-    if (!ucs_queue_is_empty(&ep->pending)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-
-    status = uct_mc_rel_flush(ep->s.rel);
-    if ((status != UCS_INPROGRESS) || (comp == NULL)) {
-        return status;
-    }
-
-    flush = ucs_malloc(sizeof(*flush), "mc_udp flush");
-    if (flush == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    flush->comp = comp;
-    ucs_queue_push(&ep->flushes, &flush->queue);
-    return UCS_INPROGRESS;
-}
-
 static ucs_status_t uct_mc_udp_ep_alloc(uct_mc_udp_iface_t *iface,
                                         uct_mc_udp_ep_t **ep_p)
 {
@@ -1182,29 +975,30 @@ static ucs_status_t uct_mc_udp_ep_alloc(uct_mc_udp_iface_t *iface,
         return UCS_ERR_NO_MEMORY;
     }
 
-    ep->tx_buf = ucs_malloc(iface->seg_size + 1, "mc_udp tx");
-    if (ep->tx_buf == NULL) {
-        ucs_free(ep);
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    status = UCS_CLASS_INIT(uct_base_ep_t, &ep->super, &iface->super);
+    /* Whether it sends: uct_mc_udp_stream_init */
+    status = uct_mc_rel_ep_init(&ep->super, iface->seg_size,
+                                iface->seg_frags, iface->rel.mtu, 0);
     if (status != UCS_OK) {
-        ucs_free(ep->tx_buf);
         ucs_free(ep);
         return status;
     }
 
-    ucs_queue_head_init(&ep->pending);
-    ucs_queue_head_init(&ep->flushes);
+    status = UCS_CLASS_INIT(uct_base_ep_t, &ep->super.super.base,
+                            &iface->super);
+    if (status != UCS_OK) {
+        uct_mc_rel_ep_cleanup(&ep->super);
+        ucs_free(ep);
+        return status;
+    }
+
     *ep_p = ep;
     return UCS_OK;
 }
 
 static void uct_mc_udp_ep_free(uct_mc_udp_ep_t *ep)
 {
-    UCS_CLASS_CLEANUP(uct_base_ep_t, &ep->super);
-    ucs_free(ep->tx_buf);
+    UCS_CLASS_CLEANUP(uct_base_ep_t, &ep->super.super.base);
+    uct_mc_rel_ep_cleanup(&ep->super);
     ucs_free(ep);
 }
 
@@ -1246,23 +1040,17 @@ static ucs_status_t uct_mc_udp_ep_create(const uct_ep_params_t *params,
     ep->s.peers[1].addr.sin_port   = iface_addr->port;
     ep->s.peers[1].known           = 1;
 
-    *ep_p = &ep->super.super;
+    *ep_p = &ep->super.super.base.super;
     return UCS_OK;
 }
 
 static void uct_mc_udp_ep_destroy(uct_ep_h tl_ep)
 {
     uct_mc_udp_ep_t *ep = ucs_derived_of(tl_ep, uct_mc_udp_ep_t);
-    uct_mc_udp_flush_t *flush;
     uct_mc_udp_hdr_t hdr;
     uct_mc_udp_who_t msg;
 
-    while (!ucs_queue_is_empty(&ep->flushes)) {
-        flush = ucs_queue_pull_elem_non_empty(&ep->flushes,
-                                              uct_mc_udp_flush_t, queue);
-        uct_invoke_completion(flush->comp, UCS_ERR_CANCELED);
-        ucs_free(flush);
-    }
+    uct_mc_rel_ep_cancel_flushes(&ep->super);
 
     if (ep->s.rel == NULL) {
         /* Its interface was closed first and freed the stream */
@@ -1457,40 +1245,9 @@ ucs_status_t uct_mc_udp_group_ep_create(uct_iface_h tl_iface,
     /* Tell the group who I am; WHO covers a lost HELLO */
     uct_mc_udp_send_hello(&ep->s, &ep->s.mc_addr);
 
-    *ep_p = &ep->super.super;
+    *ep_p = &ep->super.super.base.super;
     return UCS_OK;
 }
-
-uct_o2m_ep_state_t uct_mc_udp_ep_state(uct_ep_h tl_ep, ucs_status_t *status_p)
-{
-    uct_mc_udp_ep_t *ep = ucs_derived_of(tl_ep, uct_mc_udp_ep_t);
-    ucs_status_t status = uct_mc_rel_status(ep->s.rel);
-
-    if (status_p != NULL) {
-        *status_p = (status == UCS_INPROGRESS) ? UCS_OK : status;
-    }
-
-    if (status == UCS_INPROGRESS) {
-        return UCT_O2M_EP_STATE_JOINING;
-    }
-    return (status == UCS_OK) ? UCT_O2M_EP_STATE_READY :
-                                UCT_O2M_EP_STATE_FAILED;
-}
-
-ucs_status_t uct_mc_udp_ep_expect(uct_ep_h tl_ep, int expect)
-{
-    uct_mc_udp_ep_t *ep = ucs_derived_of(tl_ep, uct_mc_udp_ep_t);
-
-    if (!ep->is_group || (ep->s.my_rank == ep->s.root)) {
-        return UCS_ERR_INVALID_PARAM;
-    } else if (ep->s.rel == NULL) {
-        return UCS_ERR_CANCELED; /* its interface was closed */
-    }
-
-    uct_mc_rel_expect(ep->s.rel, expect, uct_mc_udp_now());
-    return UCS_OK;
-}
-
 
 /* ------------------------------------------------------------------------ */
 /* Interface                                                               */
@@ -1498,7 +1255,7 @@ ucs_status_t uct_mc_udp_ep_expect(uct_ep_h tl_ep, int expect)
 static unsigned uct_mc_udp_iface_progress(uct_iface_h tl_iface)
 {
     uct_mc_udp_iface_t *iface = ucs_derived_of(tl_iface, uct_mc_udp_iface_t);
-    uint64_t now              = uct_mc_udp_now();
+    uint64_t now              = uct_mc_rel_ep_now();
     uct_mc_udp_stream_t *s, *tmp;
     unsigned count;
 
@@ -1509,7 +1266,7 @@ static unsigned uct_mc_udp_iface_progress(uct_iface_h tl_iface)
         }
     }
 
-    now = uct_mc_udp_now();
+    now = uct_mc_rel_ep_now();
     ucs_list_for_each_safe(s, tmp, &iface->streams, list) {
         if (uct_mc_rel_next_deadline(s->rel) <= now) {
             (void)uct_mc_rel_progress(s->rel, now);
@@ -1524,14 +1281,13 @@ static unsigned uct_mc_udp_iface_progress(uct_iface_h tl_iface)
         }
 
         if (s->ep != NULL) {
-            count += uct_mc_udp_ep_dispatch_pending(s->ep);
-            uct_mc_udp_ep_complete_flushes(s->ep);
+            count += uct_mc_rel_ep_progress(&s->ep->super);
             if ((s->status != UCS_OK) && !s->ep->is_group &&
                 !s->err_reported) {
                 /* A p2p endpoint whose peer is gone: UCP's error path */
                 s->err_reported = 1;
                 (void)uct_iface_handle_ep_err(&iface->super.super,
-                                              &s->ep->super.super,
+                                              &s->ep->super.super.base.super,
                                               s->status);
             }
         } else if ((s->status != UCS_OK) &&
@@ -1562,7 +1318,7 @@ static ucs_status_t uct_mc_udp_iface_flush(uct_iface_h tl_iface,
         if ((s->ep == NULL) || (s->my_rank != s->root)) {
             continue;
         }
-        if (!ucs_queue_is_empty(&s->ep->pending)) {
+        if (!ucs_queue_is_empty(&s->ep->super.pending)) {
             return UCS_INPROGRESS;
         }
         status = uct_mc_rel_flush(s->rel);
@@ -1601,14 +1357,13 @@ static ucs_status_t uct_mc_udp_iface_event_arm(uct_iface_h tl_iface,
 
     ucs_list_for_each(s, &iface->streams, list) {
         deadline = ucs_min(deadline, uct_mc_rel_next_deadline(s->rel));
-        if ((s->ep != NULL) && !ucs_queue_is_empty(&s->ep->pending) &&
-            ((uct_mc_rel_status(s->rel) < 0) ||
-             (uct_mc_rel_tx_space(s->rel) >= iface->seg_frags))) {
+        if ((s->ep != NULL) && !ucs_queue_is_empty(&s->ep->super.pending) &&
+            uct_mc_rel_ep_has_room(&s->ep->super)) {
             return UCS_ERR_BUSY;
         }
     }
 
-    now = uct_mc_udp_now();
+    now = uct_mc_rel_ep_now();
     if (deadline <= now) {
         return UCS_ERR_BUSY;
     }
@@ -1821,51 +1576,25 @@ uct_mc_udp_iface_config_rel(uct_mc_udp_iface_t *iface,
                                UCT_MC_REL_HDR_LEN;
     size_t mtu;
 
-    uct_mc_rel_config_default(rel);
-
-    mtu = (config->mtu == 0) ? ucs_min(dev_mtu, 1500) : config->mtu;
+    mtu = (config->mc.mtu == 0) ? ucs_min(dev_mtu, 1500) : config->mc.mtu;
     if ((mtu > (size_t)dev_mtu) || (mtu < overhead + 64) || (mtu > 65535)) {
         ucs_error("mc_udp: MTU %zu must be in %zu..%d (the device's MTU)",
                   mtu, overhead + 64, ucs_min(dev_mtu, 65535));
         return UCS_ERR_INVALID_PARAM;
     }
-    if ((config->seg_size < 1) || (config->seg_size > UCS_MBYTE)) {
-        ucs_error("mc_udp: SEG_SIZE %zu must be in 1..1m", config->seg_size);
+    if ((config->mc.seg_size < 1) || (config->mc.seg_size > UCS_MBYTE)) {
+        ucs_error("mc_udp: SEG_SIZE %zu must be in 1..1m", config->mc.seg_size);
         return UCS_ERR_INVALID_PARAM;
     }
-    if ((config->mcast_count < 1) || (config->mcast_count > 65536) ||
+    if ((config->mc.mcast_count < 1) || (config->mc.mcast_count > 65536) ||
         (config->mcast_port < 1) || (config->mcast_port > 65535)) {
         ucs_error("mc_udp: MCAST_COUNT %u must be in 1..65536, MCAST_PORT "
-                  "%u in 1..65535", config->mcast_count, config->mcast_port);
+                  "%u in 1..65535", config->mc.mcast_count, config->mcast_port);
         return UCS_ERR_INVALID_PARAM;
     }
 
-    rel->window         = config->window;
-    rel->radix          = config->radix;
-    rel->mtu            = mtu - overhead;
-    rel->max_msg        = config->seg_size + 1;
-    rel->rto_min        = (uint64_t)(config->rto_min * 1e9);
-    rel->rto_max        = (uint64_t)(config->rto_max * 1e9);
-    rel->reorder_slack  = (uint64_t)(config->reorder_slack * 1e9);
-    rel->peer_timeout   = (uint64_t)(config->peer_timeout * 1e9);
-
-    if ((rel->window < 2) || (rel->window > 32768) ||
-        !ucs_is_pow2(rel->window) || (rel->radix < 1) || (rel->radix > 64) ||
-        (rel->rto_min == 0) || (rel->rto_min > rel->rto_max) ||
-        (rel->rto_max > 3600000000000ull) ||
-        (rel->reorder_slack > rel->rto_max) ||
-        (rel->peer_timeout > 3600000000000ull)) {
-        ucs_error("mc_udp: WINDOW %u (a power of two, 2..32768), RADIX %u "
-                  "(1..64), RTO_MIN <= RTO_MAX <= 1h, REORDER_SLACK <= "
-                  "RTO_MAX, PEER_TIMEOUT <= 1h", rel->window, rel->radix);
-        return UCS_ERR_INVALID_PARAM;
-    }
-    if ((config->seg_size + 1 + rel->mtu - 1) / rel->mtu > rel->window) {
-        ucs_error("mc_udp: SEG_SIZE %zu does not fit a window of %u packets "
-                  "of %zu bytes", config->seg_size, rel->window, rel->mtu);
-        return UCS_ERR_INVALID_PARAM;
-    }
-    return UCS_OK;
+    return uct_mc_rel_ep_config_rel(&config->mc, "mc_udp", "", mtu, overhead,
+                                    rel);
 }
 
 static ucs_status_t uct_mc_udp_iface_socket(uct_mc_udp_iface_t *iface,
@@ -1978,22 +1707,23 @@ static UCS_CLASS_INIT_FUNC(uct_mc_udp_iface_t, uct_md_h md,
         return status;
     }
 
-    if (inet_pton(AF_INET, config->mcast_base, &base) != 1) {
+    if (inet_pton(AF_INET, config->mc.mcast_base, &base) != 1) {
         ucs_error("mc_udp: MCAST_BASE '%s' is not an IPv4 address",
-                  config->mcast_base);
+                  config->mc.mcast_base);
         return UCS_ERR_INVALID_PARAM;
     }
     if (!IN_MULTICAST(ntohl(base.s_addr)) ||
-        !IN_MULTICAST(ntohl(base.s_addr) + config->mcast_count - 1)) {
+        !IN_MULTICAST(ntohl(base.s_addr) + config->mc.mcast_count - 1)) {
         ucs_error("mc_udp: MCAST_BASE %s + MCAST_COUNT %u leaves the "
-                  "multicast range", config->mcast_base, config->mcast_count);
+                  "multicast range", config->mc.mcast_base,
+                  config->mc.mcast_count);
         return UCS_ERR_INVALID_PARAM;
     }
 
     iface->mc_base.s_addr = ntohl(base.s_addr);
-    iface->mc_count       = config->mcast_count;
+    iface->mc_count       = config->mc.mcast_count;
     iface->mc_port        = config->mcast_port;
-    iface->seg_size       = config->seg_size;
+    iface->seg_size       = config->mc.seg_size;
     iface->max_conns      = config->max_conns;
     iface->rcvbuf         = config->rcvbuf;
     iface->seg_frags      = (iface->seg_size + 1 + iface->rel.mtu - 1) /
@@ -2005,7 +1735,7 @@ static UCS_CLASS_INIT_FUNC(uct_mc_udp_iface_t, uct_md_h md,
                             !(config->pace_rate < 1e30) ? 0 :
                             config->pace_rate / 1e9;
     iface->tokens         = 0;
-    iface->pace_last      = uct_mc_udp_now();
+    iface->pace_last      = uct_mc_rel_ep_now();
     iface->rx_len         = iface->rel.mtu + UCT_MC_UDP_HDR_LEN +
                             UCT_MC_REL_HDR_LEN;
     memset(&iface->cnt, 0, sizeof(iface->cnt));
@@ -2041,7 +1771,9 @@ static UCS_CLASS_CLEANUP_FUNC(uct_mc_udp_iface_t)
         } else {
             ucs_warn("mc_udp: interface closed with an endpoint");
             uct_mc_udp_stream_cleanup(s);
-            s->rel = NULL; /* its uct_ep_destroy only frees it */
+            /* its uct_ep_destroy only frees it */
+            s->rel           = NULL;
+            s->ep->super.rel = NULL;
         }
     }
 
@@ -2058,12 +1790,12 @@ static UCS_CLASS_DEFINE_NEW_FUNC(uct_mc_udp_iface_t, uct_iface_t, uct_md_h,
 static UCS_CLASS_DEFINE_DELETE_FUNC(uct_mc_udp_iface_t, uct_iface_t);
 
 static uct_iface_ops_t uct_mc_udp_iface_ops = {
-    .ep_am_short              = uct_mc_udp_ep_am_short,
+    .ep_am_short              = uct_mc_rel_ep_am_short,
     .ep_am_short_iov          = uct_base_ep_am_short_iov,
-    .ep_am_bcopy              = uct_mc_udp_ep_am_bcopy,
-    .ep_pending_add           = uct_mc_udp_ep_pending_add,
-    .ep_pending_purge         = uct_mc_udp_ep_pending_purge,
-    .ep_flush                 = uct_mc_udp_ep_flush,
+    .ep_am_bcopy              = uct_mc_rel_ep_am_bcopy,
+    .ep_pending_add           = uct_mc_rel_ep_pending_add,
+    .ep_pending_purge         = uct_mc_rel_ep_pending_purge,
+    .ep_flush                 = uct_mc_rel_ep_flush,
     .ep_fence                 = uct_base_ep_fence,
     .ep_check                 = uct_mc_udp_ep_check,
     .ep_create                = uct_mc_udp_ep_create,

@@ -31,10 +31,7 @@ ucs_status_t uct_mc_verbs_group_ep_create(uct_iface_h iface,
                                           const uct_o2m_group_params_t *params,
                                           uct_ep_h *ep_p);
 
-/* uct_o2m_ep_expect() on an mc_verbs group endpoint */
-ucs_status_t uct_mc_verbs_ep_expect(uct_ep_h ep, int expect);
-
-/* uct_o2m_ep_state() on an mc_verbs group endpoint */
-uct_o2m_ep_state_t uct_mc_verbs_ep_state(uct_ep_h ep, ucs_status_t *status_p);
+/* uct_o2m_ep_expect() and uct_o2m_ep_state() on an mc_verbs group
+ * endpoint: the engine-backed endpoint's (mc/common/mc_rel_ep.h) */
 
 #endif

@@ -61,16 +61,12 @@ typedef struct uct_mc_verbs_peer {
     uint64_t      last_who;   /* ns */
 } uct_mc_verbs_peer_t;
 
-typedef struct uct_mc_verbs_flush {
-    ucs_queue_elem_t queue;
-    uct_completion_t *comp;
-} uct_mc_verbs_flush_t;
-
 typedef struct uct_mc_verbs_ep {
-    uct_ep_t                  super;   /* iface: &iface->group_iface */
+    uct_mc_rel_ep_t           super;   /* super.super.ep.iface:
+                                          &iface->group_iface */
     ucs_list_link_t           list;    /* iface->groups.list */
-    uct_mc_verbs_iface_t      *iface;  /* NULL: the interface was closed */
-    uct_mc_rel_stream_t       *rel;
+    uct_mc_verbs_iface_t      *iface;  /* NULL: the interface was closed,
+                                          super.rel too */
     uint32_t                  conn;
     uint32_t                  epoch;
     unsigned                  num_members;
@@ -96,10 +92,6 @@ typedef struct uct_mc_verbs_ep {
     size_t                    slot_len;
     unsigned                  tx_free[UCT_MC_VERBS_TX_SLOTS];
     unsigned                  tx_nfree;
-    /* Sending */
-    ucs_queue_head_t          pending;    /* uct_pending_req_t */
-    ucs_queue_head_t          flushes;    /* uct_mc_verbs_flush_t */
-    void                      *tx_msg;    /* a message: AM id + data */
     uct_mc_verbs_ep_counters_t cnt;       /* the transport's share */
 } uct_mc_verbs_ep_t;
 
@@ -107,13 +99,6 @@ typedef struct uct_mc_verbs_ep {
 static void uct_mc_verbs_ep_destroy(uct_ep_h tl_ep);
 
 
-static uint64_t uct_mc_verbs_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static uct_ib_iface_t *uct_mc_verbs_ib_iface(uct_mc_verbs_iface_t *iface)
 {
@@ -219,7 +204,7 @@ static void uct_mc_verbs_send_who_hello(uct_mc_verbs_ep_t *ep, uint8_t kind,
 static void uct_mc_verbs_send_who(uct_mc_verbs_ep_t *ep, unsigned rank)
 {
     uct_mc_verbs_peer_t *peer = &ep->peers[rank];
-    uint64_t now              = uct_mc_verbs_now();
+    uint64_t now              = uct_mc_rel_ep_now();
 
     if ((peer->last_who != 0) &&
         (now - peer->last_who < UCT_MC_VERBS_WHO_GAP)) {
@@ -267,14 +252,10 @@ static void uct_mc_verbs_rel_deliver(void *arg, const void *data,
                                      size_t length)
 {
     uct_mc_verbs_ep_t *ep = arg;
-    uint8_t am_id;
 
-    if ((length < 1) || ((am_id = *(const uint8_t*)data) >= UCT_AM_ID_MAX)) {
-        return; /* only a broken or forged root sends that */
-    }
-
-    uct_iface_invoke_am(&ep->iface->super.super.super.super, am_id,
-                        (void*)UCS_PTR_BYTE_OFFSET(data, 1), length - 1, 0);
+    /* A message that is not valid: only a broken or forged root sends it */
+    (void)uct_mc_rel_ep_deliver(&ep->iface->super.super.super.super, data,
+                                length);
 }
 
 static void uct_mc_verbs_rel_failed(void *arg, ucs_status_t status)
@@ -373,7 +354,8 @@ static void uct_mc_verbs_ep_rx(uct_mc_verbs_ep_t *ep, const struct ibv_wc *wc,
     /* The engine checks everything again; this parse finds the sender (to
      * learn its address, and to drop our own multicast looped back) */
     if (uct_mc_rel_parse(payload, payload_len, &rh, &drop) != UCS_OK) {
-        (void)uct_mc_rel_recv(ep->rel, payload, payload_len, now); /* count */
+        /* the engine counts the drop */
+        (void)uct_mc_rel_recv(ep->super.rel, payload, payload_len, now);
         return;
     }
     if (rh.src == ep->my_rank) {
@@ -395,7 +377,7 @@ static void uct_mc_verbs_ep_rx(uct_mc_verbs_ep_t *ep, const struct ibv_wc *wc,
         }
     }
 
-    (void)uct_mc_rel_recv(ep->rel, payload, payload_len, now);
+    (void)uct_mc_rel_recv(ep->super.rel, payload, payload_len, now);
 }
 
 static unsigned uct_mc_verbs_ep_poll(uct_mc_verbs_ep_t *ep, uint64_t now)
@@ -408,7 +390,7 @@ static unsigned uct_mc_verbs_ep_poll(uct_mc_verbs_ep_t *ep, uint64_t now)
         n = ibv_poll_cq(ep->cq, UCT_MC_VERBS_POLL, wc);
         if (n < 0) {
             ucs_error("mc_verbs: ibv_poll_cq() failed: %d", n);
-            uct_mc_rel_fail(ep->rel, UCS_ERR_IO_ERROR, now);
+            uct_mc_rel_fail(ep->super.rel, UCS_ERR_IO_ERROR, now);
             return count;
         }
 
@@ -432,7 +414,7 @@ static unsigned uct_mc_verbs_ep_poll(uct_mc_verbs_ep_t *ep, uint64_t now)
             }
 
             if (uct_mc_verbs_ep_post_rx(ep, wc[i].wr_id) != UCS_OK) {
-                uct_mc_rel_fail(ep->rel, UCS_ERR_IO_ERROR, now);
+                uct_mc_rel_fail(ep->super.rel, UCS_ERR_IO_ERROR, now);
             }
         }
         count += n;
@@ -506,7 +488,7 @@ static void uct_mc_verbs_ep_joined(uct_mc_verbs_ep_t *ep,
     return;
 
 err:
-    uct_mc_rel_fail(ep->rel, status, now);
+    uct_mc_rel_fail(ep->super.rel, status, now);
 }
 
 static void uct_mc_verbs_ep_cm_progress(uct_mc_verbs_ep_t *ep, uint64_t now)
@@ -527,7 +509,7 @@ static void uct_mc_verbs_ep_cm_progress(uct_mc_verbs_ep_t *ep, uint64_t now)
             ucs_error("mc_verbs: group %s: %s (status %d)",
                       inet_ntoa(ep->mc_addr.sin_addr),
                       rdma_event_str(event->event), event->status);
-            uct_mc_rel_fail(ep->rel, UCS_ERR_UNREACHABLE, now);
+            uct_mc_rel_fail(ep->super.rel, UCS_ERR_UNREACHABLE, now);
             break;
         default:
             break;
@@ -680,19 +662,12 @@ static ucs_status_t uct_mc_verbs_ep_qp_create(uct_mc_verbs_ep_t *ep)
  * endpoint itself stays until uct_ep_destroy() */
 static void uct_mc_verbs_ep_release(uct_mc_verbs_ep_t *ep)
 {
-    uct_mc_verbs_flush_t *flush;
     int ret;
 
-    while (!ucs_queue_is_empty(&ep->flushes)) {
-        flush = ucs_queue_pull_elem_non_empty(&ep->flushes,
-                                              uct_mc_verbs_flush_t, queue);
-        uct_invoke_completion(flush->comp, UCS_ERR_CANCELED);
-        ucs_free(flush);
-    }
-
-    if (ep->rel != NULL) {
-        uct_mc_rel_stream_destroy(ep->rel);
-        ep->rel = NULL;
+    uct_mc_rel_ep_cancel_flushes(&ep->super);
+    if (ep->super.rel != NULL) {
+        uct_mc_rel_stream_destroy(ep->super.rel);
+        ep->super.rel = NULL;
     }
 
     if (ep->attached) {
@@ -745,205 +720,23 @@ static void uct_mc_verbs_ep_release(uct_mc_verbs_ep_t *ep)
 /* ------------------------------------------------------------------------ */
 /* Endpoint operations                                                     */
 
-static ucs_status_t uct_mc_verbs_ep_send(uct_mc_verbs_ep_t *ep, size_t length)
-{
-    ucs_status_t status;
-
-    if (ep->iface == NULL) {
-        return UCS_ERR_CANCELED; /* its interface was closed */
-    }
-    if (ep->my_rank != ep->root) {
-        return UCS_ERR_UNSUPPORTED;
-    }
-
-    status = uct_mc_rel_send(ep->rel, ep->tx_msg, length, uct_mc_verbs_now());
-    if ((status == UCS_ERR_INVALID_PARAM) &&
-        (length > ep->iface->groups.seg_size + 1)) {
-        return UCS_ERR_EXCEEDS_LIMIT;
-    }
-    return status;
-}
-
-static ucs_status_t uct_mc_verbs_ep_am_short(uct_ep_h tl_ep, uint8_t id,
-                                             uint64_t header,
-                                             const void *payload,
-                                             unsigned length)
-{
-    uct_mc_verbs_ep_t *ep = ucs_derived_of(tl_ep, uct_mc_verbs_ep_t);
-    uint8_t *buf          = ep->tx_msg;
-
-    if ((id >= UCT_AM_ID_MAX) || (ep->iface == NULL) ||
-        (length + sizeof(header) > ep->iface->groups.rel.mtu - 1)) {
-        return UCS_ERR_INVALID_PARAM;
-    }
-    if (!ucs_queue_is_empty(&ep->pending)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-
-    buf[0] = id;
-    memcpy(buf + 1, &header, sizeof(header));
-    if (length > 0) {
-        memcpy(buf + 1 + sizeof(header), payload, length);
-    }
-    return uct_mc_verbs_ep_send(ep, 1 + sizeof(header) + length);
-}
-
-static ssize_t uct_mc_verbs_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
-                                        uct_pack_callback_t pack_cb,
-                                        void *arg, unsigned flags)
-{
-    uct_mc_verbs_ep_t *ep = ucs_derived_of(tl_ep, uct_mc_verbs_ep_t);
-    uint8_t *buf          = ep->tx_msg;
-    ucs_status_t status;
-    size_t length;
-
-    if ((id >= UCT_AM_ID_MAX) || (ep->iface == NULL)) {
-        return UCS_ERR_INVALID_PARAM;
-    }
-    if (!ucs_queue_is_empty(&ep->pending)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-    if (uct_mc_rel_status(ep->rel) < 0) {
-        return uct_mc_rel_status(ep->rel);
-    }
-    /* Pack only when a whole segment fits (the size is not known before) */
-    if (uct_mc_rel_tx_space(ep->rel) < ep->iface->groups.seg_frags) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-
-    buf[0] = id;
-    length = pack_cb(buf + 1, arg);
-    if (length > ep->iface->groups.seg_size) {
-        return UCS_ERR_EXCEEDS_LIMIT;
-    }
-
-    status = uct_mc_verbs_ep_send(ep, 1 + length);
-    return (status == UCS_OK) ? (ssize_t)length : status;
-}
-
-static ucs_status_t uct_mc_verbs_ep_pending_add(uct_ep_h tl_ep,
-                                                uct_pending_req_t *req,
-                                                unsigned flags)
-{
-    uct_mc_verbs_ep_t *ep = ucs_derived_of(tl_ep, uct_mc_verbs_ep_t);
-
-    if ((ep->iface == NULL) || (uct_mc_rel_status(ep->rel) < 0)) {
-        return UCS_ERR_BUSY; /* failed: the caller sees the error */
-    }
-    /* The same room as am_bcopy asks for: a request added while there is
-     * room would never be dispatched */
-    if (ucs_queue_is_empty(&ep->pending) &&
-        (uct_mc_rel_tx_space(ep->rel) >= ep->iface->groups.seg_frags)) {
-        return UCS_ERR_BUSY;
-    }
-
-    ucs_queue_push(&ep->pending, (ucs_queue_elem_t*)req->priv);
-    return UCS_OK;
-}
-
-static void uct_mc_verbs_ep_pending_purge(uct_ep_h tl_ep,
-                                          uct_pending_purge_callback_t cb,
-                                          void *arg)
-{
-    uct_mc_verbs_ep_t *ep = ucs_derived_of(tl_ep, uct_mc_verbs_ep_t);
-    uct_pending_req_t *req;
-
-    while (!ucs_queue_is_empty(&ep->pending)) {
-        req = ucs_queue_head_elem_non_empty(&ep->pending, uct_pending_req_t,
-                                            priv);
-        ucs_queue_pull_non_empty(&ep->pending);
-        if (cb != NULL) {
-            cb(req, arg);
-        }
-    }
-}
-
-static ucs_status_t uct_mc_verbs_ep_flush(uct_ep_h tl_ep, unsigned flags,
-                                          uct_completion_t *comp)
-{
-    uct_mc_verbs_ep_t *ep = ucs_derived_of(tl_ep, uct_mc_verbs_ep_t);
-    uct_mc_verbs_flush_t *flush;
-    ucs_status_t status;
-
-    if (flags & UCT_FLUSH_FLAG_CANCEL) {
-        uct_mc_verbs_ep_pending_purge(tl_ep, NULL, NULL);
-        return UCS_OK;
-    }
-    if (ep->iface == NULL) {
-        return UCS_ERR_CANCELED;
-    }
-    if (!ucs_queue_is_empty(&ep->pending)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-
-    status = uct_mc_rel_flush(ep->rel);
-    if ((status != UCS_INPROGRESS) || (comp == NULL)) {
-        return status;
-    }
-
-    flush = ucs_malloc(sizeof(*flush), "mc_verbs flush");
-    if (flush == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    flush->comp = comp;
-    ucs_queue_push(&ep->flushes, &flush->queue);
-    return UCS_INPROGRESS;
-}
-
 static void uct_mc_verbs_ep_destroy(uct_ep_h tl_ep)
 {
     uct_mc_verbs_ep_t *ep = ucs_derived_of(tl_ep, uct_mc_verbs_ep_t);
 
     uct_mc_verbs_ep_release(ep);
+    uct_mc_rel_ep_cleanup(&ep->super);
     ucs_free(ep->peers);
-    ucs_free(ep->tx_msg);
     ucs_free(ep);
 }
 
-static unsigned uct_mc_verbs_ep_dispatch_pending(uct_mc_verbs_ep_t *ep)
-{
-    uct_pending_req_t *req;
-    unsigned count = 0;
-
-    while (!ucs_queue_is_empty(&ep->pending) &&
-           ((uct_mc_rel_status(ep->rel) < 0) ||
-            (uct_mc_rel_tx_space(ep->rel) >= ep->iface->groups.seg_frags))) {
-        req = ucs_queue_head_elem_non_empty(&ep->pending, uct_pending_req_t,
-                                            priv);
-        ucs_queue_pull_non_empty(&ep->pending);
-        if (req->func(req) != UCS_OK) {
-            ucs_queue_push_head(&ep->pending, (ucs_queue_elem_t*)req->priv);
-            break;
-        }
-        ++count;
-    }
-    return count;
-}
-
-static void uct_mc_verbs_ep_complete_flushes(uct_mc_verbs_ep_t *ep)
-{
-    ucs_status_t status = uct_mc_rel_flush(ep->rel);
-    uct_mc_verbs_flush_t *flush;
-
-    if (status == UCS_INPROGRESS) {
-        return;
-    }
-
-    while (!ucs_queue_is_empty(&ep->flushes)) {
-        flush = ucs_queue_pull_elem_non_empty(&ep->flushes,
-                                              uct_mc_verbs_flush_t, queue);
-        uct_invoke_completion(flush->comp, status);
-        ucs_free(flush);
-    }
-}
-
 static uct_iface_ops_t uct_mc_verbs_group_ops = {
-    .ep_am_short      = uct_mc_verbs_ep_am_short,
+    .ep_am_short      = uct_mc_rel_ep_am_short,
     .ep_am_short_iov  = uct_base_ep_am_short_iov,
-    .ep_am_bcopy      = uct_mc_verbs_ep_am_bcopy,
-    .ep_pending_add   = uct_mc_verbs_ep_pending_add,
-    .ep_pending_purge = uct_mc_verbs_ep_pending_purge,
-    .ep_flush         = uct_mc_verbs_ep_flush,
+    .ep_am_bcopy      = uct_mc_rel_ep_am_bcopy,
+    .ep_pending_add   = uct_mc_rel_ep_pending_add,
+    .ep_pending_purge = uct_mc_rel_ep_pending_purge,
+    .ep_flush         = uct_mc_rel_ep_flush,
     .ep_fence         = uct_base_ep_fence,
     .ep_destroy       = uct_mc_verbs_ep_destroy
 };
@@ -1000,7 +793,7 @@ ucs_status_t uct_mc_verbs_group_ep_create(uct_iface_h tl_iface,
         return UCS_ERR_NO_MEMORY;
     }
 
-    ep->super.iface  = &iface->group_iface;
+    ep->super.super.ep.iface = &iface->group_iface;
     ep->iface        = iface;
     ep->conn         = (uint32_t)params->group_id;
     ep->epoch        = (uint32_t)(params->group_id >> 32);
@@ -1008,18 +801,19 @@ ucs_status_t uct_mc_verbs_group_ep_create(uct_iface_h tl_iface,
     ep->my_rank      = params->my_index;
     ep->root         = params->root_index;
     ep->status       = UCS_OK;
-    ucs_queue_head_init(&ep->pending);
-    ucs_queue_head_init(&ep->flushes);
     ucs_list_add_tail(&iface->groups.list, &ep->list);
 
     ep->mc_addr.sin_family      = AF_INET;
     ep->mc_addr.sin_addr.s_addr = htonl(uct_mc_verbs_group_ip(
             params->group_id, iface->groups.mc_base, iface->groups.mc_count));
 
-    ep->peers  = ucs_calloc(params->size, sizeof(*ep->peers),
-                            "mc_verbs peers");
-    ep->tx_msg = ucs_malloc(iface->groups.seg_size + 1, "mc_verbs tx");
-    if ((ep->peers == NULL) || (ep->tx_msg == NULL)) {
+    status = uct_mc_rel_ep_init(&ep->super, iface->groups.seg_size,
+                                iface->groups.seg_frags,
+                                iface->groups.rel.mtu,
+                                params->my_index == params->root_index);
+    ep->peers = ucs_calloc(params->size, sizeof(*ep->peers),
+                           "mc_verbs peers");
+    if ((status != UCS_OK) || (ep->peers == NULL)) {
         status = UCS_ERR_NO_MEMORY;
         goto err;
     }
@@ -1038,8 +832,8 @@ ucs_status_t uct_mc_verbs_group_ep_create(uct_iface_h tl_iface,
     rel_params.config      = &iface->groups.rel;
     rel_params.ops         = &uct_mc_verbs_rel_ops;
     rel_params.arg         = ep;
-    status = uct_mc_rel_stream_create(&rel_params, uct_mc_verbs_now(),
-                                      &ep->rel);
+    status = uct_mc_rel_stream_create(&rel_params, uct_mc_rel_ep_now(),
+                                      &ep->super.rel);
     if (status != UCS_OK) {
         goto err;
     }
@@ -1049,11 +843,11 @@ ucs_status_t uct_mc_verbs_group_ep_create(uct_iface_h tl_iface,
         goto err;
     }
 
-    *ep_p = &ep->super;
+    *ep_p = &ep->super.super.ep;
     return UCS_OK;
 
 err:
-    uct_mc_verbs_ep_destroy(&ep->super);
+    uct_mc_verbs_ep_destroy(&ep->super.super.ep);
     return status;
 }
 
@@ -1069,8 +863,8 @@ ucs_status_t uct_mc_verbs_ep_counters(uct_ep_h tl_ep,
 
     ep        = ucs_derived_of(tl_ep, uct_mc_verbs_ep_t);
     *counters = ep->cnt;
-    if (ep->rel != NULL) {
-        uct_mc_rel_stats(ep->rel, &stats);
+    if (ep->super.rel != NULL) {
+        uct_mc_rel_stats(ep->super.rel, &stats);
         counters->rx_repaired     = stats.rx_repaired;
         counters->rx_dup          = stats.rx_dup;
         counters->tx_repair_ucast = stats.tx_repair_ucast;
@@ -1079,40 +873,6 @@ ucs_status_t uct_mc_verbs_ep_counters(uct_ep_h tl_ep,
     }
     return UCS_OK;
 }
-
-uct_o2m_ep_state_t uct_mc_verbs_ep_state(uct_ep_h tl_ep,
-                                         ucs_status_t *status_p)
-{
-    uct_mc_verbs_ep_t *ep = ucs_derived_of(tl_ep, uct_mc_verbs_ep_t);
-    ucs_status_t status;
-
-    status = (ep->iface == NULL) ? UCS_ERR_CANCELED :
-             uct_mc_rel_status(ep->rel);
-    if (status_p != NULL) {
-        *status_p = (status == UCS_INPROGRESS) ? UCS_OK : status;
-    }
-
-    if (status == UCS_INPROGRESS) {
-        return UCT_O2M_EP_STATE_JOINING;
-    }
-    return (status == UCS_OK) ? UCT_O2M_EP_STATE_READY :
-                                UCT_O2M_EP_STATE_FAILED;
-}
-
-ucs_status_t uct_mc_verbs_ep_expect(uct_ep_h tl_ep, int expect)
-{
-    uct_mc_verbs_ep_t *ep = ucs_derived_of(tl_ep, uct_mc_verbs_ep_t);
-
-    if (ep->my_rank == ep->root) {
-        return UCS_ERR_INVALID_PARAM;
-    } else if (ep->iface == NULL) {
-        return UCS_ERR_CANCELED;
-    }
-
-    uct_mc_rel_expect(ep->rel, expect, uct_mc_verbs_now());
-    return UCS_OK;
-}
-
 
 /* ------------------------------------------------------------------------ */
 /* Interface                                                               */
@@ -1124,17 +884,16 @@ unsigned uct_mc_verbs_group_progress(uct_mc_verbs_iface_t *iface)
     uint64_t now;
 
     ucs_list_for_each_safe(ep, tmp, &iface->groups.list, list) {
-        now = uct_mc_verbs_now();
+        now = uct_mc_rel_ep_now();
         uct_mc_verbs_ep_cm_progress(ep, now);
         count += uct_mc_verbs_ep_poll(ep, now);
 
-        now = uct_mc_verbs_now();
-        if (uct_mc_rel_next_deadline(ep->rel) <= now) {
-            (void)uct_mc_rel_progress(ep->rel, now);
+        now = uct_mc_rel_ep_now();
+        if (uct_mc_rel_next_deadline(ep->super.rel) <= now) {
+            (void)uct_mc_rel_progress(ep->super.rel, now);
         }
 
-        count += uct_mc_verbs_ep_dispatch_pending(ep);
-        uct_mc_verbs_ep_complete_flushes(ep);
+        count += uct_mc_rel_ep_progress(&ep->super);
     }
     return count;
 }
@@ -1230,72 +989,51 @@ uct_mc_verbs_group_iface_init(uct_mc_verbs_iface_t *iface,
     size_t overhead          = UCT_MC_VERBS_HDR_LEN + UCT_MC_REL_HDR_LEN;
     struct in_addr base;
     size_t dev_mtu, mtu;
+    ucs_status_t status;
 
     ucs_list_head_init(&iface->groups.list);
     iface->group_iface.ops = uct_mc_verbs_group_ops;
 
     /* A UD datagram is at most the port's MTU */
     dev_mtu = 128ul << uct_ib_iface_port_attr(ib_iface)->active_mtu;
-    mtu     = (config->mtu == 0) ? dev_mtu : config->mtu;
+    mtu     = (config->super.mtu == 0) ? dev_mtu : config->super.mtu;
     if ((mtu > dev_mtu) || (mtu < overhead + 64)) {
         ucs_error("mc_verbs: GROUP_MTU %zu must be in %zu..%zu (the port's "
                   "MTU)", mtu, overhead + 64, dev_mtu);
         return UCS_ERR_INVALID_PARAM;
     }
-    if ((config->seg_size < 1) || (config->seg_size > UCS_MBYTE)) {
+    if ((config->super.seg_size < 1) || (config->super.seg_size > UCS_MBYTE)) {
         ucs_error("mc_verbs: GROUP_SEG_SIZE %zu must be in 1..1m",
-                  config->seg_size);
+                  config->super.seg_size);
         return UCS_ERR_INVALID_PARAM;
     }
-    if ((config->drop > 1000) || (config->mcast_count < 1) ||
-        (config->mcast_count > 65536)) {
+    if ((config->drop > 1000) || (config->super.mcast_count < 1) ||
+        (config->super.mcast_count > 65536)) {
         ucs_error("mc_verbs: GROUP_TEST_DROP %u must be in 0..1000, "
                   "GROUP_MCAST_COUNT %u in 1..65536", config->drop,
-                  config->mcast_count);
+                  config->super.mcast_count);
         return UCS_ERR_INVALID_PARAM;
     }
 
-    uct_mc_rel_config_default(rel);
-    rel->window        = config->window;
-    rel->radix         = config->radix;
-    rel->mtu           = mtu - overhead;
-    rel->max_msg       = config->seg_size + 1;
-    rel->rto_min       = (uint64_t)(config->rto_min * 1e9);
-    rel->rto_max       = (uint64_t)(config->rto_max * 1e9);
-    rel->reorder_slack = (uint64_t)(config->reorder_slack * 1e9);
-    rel->peer_timeout  = (uint64_t)(config->peer_timeout * 1e9);
-    if ((rel->window < 2) || (rel->window > 32768) ||
-        !ucs_is_pow2(rel->window) || (rel->radix < 1) || (rel->radix > 64) ||
-        (rel->rto_min == 0) || (rel->rto_min > rel->rto_max) ||
-        (rel->rto_max > 3600000000000ull) ||
-        (rel->reorder_slack > rel->rto_max) ||
-        (rel->peer_timeout > 3600000000000ull)) {
-        ucs_error("mc_verbs: GROUP_WINDOW %u (a power of two, 2..32768), "
-                  "GROUP_RADIX %u (1..64), GROUP_RTO_MIN <= GROUP_RTO_MAX <= "
-                  "1h, GROUP_REORDER_SLACK <= GROUP_RTO_MAX, "
-                  "GROUP_PEER_TIMEOUT <= 1h", rel->window, rel->radix);
-        return UCS_ERR_INVALID_PARAM;
-    }
-    if ((config->seg_size + rel->mtu) / rel->mtu > rel->window) {
-        ucs_error("mc_verbs: GROUP_SEG_SIZE %zu does not fit a window of %u "
-                  "packets of %zu bytes", config->seg_size, rel->window,
-                  rel->mtu);
-        return UCS_ERR_INVALID_PARAM;
+    status = uct_mc_rel_ep_config_rel(&config->super, "mc_verbs", "GROUP_",
+                                      mtu, overhead, rel);
+    if (status != UCS_OK) {
+        return status;
     }
 
-    if ((inet_pton(AF_INET, config->mcast_base, &base) != 1) ||
+    if ((inet_pton(AF_INET, config->super.mcast_base, &base) != 1) ||
         !IN_MULTICAST(ntohl(base.s_addr)) ||
-        !IN_MULTICAST(ntohl(base.s_addr) + config->mcast_count - 1)) {
+        !IN_MULTICAST(ntohl(base.s_addr) + config->super.mcast_count - 1)) {
         ucs_error("mc_verbs: GROUP_MCAST_BASE '%s' + GROUP_MCAST_COUNT %u is "
                   "not a range of IPv4 multicast addresses",
-                  config->mcast_base, config->mcast_count);
+                  config->super.mcast_base, config->super.mcast_count);
         return UCS_ERR_INVALID_PARAM;
     }
 
     iface->groups.mc_base   = ntohl(base.s_addr);
-    iface->groups.mc_count  = config->mcast_count;
-    iface->groups.seg_size  = config->seg_size;
-    iface->groups.seg_frags = (config->seg_size + rel->mtu) / rel->mtu;
+    iface->groups.mc_count  = config->super.mcast_count;
+    iface->groups.seg_size  = config->super.seg_size;
+    iface->groups.seg_frags = (config->super.seg_size + rel->mtu) / rel->mtu;
     iface->groups.dgram_len = mtu;
     iface->groups.drop      = config->drop;
     iface->groups.is_roce   = uct_ib_iface_is_roce(ib_iface);

@@ -37,62 +37,62 @@ static ucs_config_field_t uct_mc_verbs_iface_config_table[] = {
      "Packets a group's root may have outstanding (not acknowledged by "
      "every member): a power of two, 2..32768. Memory per group and member "
      "is about GROUP_WINDOW * GROUP_MTU bytes.",
-     ucs_offsetof(uct_mc_verbs_iface_config_t, mc.window),
+     ucs_offsetof(uct_mc_verbs_iface_config_t, mc.super.window),
      UCS_CONFIG_TYPE_UINT},
 
     {"GROUP_MTU", "0",
      "Largest datagram of a group, its 48 bytes of headers included; at most "
      "the port's active MTU; 0: the port's active MTU. Larger messages are "
      "fragmented by the engine.",
-     ucs_offsetof(uct_mc_verbs_iface_config_t, mc.mtu),
+     ucs_offsetof(uct_mc_verbs_iface_config_t, mc.super.mtu),
      UCS_CONFIG_TYPE_MEMUNITS},
 
     {"GROUP_SEG_SIZE", "8k",
      "Largest active message (am_bcopy) of a group endpoint, 1..1m; it must "
      "also fit the window.",
-     ucs_offsetof(uct_mc_verbs_iface_config_t, mc.seg_size),
+     ucs_offsetof(uct_mc_verbs_iface_config_t, mc.super.seg_size),
      UCS_CONFIG_TYPE_MEMUNITS},
 
     {"GROUP_RTO_MIN", "100us",
      "Shortest retransmission timeout of a group (NACK retry, SYNC, join "
      "probes).",
-     ucs_offsetof(uct_mc_verbs_iface_config_t, mc.rto_min),
+     ucs_offsetof(uct_mc_verbs_iface_config_t, mc.super.rto_min),
      UCS_CONFIG_TYPE_TIME},
 
     {"GROUP_RTO_MAX", "20ms",
      "Longest retransmission timeout of a group after back-off: the longest "
      "a waiting member stays silent.",
-     ucs_offsetof(uct_mc_verbs_iface_config_t, mc.rto_max),
+     ucs_offsetof(uct_mc_verbs_iface_config_t, mc.super.rto_max),
      UCS_CONFIG_TYPE_TIME},
 
     {"GROUP_REORDER_SLACK", "20us",
      "How long a gap in a group's packets may stay open before it is "
      "NACKed.",
-     ucs_offsetof(uct_mc_verbs_iface_config_t, mc.reorder_slack),
+     ucs_offsetof(uct_mc_verbs_iface_config_t, mc.super.reorder_slack),
      UCS_CONFIG_TYPE_TIME},
 
     {"GROUP_PEER_TIMEOUT", "0",
      "How long a member waited on may stay silent before its group fails "
      "(0: no bound). UD tells nothing of a peer's exit: this is the only "
      "bound on a wait for a member that is gone.",
-     ucs_offsetof(uct_mc_verbs_iface_config_t, mc.peer_timeout),
+     ucs_offsetof(uct_mc_verbs_iface_config_t, mc.super.peer_timeout),
      UCS_CONFIG_TYPE_TIME},
 
     {"GROUP_RADIX", "4",
      "Fan-in of a group's ACK tree, 1..64.",
-     ucs_offsetof(uct_mc_verbs_iface_config_t, mc.radix),
+     ucs_offsetof(uct_mc_verbs_iface_config_t, mc.super.radix),
      UCS_CONFIG_TYPE_UINT},
 
     {"GROUP_MCAST_BASE", "239.255.80.0",
      "First IPv4 multicast address of the range groups join through "
      "librdmacm (its MGID on IB and RoCE); a group's address is "
      "GROUP_MCAST_BASE + hash(group id) mod GROUP_MCAST_COUNT.",
-     ucs_offsetof(uct_mc_verbs_iface_config_t, mc.mcast_base),
+     ucs_offsetof(uct_mc_verbs_iface_config_t, mc.super.mcast_base),
      UCS_CONFIG_TYPE_STRING},
 
     {"GROUP_MCAST_COUNT", "1024",
      "Number of multicast addresses in the range, 1..65536.",
-     ucs_offsetof(uct_mc_verbs_iface_config_t, mc.mcast_count),
+     ucs_offsetof(uct_mc_verbs_iface_config_t, mc.super.mcast_count),
      UCS_CONFIG_TYPE_UINT},
 
     {"GROUP_TEST_DROP", "0",

@@ -7,6 +7,7 @@
 
 #include "mc_verbs.h"
 #include "mc_verbs_wire.h"
+#include "../common/mc_rel_ep.h"
 #include "../rel/mc_rel.h"
 
 #include <uct/ib/ud/verbs/ud_verbs.h>
@@ -16,17 +17,8 @@
 
 /* The group variables (UCX_MC_VERBS_GROUP_<name>) */
 typedef struct uct_mc_verbs_group_config {
-    unsigned window;
-    size_t   mtu;
-    size_t   seg_size;
-    double   rto_min;
-    double   rto_max;
-    double   reorder_slack;
-    double   peer_timeout;
-    unsigned radix;
-    char     *mcast_base;
-    unsigned mcast_count;
-    unsigned drop;
+    uct_mc_rel_ep_config_t super;
+    unsigned               drop;
 } uct_mc_verbs_group_config_t;
 
 typedef struct uct_mc_verbs_iface_config {

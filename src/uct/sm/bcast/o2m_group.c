@@ -12,6 +12,7 @@
 #include "o2m_reduce.h"
 #include "o2m_check.h"
 #include "../../mc/udp/mc_udp.h"
+#include "../../mc/common/mc_rel_ep.h"
 #ifdef O2M_MC_VERBS
 #  include "../../mc/verbs/mc_verbs.h"
 #endif
@@ -654,29 +655,30 @@ ucs_status_t uct_mc_verbs_ep_counters(uct_ep_h ep,
 }
 #endif
 
-ucs_status_t uct_o2m_ep_expect(uct_ep_h tl_ep, int expect)
+/* An endpoint of a transport on the reliable multicast engine */
+static int uct_o2m_is_mc_rel_ep(uct_ep_h tl_ep)
 {
 #ifdef O2M_MC_VERBS
     if (uct_mc_verbs_is_ep(tl_ep)) {
-        return uct_mc_verbs_ep_expect(tl_ep, expect);
+        return 1;
     }
 #endif
-    return uct_mc_udp_is_ep(tl_ep) ? uct_mc_udp_ep_expect(tl_ep, expect) :
-                                     UCS_ERR_UNSUPPORTED;
+    return uct_mc_udp_is_ep(tl_ep);
+}
+
+ucs_status_t uct_o2m_ep_expect(uct_ep_h tl_ep, int expect)
+{
+    return uct_o2m_is_mc_rel_ep(tl_ep) ? uct_mc_rel_ep_expect(tl_ep, expect) :
+                                         UCS_ERR_UNSUPPORTED;
 }
 
 uct_o2m_ep_state_t uct_o2m_ep_state(uct_ep_h tl_ep, ucs_status_t *status_p)
 {
     uct_o2m_group_ep_t *ep;
 
-    if (uct_mc_udp_is_ep(tl_ep)) {
-        return uct_mc_udp_ep_state(tl_ep, status_p);
+    if (uct_o2m_is_mc_rel_ep(tl_ep)) {
+        return uct_mc_rel_ep_state(tl_ep, status_p);
     }
-#ifdef O2M_MC_VERBS
-    if (uct_mc_verbs_is_ep(tl_ep)) {
-        return uct_mc_verbs_ep_state(tl_ep, status_p);
-    }
-#endif
 
     if ((tl_ep == NULL) ||
         (tl_ep->iface->ops.iface_get_address != uct_o2m_iface_get_address) ||
