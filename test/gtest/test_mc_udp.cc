@@ -15,6 +15,7 @@
  * Skipped when multicast on the loopback device does not work here.
  */
 #include "common/harness.h"
+#include "common/am_msgs.h"
 #include "common/uct_env.h"
 #include "common/traffic.h"
 #include "common/peers.h"
@@ -37,20 +38,7 @@ namespace {
 
 const char *MC_BASE = "239.255.64.0";
 
-/* Received messages: AM data copied, in arrival order */
-struct rx_log {
-    std::vector<std::vector<uint8_t>> msgs;
-
-    static ucs_status_t cb(void *arg, void *data, size_t length,
-                           unsigned flags)
-    {
-        auto log = static_cast<rx_log*>(arg);
-        auto p   = static_cast<uint8_t*>(data);
-
-        log->msgs.emplace_back(p, p + length);
-        return UCS_OK;
-    }
-};
+using rx_log = am_rx_log;
 
 const uint8_t AM_ID = 7;
 
@@ -64,41 +52,10 @@ size_t msg_size(unsigned k, size_t max)
     return std::min(s, max);
 }
 
-struct pack_arg {
-    uint64_t salt;
-    uint64_t k;
-    size_t   length;
-};
-
-size_t pack_msg(void *dest, void *arg)
-{
-    auto a = static_cast<pack_arg*>(arg);
-
-    memcpy(dest, &a->k, 8);
-    fill_pattern(static_cast<uint8_t*>(dest) + 8, a->length - 8,
-                 msg_key(a->salt, a->k));
-    return a->length;
-}
-
 void check_msgs(const rx_log &log, uint64_t salt, unsigned count,
                 size_t max, const char *what)
 {
-    CHILD_CHECK(log.msgs.size() == count, "%s: %zu messages instead of %u",
-                what, log.msgs.size(), count);
-    for (unsigned k = 0; k < count; ++k) {
-        const std::vector<uint8_t> &m = log.msgs[k];
-        uint64_t idx;
-
-        CHILD_CHECK(m.size() == msg_size(k, max), "%s: message %u has %zu "
-                    "bytes instead of %zu", what, k, m.size(),
-                    msg_size(k, max));
-        memcpy(&idx, m.data(), 8);
-        CHILD_CHECK(idx == k, "%s: message %u is #%lu", what, k, idx);
-        size_t bad = check_pattern(m.data() + 8, m.size() - 8,
-                                   msg_key(salt, k));
-        CHILD_CHECK(bad == m.size() - 8, "%s: message %u: wrong byte at %zu",
-                    what, k, bad + 8);
-    }
+    am_msgs_check(log, salt, count, msg_size, max, what);
 }
 
 /* Send message k: am_short when it fits, else am_bcopy; retried on
@@ -106,43 +63,8 @@ void check_msgs(const rx_log &log, uint64_t salt, unsigned count,
 ucs_status_t send_msg(uct_env &env, uct_ep_h ep, uint64_t salt, unsigned k,
                       size_t max)
 {
-    pack_arg a = {salt, k, msg_size(k, max)};
-    std::vector<uint8_t> buf(a.length);
-    double end = now_sec() + wait_timeout;
-    ucs_status_t status;
-    uint64_t hdr;
-
-    pack_msg(buf.data(), &a);
-    memcpy(&hdr, buf.data(), 8);
-    for (;;) {
-        if (a.length <= env.attr().cap.am.max_short) {
-            status = uct_ep_am_short(ep, AM_ID, hdr, buf.data() + 8,
-                                     a.length - 8);
-        } else {
-            ssize_t ret = uct_ep_am_bcopy(ep, AM_ID, pack_msg, &a, 0);
-            status = (ret < 0) ? (ucs_status_t)ret : UCS_OK;
-        }
-        if ((status != UCS_ERR_NO_RESOURCE) || (now_sec() > end)) {
-            return status;
-        }
-        env.progress();
-    }
-}
-
-/* Flush @a ep, progressing, bounded; the flush's status */
-ucs_status_t flush_ep(uct_env &env, uct_ep_h ep)
-{
-    double end = now_sec() + wait_timeout;
-    ucs_status_t status;
-
-    do {
-        status = uct_ep_flush(ep, 0, NULL);
-        if ((status != UCS_INPROGRESS) && (status != UCS_ERR_NO_RESOURCE)) {
-            return status;
-        }
-        env.progress();
-    } while (now_sec() < end);
-    return UCS_ERR_TIMED_OUT;
+    return am_msg_send(env, ep, AM_ID, salt, k, msg_size(k, max),
+                       env.attr().cap.am.max_short);
 }
 
 /* Sends message @a k and flushes, again and again, until that fails
@@ -155,7 +77,7 @@ ucs_status_t send_until_failed(uct_env &env, uct_ep_h ep, uint64_t salt,
     CHILD_CHECK(env.progress_until([&] {
                     status = send_msg(env, ep, salt, k, max);
                     if (status == UCS_OK) {
-                        status = flush_ep(env, ep);
+                        status = am_ep_flush(env, ep);
                     }
                     return status != UCS_OK;
                 }), "%s: the endpoint did not fail", who);
@@ -309,7 +231,7 @@ protected:
             for (unsigned k = 0; k < count; ++k) {
                 CHILD_CHECK_OK(send_msg(env, ep, m_salt, k, max));
             }
-            CHILD_CHECK_OK(flush_ep(env, ep));
+            CHILD_CHECK_OK(am_ep_flush(env, ep));
             after_flush();
             *done = 1;
         } else {
@@ -371,7 +293,7 @@ TEST_F(mc_udp, p2p_exact_both_ways)
         for (unsigned k = 0; k < count; ++k) {
             CHILD_CHECK_OK(send_msg(env, ep, m_salt + rank, k, max));
         }
-        CHILD_CHECK_OK(flush_ep(env, ep));
+        CHILD_CHECK_OK(am_ep_flush(env, ep));
         CHILD_CHECK(env.progress_until([&] {
                         return log.msgs.size() >= count; }),
                     "received %zu of %u", log.msgs.size(), count);
@@ -416,7 +338,7 @@ TEST_F(mc_udp, p2p_event_fd)
             for (unsigned k = 0; k < count; ++k) {
                 CHILD_CHECK_OK(send_msg(env, ep, m_salt, k, max));
             }
-            CHILD_CHECK_OK(flush_ep(env, ep));
+            CHILD_CHECK_OK(am_ep_flush(env, ep));
             *done = 1;
             uct_ep_destroy(ep);
         } else {
@@ -470,7 +392,7 @@ TEST_F(mc_udp, p2p_peer_killed)
 
         uct_ep_h ep = create_p2p_ep(env, addrs, 1);
         CHILD_CHECK_OK(send_msg(env, ep, m_salt, 0, max));
-        CHILD_CHECK_OK(flush_ep(env, ep));
+        CHILD_CHECK_OK(am_ep_flush(env, ep));
         pg.barrier(rank);
 
         ucs_status_t status = send_until_failed(env, ep, m_salt, 1, max,
@@ -532,7 +454,7 @@ TEST_F(mc_udp, p2p_to_self)
         for (unsigned k = 0; k < count; ++k) {
             CHILD_CHECK_OK(send_msg(env, ep, m_salt, k, max));
         }
-        CHILD_CHECK_OK(flush_ep(env, ep));
+        CHILD_CHECK_OK(am_ep_flush(env, ep));
         check_msgs(log, m_salt, count, max, "to self");
         uct_ep_destroy(ep);
     });
@@ -592,7 +514,7 @@ TEST_F(mc_udp, p2p_limits)
             CHILD_CHECK(uct_ep_am_short(ep, AM_ID, 0, big.data(),
                                         big.size() - 7) ==
                         UCS_ERR_INVALID_PARAM, "oversized short");
-            CHILD_CHECK_OK(flush_ep(env, ep));
+            CHILD_CHECK_OK(am_ep_flush(env, ep));
             uct_ep_destroy(ep);
             *done = 1;
         } else {
@@ -707,7 +629,7 @@ TEST_F(mc_udp, group_member_killed)
 
         if (rank == 0) {
             CHILD_CHECK_OK(send_msg(env, ep, m_salt, 0, max));
-            CHILD_CHECK_OK(flush_ep(env, ep));
+            CHILD_CHECK_OK(am_ep_flush(env, ep));
         } else {
             CHILD_CHECK(env.progress_until([&] {
                             return log.msgs.size() >= 1; }), "no message");

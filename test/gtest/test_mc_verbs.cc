@@ -20,6 +20,8 @@
  *    and UCP tag send/receive with UCX_TLS=mc_verbs.
  */
 #include "common/harness.h"
+#include "common/am_msgs.h"
+#include "common/ucp_pair.h"
 #include "common/traffic.h"
 #include "common/tools.h"
 
@@ -466,19 +468,7 @@ private:
 
 const uint8_t AM_ID = 9;
 
-struct rx_log {
-    std::vector<std::vector<uint8_t>> msgs;
-
-    static ucs_status_t cb(void *arg, void *data, size_t length,
-                           unsigned flags)
-    {
-        auto log = static_cast<rx_log*>(arg);
-        auto p   = static_cast<uint8_t*>(data);
-
-        log->msgs.emplace_back(p, p + length);
-        return UCS_OK;
-    }
-};
+using rx_log = am_rx_log;
 
 /* Message k: every size class - header only, one packet, several packets
  * up to @a max - with its index in the first 8 bytes */
@@ -491,83 +481,17 @@ size_t msg_size(unsigned k, size_t max)
                     max);
 }
 
-struct pack_arg {
-    uint64_t salt;
-    uint64_t k;
-    size_t   length;
-};
-
-size_t pack_msg(void *dest, void *arg)
-{
-    auto a = static_cast<pack_arg*>(arg);
-
-    memcpy(dest, &a->k, 8);
-    fill_pattern(static_cast<uint8_t*>(dest) + 8, a->length - 8,
-                 msg_key(a->salt, a->k));
-    return a->length;
-}
-
 /* am_short for the small ones, am_bcopy else; retried on NO_RESOURCE */
 ucs_status_t send_msg(verbs_env &env, uct_ep_h ep, uint64_t salt,
                       unsigned k, size_t max, size_t max_short)
 {
-    pack_arg a = {salt, k, msg_size(k, max)};
-    std::vector<uint8_t> buf(a.length);
-    double end = now_sec() + wait_timeout;
-    ucs_status_t status;
-    uint64_t hdr;
-
-    pack_msg(buf.data(), &a);
-    memcpy(&hdr, buf.data(), 8);
-    for (;;) {
-        if (a.length <= max_short) {
-            status = uct_ep_am_short(ep, AM_ID, hdr, buf.data() + 8,
-                                     a.length - 8);
-        } else {
-            ssize_t ret = uct_ep_am_bcopy(ep, AM_ID, pack_msg, &a, 0);
-            status = (ret < 0) ? (ucs_status_t)ret : UCS_OK;
-        }
-        if ((status != UCS_ERR_NO_RESOURCE) || (now_sec() > end)) {
-            return status;
-        }
-        env.progress();
-    }
-}
-
-ucs_status_t flush_ep(verbs_env &env, uct_ep_h ep)
-{
-    double end = now_sec() + wait_timeout;
-    ucs_status_t status;
-
-    do {
-        status = uct_ep_flush(ep, 0, NULL);
-        if ((status != UCS_INPROGRESS) && (status != UCS_ERR_NO_RESOURCE)) {
-            return status;
-        }
-        env.progress();
-    } while (now_sec() < end);
-    return UCS_ERR_TIMED_OUT;
+    return am_msg_send(env, ep, AM_ID, salt, k, msg_size(k, max), max_short);
 }
 
 void check_msgs(const rx_log &log, uint64_t salt, unsigned count,
                 size_t max, const char *what)
 {
-    CHILD_CHECK(log.msgs.size() == count, "%s: %zu messages instead of %u",
-                what, log.msgs.size(), count);
-    for (unsigned k = 0; k < count; ++k) {
-        const std::vector<uint8_t> &m = log.msgs[k];
-        uint64_t idx;
-
-        CHILD_CHECK(m.size() == msg_size(k, max), "%s: message %u has %zu "
-                    "bytes instead of %zu", what, k, m.size(),
-                    msg_size(k, max));
-        memcpy(&idx, m.data(), 8);
-        CHILD_CHECK(idx == k, "%s: message %u is #%lu", what, k, idx);
-        size_t bad = check_pattern(m.data() + 8, m.size() - 8,
-                                   msg_key(salt, k));
-        CHILD_CHECK(bad == m.size() - 8, "%s: message %u: wrong byte at %zu",
-                    what, k, bad + 8);
-    }
+    am_msgs_check(log, salt, count, msg_size, max, what);
 }
 
 class mc_verbs : public ::testing::Test {
@@ -634,7 +558,7 @@ void mc_verbs::group_run(unsigned n, unsigned root, unsigned drop_permille,
             for (unsigned k = 0; k < count; ++k) {
                 CHILD_CHECK_OK(send_msg(env, ep, m_salt, k, max, 64));
             }
-            CHILD_CHECK_OK(flush_ep(env, ep));
+            CHILD_CHECK_OK(am_ep_flush(env, ep));
             CHILD_CHECK(uct_o2m_ep_state(ep, NULL) == UCT_O2M_EP_STATE_READY,
                         "%s: root not ready", what);
             *done = 1;
@@ -803,7 +727,7 @@ TEST_F(mc_verbs, p2p_exact)
                 CHILD_CHECK_OK(send_msg(env, ep, m_salt, k, max,
                                         env.attr().cap.am.max_short));
             }
-            CHILD_CHECK_OK(flush_ep(env, ep));
+            CHILD_CHECK_OK(am_ep_flush(env, ep));
         } else {
             CHILD_CHECK(env.progress_until([&] {
                             return log.msgs.size() >= count; }),
@@ -845,58 +769,12 @@ TEST_F(mc_verbs, ucp_tag)
     proc_group pg(2);
 
     pg.run_ok([&](unsigned rank) {
-        const unsigned peer = 1 - rank;
-        ucp_config_t *config;
-        ucp_context_h context;
-        ucp_worker_h worker;
-        ucp_params_t params;
-        ucp_worker_params_t wparams;
-        ucp_ep_params_t eparams;
-        ucp_address_t *address;
-        size_t address_length;
-        ucp_ep_h ep;
-        struct {
-            size_t length;
-            char   data[8192];
-        } mine, all[2];
+        const unsigned peer   = 1 - rank;
+        ucp_context_h context = ucp_pair_context("mc_verbs", m_dev);
+        ucp_worker_h worker   = ucp_pair_worker(context);
+        ucp_ep_h ep           = ucp_pair_connect(pg, rank, peer, worker);
 
-        CHILD_CHECK_OK(ucp_config_read(NULL, NULL, &config));
-        CHILD_CHECK_OK(ucp_config_modify(config, "TLS", "mc_verbs"));
-        CHILD_CHECK_OK(ucp_config_modify(config, "NET_DEVICES",
-                                         m_dev.c_str()));
-        memset(&params, 0, sizeof(params));
-        params.field_mask = UCP_PARAM_FIELD_FEATURES;
-        params.features   = UCP_FEATURE_TAG;
-        CHILD_CHECK_OK(ucp_init(&params, config, &context));
-        ucp_config_release(config);
-
-        memset(&wparams, 0, sizeof(wparams));
-        wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-        wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
-        CHILD_CHECK_OK(ucp_worker_create(context, &wparams, &worker));
-
-        CHILD_CHECK_OK(ucp_worker_get_address(worker, &address,
-                                              &address_length));
-        CHILD_CHECK(address_length <= sizeof(mine.data), "address %zu",
-                    address_length);
-        memset(&mine, 0, sizeof(mine));
-        mine.length = address_length;
-        memcpy(mine.data, address, address_length);
-        ucp_worker_release_address(worker, address);
-        pg.allgather(rank, &mine, sizeof(mine), all);
-
-        memset(&eparams, 0, sizeof(eparams));
-        eparams.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-        eparams.address    = (const ucp_address_t*)all[peer].data;
-        CHILD_CHECK_OK(ucp_ep_create(worker, &eparams, &ep));
-
-        char *info   = NULL;
-        size_t isize = 0;
-        FILE *stream = open_memstream(&info, &isize);
-        ucp_ep_print_info(ep, stream);
-        fclose(stream);
-        std::string lanes(info, isize);
-        free(info);
+        std::string lanes = ucp_ep_lanes(ep);
         CHILD_CHECK(lanes.find("mc_verbs/" + m_dev) != std::string::npos,
                     "the UCP endpoint does not use mc_verbs:\n%s",
                     lanes.c_str());
@@ -940,17 +818,7 @@ TEST_F(mc_verbs, ucp_tag)
             }
         }
 
-        ucp_request_param_t cp;
-        memset(&cp, 0, sizeof(cp));
-        void *req  = ucp_ep_close_nbx(ep, &cp);
-        double end = now_sec() + wait_timeout;
-        if (UCS_PTR_IS_PTR(req)) {
-            while (ucp_request_check_status(req) == UCS_INPROGRESS) {
-                CHILD_CHECK(now_sec() < end, "ep close not done");
-                ucp_worker_progress(worker);
-            }
-            ucp_request_free(req);
-        }
+        ucp_pair_close(worker, ep);
         pg.barrier(rank);
         ucp_worker_destroy(worker);
         ucp_cleanup(context);

@@ -17,6 +17,7 @@
 #include "common/peers.h"
 #include "common/residue.h"
 #include "common/tools.h"
+#include "common/ucp_pair.h"
 
 extern "C" {
 #include <ucp/api/ucp.h>
@@ -442,60 +443,13 @@ TEST_P(p2p_ucp, tag_send_recv)
 
     pg.run_ok([&](unsigned rank) {
         const unsigned peer = 1 - rank;
-        ucp_config_t *config;
-        ucp_context_h context;
-        ucp_worker_h worker;
-        ucp_params_t params;
-        ucp_worker_params_t wparams;
-        ucp_ep_params_t eparams;
-        ucp_address_t *address;
-        size_t address_length;
-        ucp_ep_h ep;
-
-        CHILD_CHECK_OK(ucp_config_read(NULL, NULL, &config));
-        CHILD_CHECK_OK(ucp_config_modify(config, "TLS",
-                                         (tl + ",self").c_str()));
         /* mc_udp: the loopback device only (nothing leaves the host) */
-        CHILD_CHECK_OK(ucp_config_modify(config, "NET_DEVICES", "lo"));
-        memset(&params, 0, sizeof(params));
-        params.field_mask = UCP_PARAM_FIELD_FEATURES;
-        params.features   = UCP_FEATURE_TAG;
-        CHILD_CHECK_OK(ucp_init(&params, config, &context));
-        ucp_config_release(config);
-
-        memset(&wparams, 0, sizeof(wparams));
-        wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-        wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
-        CHILD_CHECK_OK(ucp_worker_create(context, &wparams, &worker));
-
-        /* Exchange worker addresses */
-        struct {
-            size_t length;
-            char   data[8192];
-        } mine, all[2];
-        CHILD_CHECK_OK(ucp_worker_get_address(worker, &address,
-                                              &address_length));
-        CHILD_CHECK(address_length <= sizeof(mine.data), "address %zu",
-                    address_length);
-        memset(&mine, 0, sizeof(mine));
-        mine.length = address_length;
-        memcpy(mine.data, address, address_length);
-        ucp_worker_release_address(worker, address);
-        pg.allgather(rank, &mine, sizeof(mine), all);
-
-        memset(&eparams, 0, sizeof(eparams));
-        eparams.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-        eparams.address    = (const ucp_address_t*)all[peer].data;
-        CHILD_CHECK_OK(ucp_ep_create(worker, &eparams, &ep));
+        ucp_context_h context = ucp_pair_context(tl + ",self", "lo");
+        ucp_worker_h worker   = ucp_pair_worker(context);
+        ucp_ep_h ep           = ucp_pair_connect(pg, rank, peer, worker);
 
         /* The endpoint's lanes, built from the peer's address, are ours */
-        char *info   = NULL;
-        size_t isize = 0;
-        FILE *stream = open_memstream(&info, &isize);
-        ucp_ep_print_info(ep, stream);
-        fclose(stream);
-        std::string lanes(info, isize);
-        free(info);
+        std::string lanes = ucp_ep_lanes(ep);
         const std::string dev = (tl == UCT_MC_UDP_TL_NAME) ? "/lo" :
                                                             "/memory";
         CHILD_CHECK(lanes.find(tl + dev) != std::string::npos,
@@ -555,20 +509,7 @@ TEST_P(p2p_ucp, tag_send_recv)
         }
 
         /* Close with flush, both sides progressing */
-        ucp_request_param_t cp;
-        memset(&cp, 0, sizeof(cp));
-        void *req = ucp_ep_close_nbx(ep, &cp);
-        double end = now_sec() + wait_timeout;
-        if (UCS_PTR_IS_PTR(req)) {
-            while (ucp_request_check_status(req) == UCS_INPROGRESS) {
-                CHILD_CHECK(now_sec() < end, "ep close not done");
-                ucp_worker_progress(worker);
-            }
-            ucp_request_free(req);
-        } else {
-            CHILD_CHECK(UCS_PTR_STATUS(req) == UCS_OK, "ep close: %s",
-                        ucs_status_string(UCS_PTR_STATUS(req)));
-        }
+        ucp_pair_close(worker, ep);
         pg.barrier(rank);
         ucp_worker_destroy(worker);
         ucp_cleanup(context);
