@@ -14,7 +14,7 @@ step=${VMBED_TEST_STEP:-240}
 wait_for() {
     local f=$1 text=$2 pid=$3 end=$((SECONDS + step)) lines
     while [ $SECONDS -lt $end ]; do
-        mapfile -t lines <"$f" 2>/dev/null
+        mapfile -t lines 2>/dev/null <"$f"
         [[ "${lines[*]}" == *"$text"* ]] && return 0
         kill -0 "$pid" 2>/dev/null || return 1
         sleep 0.5

@@ -6,7 +6,9 @@
 #   - vmbed-exec from vm0 runs a command in vm1 (output, status), and
 #     mpirun --host vm0:1,vm1:1 starts a rank in each guest;
 #   - RDMA-CM multicast across the guests: mckey on vm0 joins 239.77.0.1,
-#     vm1 sends 100 x 512 B to the group, vm0 receives all of them;
+#     vm1 sends 300 x 512 B to the group, vm0 receives 100 of them (UD
+#     multicast is unreliable: rxe drops the first sends while it resolves
+#     the address vector, and mckey's receiver waits for its count);
 #   - ibv_ud_pingpong across the guests with the buffers checked (--chk);
 #   - UCX tag messages across the guests over ud_verbs only (ucx_perftest
 #     tag_lat 8 B, tag_bw 64 KiB): every iteration done.
@@ -70,16 +72,16 @@ if [ "$i" = 0 ]; then
     wait $r
     rc=$?
     if [ $rc -eq 0 ] && grep -q 'data transfers complete' "$s/mckey"; then
-        pass "mckey: 100 x 512 B from vm1 received on $grp"
+        pass "mckey: 100 x 512 B of vm1's 300 received on $grp"
     else
         flunk "mckey receiver rc=$rc"
         cat "$s/mckey"
     fi
 else
     sync_ mckey-joined
-    if timeout "$step" mckey -m $grp -b "$VMBED_ADDR" -s -C 100 -S 512 \
+    if timeout "$step" mckey -m $grp -b "$VMBED_ADDR" -s -C 300 -S 512 \
             >"$s/mckey" 2>&1; then
-        pass "mckey: 100 x 512 B sent to $grp"
+        pass "mckey: 300 x 512 B sent to $grp"
     else
         flunk "mckey sender"
         cat "$s/mckey"
