@@ -720,7 +720,8 @@ TEST(ucg_coll_errors, bad_args)
         struct bad_row {
             const char      *what;
             ucg_coll_type_t type;
-            ucg_dtype_t     dtype;
+            int             dtype; /* int: the table holds an invalid one,
+                                      which an enum may not (UBSan) */
             size_t          dt_size;
             ucg_op_t        op;
             unsigned        root, null_root, null_other;
@@ -745,7 +746,7 @@ TEST(ucg_coll_errors, bad_args)
              UCG_OP_LAST, 0, 0, 0, true},
             {"type UCG_COLL_LAST", UCG_COLL_LAST, UCG_DT_INT32, 0,
              UCG_OP_SUM, 0, 0, 0, true},
-            {"dtype 1000", UCG_COLL_BCAST, (ucg_dtype_t)1000, 0, UCG_OP_SUM,
+            {"dtype 1000", UCG_COLL_BCAST, 1000, 0, UCG_OP_SUM,
              0, 0, 0, true},
             /* NULL buffers with count > 0 */
             {"allreduce sbuf NULL", UCG_COLL_ALLREDUCE, UCG_DT_INT32, 0,
@@ -783,7 +784,7 @@ TEST(ucg_coll_errors, bad_args)
                 continue;
             }
             p         = base(row.type);
-            p.dtype   = row.dtype;
+            p.dtype   = (ucg_dtype_t)row.dtype;
             p.dt_size = row.dt_size;
             p.op      = row.op;
             p.root    = row.root;
