@@ -557,8 +557,14 @@ TEST_F(mc_udp, group_bcast_exact)
             }
             send_to_group(env, ep, log, rank, root, count, done, "group",
                           [&] {
+                uct_mc_udp_counters_t c;
+
                 CHILD_CHECK(uct_o2m_ep_state(ep, NULL) ==
                             UCT_O2M_EP_STATE_READY, "root not ready");
+                /* the root does not listen to its own multicast */
+                CHILD_CHECK_OK(uct_mc_udp_iface_counters(env.iface(), &c));
+                CHILD_CHECK(c.rx_own == 0, "the root read %lu copies of "
+                            "its own multicast", (unsigned long)c.rx_own);
             });
         });
     }
@@ -585,8 +591,9 @@ bool lo_joined(const struct in_addr &addr)
     return false;
 }
 
-/* A group endpoint joins its multicast group on the device, and leaves it
- * when destroyed */
+/* A member's group endpoint joins its multicast group on the device, and
+ * leaves it when destroyed; a root's does not join (it sends there and
+ * hears its members by unicast) */
 TEST_F(mc_udp, group_membership_left)
 {
     proc_group pg(1);
@@ -606,6 +613,9 @@ TEST_F(mc_udp, group_membership_left)
         addrs.exchange(pg, rank, env);
         CHILD_CHECK(!lo_joined(addr), "%s joined before", base);
         ep = group_ep(env, 2, 0, 0, addrs);
+        CHILD_CHECK(!lo_joined(addr), "the root joined %s", base);
+        uct_ep_destroy(ep);
+        ep = group_ep(env, 2, 1, 0, addrs);
         CHILD_CHECK(lo_joined(addr), "%s not joined on lo", base);
         uct_ep_destroy(ep);
         CHILD_CHECK(!lo_joined(addr), "%s still joined", base);

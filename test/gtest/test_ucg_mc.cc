@@ -265,10 +265,12 @@ TEST(ucg_mc, allreduce_knomial)
 }
 
 /*
- * Rank 2 (leader of the second host) cannot create mc_udp group endpoints:
- * its multicast port is held by a socket without SO_REUSEADDR.  Bcasts
- * from rank 0 (rank 2 a member) and from rank 2 (the root) run
- * point-to-point on every leader, again when the refusal is cached.
+ * Rank 2 (leader of the second host) cannot create mc_udp member
+ * endpoints: its multicast port is held by a socket without SO_REUSEADDR.
+ * Bcasts from rank 0 (rank 2 a member) run point-to-point on every leader,
+ * again when the refusal is cached.  (A root binds no multicast port, so
+ * rank 2 could root a group; it is not asked to: the port it was given
+ * differs from the other ranks'.)
  */
 TEST(ucg_mc, refused)
 {
@@ -307,7 +309,7 @@ TEST(ucg_mc, refused)
         uint64_t seed = 200;
 
         for (unsigned i = 0; i < 2; ++i) {
-            for (unsigned root : {0u, 2u, 3u}) {
+            for (unsigned root : {0u, 3u}) {
                 for (size_t size : {8, 20000, 200000}) {
                     coll_desc d(UCG_COLL_BCAST, size, UCG_DT_UINT8,
                                 UCG_OP_LAST, root);

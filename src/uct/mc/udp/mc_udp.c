@@ -394,7 +394,8 @@ static ucs_status_t uct_mc_udp_rel_send(void *arg, int dest, const void *hdr,
 
     if (dest == UCT_MC_REL_DEST_MCAST) {
         /* A stream of two has no multicast address: its receiver */
-        to = (s->mc_fd >= 0) ? &s->mc_addr : &s->peers[1 - s->my_rank].addr;
+        to = (s->kind == UCT_MC_UDP_KIND_GROUP) ? &s->mc_addr :
+             &s->peers[1 - s->my_rank].addr;
     } else if ((dest >= 0) && ((unsigned)dest < s->num_members)) {
         rank = dest;
         if (!s->peers[rank].known) {
@@ -802,9 +803,11 @@ static void uct_mc_udp_rx_packet(uct_mc_udp_iface_t *iface, void *buf,
 
     ++iface->cnt.rx_packets;
 
-    /* My own multicast, looped back (IP_MULTICAST_LOOP); on the unicast
+    /* My own multicast, looped back (IP_MULTICAST_LOOP) to a member
+     * endpoint of another group on the same address; on the unicast
      * socket my own address is an endpoint to this interface itself */
     if (is_mc && uct_mc_udp_sa_equal(from, &iface->addr)) {
+        ++iface->cnt.rx_own;
         return;
     }
 
@@ -1234,16 +1237,26 @@ ucs_status_t uct_mc_udp_group_ep_create(uct_iface_h tl_iface,
         ep->s.peers[params->root_index].known           = 1;
     }
 
-    status = uct_mc_udp_open_mc_socket(iface, &ep->s);
-    if (status != UCS_OK) {
-        uct_mc_udp_stream_cleanup(&ep->s);
-        uct_mc_udp_ep_free(ep);
-        return status;
+    /* The root receives only control, on the unicast socket: a multicast
+     * socket would wake it for a looped-back copy of each of its own
+     * packets (and for the members' HELLOs, which it does not need: a
+     * member's control packets tell where it is) */
+    if (!is_root) {
+        status = uct_mc_udp_open_mc_socket(iface, &ep->s);
+        if (status != UCS_OK) {
+            uct_mc_udp_stream_cleanup(&ep->s);
+            uct_mc_udp_ep_free(ep);
+            return status;
+        }
+        uct_mc_udp_set_rcvbuf(ep->s.mc_fd, iface->rcvbuf);
     }
-    uct_mc_udp_set_rcvbuf(ep->s.mc_fd, iface->rcvbuf);
 
-    /* Tell the group who I am; WHO covers a lost HELLO */
+    /* Tell the group who I am, and the root directly (it does not listen
+     * to the multicast address); WHO covers a lost HELLO */
     uct_mc_udp_send_hello(&ep->s, &ep->s.mc_addr);
+    if (!is_root) {
+        uct_mc_udp_send_hello(&ep->s, &ep->s.peers[params->root_index].addr);
+    }
 
     *ep_p = &ep->super.super.base.super;
     return UCS_OK;

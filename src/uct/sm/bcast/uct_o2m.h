@@ -90,7 +90,7 @@ static inline const char *uct_o2m_tl_name(int is_incast)
 
 /** Version of this extension API. */
 #define UCT_O2M_API_MAJOR 1
-#define UCT_O2M_API_MINOR 5
+#define UCT_O2M_API_MINOR 6
 
 
 /**
@@ -407,6 +407,11 @@ typedef struct uct_mc_udp_counters {
     uint64_t tx_repair_mcast; /**< PSNs re-multicast by a root */
     uint64_t tx_nack;         /**< NACK packets sent */
     uint64_t rx_dup;          /**< Data packets received again */
+    uint64_t rx_own;          /**< (API 1.6) Copies of this interface's own
+                                   multicast, dropped: a root does not
+                                   listen to its group's address, so only
+                                   a member endpoint of another group on
+                                   the same address reads them */
 } uct_mc_udp_counters_t;
 
 /**
