@@ -43,6 +43,8 @@ typedef struct { long        v; int i; } ucg_dt_long_int_t;
 typedef struct { int         v; int i; } ucg_dt_2int_t;
 typedef struct { short       v; int i; } ucg_dt_short_int_t;
 typedef struct { long double v; int i; } ucg_dt_long_double_int_t;
+typedef struct { float       v; float i; } ucg_dt_2float_t;
+typedef struct { double      v; double i; } ucg_dt_2double_t;
 
 typedef float _Complex       ucg_dt_cfloat_t;
 typedef double _Complex      ucg_dt_cdouble_t;
@@ -66,6 +68,8 @@ typedef ucg_dt_long_int_t        ucg_dt_long_int_u_t;
 typedef ucg_dt_2int_t            ucg_dt_2int_u_t;
 typedef ucg_dt_short_int_t       ucg_dt_short_int_u_t;
 typedef ucg_dt_long_double_int_t ucg_dt_long_double_int_u_t;
+typedef ucg_dt_2float_t          ucg_dt_2float_u_t;
+typedef ucg_dt_2double_t         ucg_dt_2double_u_t;
 
 /* Largest element of a predefined type (long double complex, pairs) */
 #define UCG_DT_MAX_ELEM_SIZE 32
@@ -113,7 +117,11 @@ typedef ucg_dt_long_double_int_t ucg_dt_long_double_int_u_t;
     _m(__VA_ARGS__, SHORT_INT,       short_int,       ucg_dt_short_int_t, \
        ucg_dt_short_int_t) \
     _m(__VA_ARGS__, LONG_DOUBLE_INT, long_double_int, \
-       ucg_dt_long_double_int_t, ucg_dt_long_double_int_t)
+       ucg_dt_long_double_int_t, ucg_dt_long_double_int_t) \
+    _m(__VA_ARGS__, 2FLOAT,          2float,          ucg_dt_2float_t, \
+       ucg_dt_2float_t) \
+    _m(__VA_ARGS__, 2DOUBLE,         2double,         ucg_dt_2double_t, \
+       ucg_dt_2double_t)
 
 #define UCG_DT_FOR_ALL_TYPES(_m, ...) \
     UCG_DT_FOR_INT_TYPES(_m, __VA_ARGS__) \

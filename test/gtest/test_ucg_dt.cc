@@ -40,10 +40,11 @@ namespace {
 /* ------------------------------------------------------------------------ */
 /* The MPI table, independent of the implementation                         */
 
-/* MINLOC/MAXLOC pairs, as MPI defines them in C */
-template <typename V> struct dt_pair {
-    V   v;
-    int i;
+/* MINLOC/MAXLOC pairs, as MPI defines them in C (index int) and Fortran
+ * (MPI_2REAL, MPI_2DOUBLE_PRECISION: index of the value's type) */
+template <typename V, typename I = int> struct dt_pair {
+    V v;
+    I i;
 };
 
 bool dt_is_int(ucg_dtype_t dt)
@@ -65,7 +66,8 @@ bool dt_is_complex(ucg_dtype_t dt)
 
 bool dt_is_pair(ucg_dtype_t dt)
 {
-    return (dt >= UCG_DT_FLOAT_INT) && (dt <= UCG_DT_LONG_DOUBLE_INT);
+    return ((dt >= UCG_DT_FLOAT_INT) && (dt <= UCG_DT_LONG_DOUBLE_INT)) ||
+           (dt == UCG_DT_2FLOAT) || (dt == UCG_DT_2DOUBLE);
 }
 
 bool mpi_valid(ucg_op_t op, ucg_dtype_t dt)
@@ -127,6 +129,8 @@ size_t expected_size(ucg_dtype_t dt)
     case UCG_DT_2INT:                return sizeof(dt_pair<int>);
     case UCG_DT_SHORT_INT:           return sizeof(dt_pair<short>);
     case UCG_DT_LONG_DOUBLE_INT:     return sizeof(dt_pair<long double>);
+    case UCG_DT_2FLOAT:              return 2 * sizeof(float);
+    case UCG_DT_2DOUBLE:             return 2 * sizeof(double);
     default:                         return 0;
     }
 }
@@ -135,7 +139,7 @@ const char *const expected_dtype_names[UCG_DT_LAST] = {
     "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
     "float", "double", "long_double", "float_complex", "double_complex",
     "long_double_complex", "float_int", "double_int", "long_int", "2int",
-    "short_int", "long_double_int", "bytes"
+    "short_int", "long_double_int", "2float", "2double", "bytes"
 };
 
 const char *const expected_op_names[UCG_OP_LAST] = {
@@ -215,7 +219,7 @@ template <typename T> T gen_value(rng_t &rng, pair_tag)
     T p;
     memset(&p, 0, sizeof(p));
     p.v = (decltype(p.v))((int)(rng() % 7) - 3);
-    p.i = (int)(rng() % 9) - 2;
+    p.i = (decltype(p.i))((int)(rng() % 9) - 2);
     return p;
 }
 
@@ -573,6 +577,10 @@ void check_reduce_dispatch(ucg_op_t op, ucg_dtype_t dt)
         return check_reduce<dt_pair<short>>(op, dt);
     case UCG_DT_LONG_DOUBLE_INT:
         return check_reduce<dt_pair<long double>>(op, dt);
+    case UCG_DT_2FLOAT:
+        return check_reduce<dt_pair<float, float>>(op, dt);
+    case UCG_DT_2DOUBLE:
+        return check_reduce<dt_pair<double, double>>(op, dt);
     default:
         FAIL() << "no typed test for " << ucg_dtype_name(dt);
     }

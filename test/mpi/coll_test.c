@@ -8,7 +8,11 @@
  * integers, so sums and products are exact and compared with ==.
  * Non-commutative user ops must give the rank-order result exactly.
  *
- * Usage: coll_test [-v] [-q]   (-v: print every failing case, -q: quick)
+ * Usage: coll_test [-v] [-q] [-F]
+ *   -v: print every failing case, -q: quick, -F: only the Fortran
+ *   predefined types and MPI_C_BOOL (their sizes in this Open MPI must be
+ *   those of the C types used for the reference; a type of another size,
+ *   or of size 0 when Open MPI has no Fortran, is skipped with a note)
  */
 #include <mpi.h>
 #include <complex.h>
@@ -44,6 +48,7 @@ static const char *op_names[] = {
 #define T_BIG   2   /* also tested at 8 KiB / 64 KiB boundaries */
 #define T_HUGE  4   /* also tested at 1 MiB / 4 MiB */
 #define T_GATH  8   /* tested with gather/scatter/allgather */
+#define T_FORT  16  /* Fortran type or C bool: only with -F */
 
 typedef struct {
     const char   *name;
@@ -59,6 +64,7 @@ typedef struct {
 
 static int g_verbose;
 static int g_quick;
+static int g_fort;
 static int g_world_rank;
 static MPI_Op g_op_ucomm, g_op_uncomm;
 
@@ -302,6 +308,41 @@ DEF_PAIR(two_int, int)
 DEF_PAIR(short_int, short)
 DEF_PAIR(ldouble_int, long double)
 
+/* Fortran's MPI_2REAL, MPI_2DOUBLE_PRECISION: the index has the value's
+ * type */
+#define DEF_PAIR2(NAME, VT) \
+typedef struct { VT v; VT i; } NAME##_t; \
+DEF_GEN(NAME, NAME##_t, \
+    FOR_I { \
+        uint64_t h = hash3(rank, i, seed); \
+        p[i].v = (VT)((int)(h % 5) - 2); \
+        p[i].i = (VT)((int)((h >> 16) % 7) + rank); \
+    }) \
+static void ref_##NAME(int op, const void *in_, void *io_, size_t n) \
+{ \
+    const NAME##_t *in = in_; NAME##_t *io = io_; \
+    FOR_I { \
+        int better = (op == OP_MINLOC) ? (in[i].v < io[i].v) : \
+                                         (in[i].v > io[i].v); \
+        if (better) { \
+            io[i] = in[i]; \
+        } else if (in[i].v == io[i].v && in[i].i < io[i].i) { \
+            io[i].i = in[i].i; \
+        } \
+    } \
+} \
+static long cmp_##NAME(const void *a_, const void *b_, size_t n) \
+{ \
+    const NAME##_t *a = a_, *b = b_; \
+    FOR_I if (a[i].v != b[i].v || a[i].i != b[i].i) return (long)i; \
+    return -1; \
+} \
+DEF_FMT(NAME, NAME##_t, \
+    snprintf(out, len, "(%g,%g)", (double)p[i].v, (double)p[i].i))
+
+DEF_PAIR2(two_float, float)
+DEF_PAIR2(two_double, double)
+
 /* ---- user commutative op on MPI_INT: addition modulo a prime ---- */
 #define UMOD 10007
 static void gen_uint_c(void *b, size_t n, int rank, int seed, int op)
@@ -403,7 +444,6 @@ static void init_types(void)
         TD(i64, MPI_INT64_T, int64_t, OPS_INT, T_SUB),
         TD(u64, MPI_UINT64_T, uint64_t, OPS_INT, T_BIG | T_GATH),
         TD(aint, MPI_AINT, MPI_Aint, OPS_INT, 0),
-        TD(bool, MPI_C_BOOL, bool, OPS_LOGIC, T_SUB),
         TD(float, MPI_FLOAT, float, OPS_FLOAT, T_BIG | T_GATH),
         TD(double, MPI_DOUBLE, double, OPS_FLOAT,
            T_SUB | T_BIG | T_HUGE | T_GATH),
@@ -422,6 +462,33 @@ static void init_types(void)
         TD(short_int, MPI_SHORT_INT, short_int_t, OPS_LOC, 0),
         TD(ldouble_int, MPI_LONG_DOUBLE_INT, ldouble_int_t, OPS_LOC, T_GATH),
         TD(uint_c, MPI_INT, int, 1u << OP_UCOMM, T_SUB | T_BIG | T_HUGE),
+        /* -F: Fortran types by their usual sizes, and C bool */
+        TD(bool, MPI_C_BOOL, bool, OPS_LOGIC, T_FORT | T_SUB | T_GATH),
+        TD(i32, MPI_LOGICAL, int32_t, OPS_LOGIC, T_FORT | T_SUB),
+        TD(i32, MPI_INTEGER, int32_t, OPS_ARITH | OPS_MINMAX | OPS_BIT,
+           T_FORT | T_SUB | T_BIG | T_GATH),
+        TD(i8, MPI_INTEGER1, int8_t, OPS_ARITH | OPS_MINMAX | OPS_BIT,
+           T_FORT),
+        TD(i16, MPI_INTEGER2, int16_t, OPS_ARITH | OPS_MINMAX | OPS_BIT,
+           T_FORT),
+        TD(i32, MPI_INTEGER4, int32_t, OPS_ARITH | OPS_MINMAX | OPS_BIT,
+           T_FORT),
+        TD(i64, MPI_INTEGER8, int64_t, OPS_ARITH | OPS_MINMAX | OPS_BIT,
+           T_FORT | T_SUB),
+        TD(float, MPI_REAL, float, OPS_FLOAT, T_FORT | T_SUB | T_GATH),
+        TD(float, MPI_REAL4, float, OPS_FLOAT, T_FORT),
+        TD(double, MPI_REAL8, double, OPS_FLOAT, T_FORT),
+        TD(double, MPI_DOUBLE_PRECISION, double, OPS_FLOAT,
+           T_FORT | T_SUB | T_BIG | T_GATH),
+        TD(cfloat, MPI_COMPLEX, float _Complex, OPS_ARITH, T_FORT | T_SUB),
+        TD(cfloat, MPI_COMPLEX8, float _Complex, OPS_ARITH, T_FORT),
+        TD(cdouble, MPI_COMPLEX16, double _Complex, OPS_ARITH, T_FORT),
+        TD(cdouble, MPI_DOUBLE_COMPLEX, double _Complex, OPS_ARITH,
+           T_FORT | T_SUB | T_BIG),
+        TD(two_int, MPI_2INTEGER, two_int_t, OPS_LOC, T_FORT | T_SUB),
+        TD(two_float, MPI_2REAL, two_float_t, OPS_LOC, T_FORT),
+        TD(two_double, MPI_2DOUBLE_PRECISION, two_double_t, OPS_LOC,
+           T_FORT | T_SUB | T_GATH),
         TD(mat, MPI_DATATYPE_NULL, mat_t, 1u << OP_UNCOMM,
            T_SUB | T_BIG | T_HUGE | T_GATH),
     };
@@ -446,6 +513,15 @@ static void init_types(void)
             g_types[k].name = "MPI_INT(user)";
         }
         MPI_Type_get_extent(g_types[k].dt, &lb, &ext);
+        if ((g_types[k].flags & T_FORT) && ((size_t)ext != g_types[k].ext)) {
+            if (g_fort && (g_world_rank == 0)) {
+                printf("note: %s skipped: %ld bytes here, the test's C type "
+                       "has %zu\n", g_types[k].name, (long)ext,
+                       g_types[k].ext);
+            }
+            g_types[k].flags = 0; /* never selected (use_type) */
+            continue;
+        }
         if ((size_t)ext != g_types[k].ext) {
             fprintf(stderr, "%s: extent %ld != C size %zu\n",
                     g_types[k].name, (long)ext, g_types[k].ext);
@@ -543,7 +619,9 @@ static int counts_for(const ctx_t *c, const tdesc_t *t, int coll,
     static const size_t kb[] = {8192, 65536};
     int n = 0;
 
-    out[n++] = 0;
+    if (!g_fort) {
+        out[n++] = 0; /* (-F: no empty calls, which coll/ucg hands over) */
+    }
     out[n++] = 1;
     out[n++] = 7;
     out[n++] = 1000;
@@ -571,6 +649,9 @@ static int counts_for(const ctx_t *c, const tdesc_t *t, int coll,
 
 static int use_type(const ctx_t *c, const tdesc_t *t)
 {
+    if (!g_fort != !(t->flags & T_FORT)) {
+        return 0; /* -F: those only; else all others */
+    }
     return c->full || (t->flags & T_SUB);
 }
 
@@ -922,7 +1003,9 @@ static void test_repeat(const ctx_t *c)
 
 static void run_all(const ctx_t *c)
 {
-    test_repeat(c);
+    if (!g_fort) {
+        test_repeat(c);
+    }
     test_bcast(c);
     test_reductions(c, C_ALLREDUCE);
     test_reductions(c, C_REDUCE);
@@ -981,13 +1064,14 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     g_world_rank = rank;
-    while ((opt = getopt(argc, argv, "vq")) != -1) {
+    while ((opt = getopt(argc, argv, "vqF")) != -1) {
         switch (opt) {
         case 'v': g_verbose = 1; break;
         case 'q': g_quick = 1; break;
+        case 'F': g_fort = 1; break;
         default:
             if (rank == 0) {
-                fprintf(stderr, "usage: %s [-v] [-q]\n", argv[0]);
+                fprintf(stderr, "usage: %s [-v] [-q] [-F]\n", argv[0]);
             }
             MPI_Finalize();
             return 2;

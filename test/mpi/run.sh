@@ -9,8 +9,9 @@
 #   -t SEC    time limit per mpirun (default 180)
 #   -q        quick matrix (no 8 KiB..4 MiB sizes)
 #   -v        print every mismatch, not only the first per collective
-#   -x        skip the extra tests: late_rank and comm_churn (about 40 s),
-#             and, with coll/ucg, coll_fault
+#   -x        skip the extra tests: coll_test -F (the Fortran types and
+#             C bool), late_rank and comm_churn (about 40 s), and, with
+#             coll/ucg, coll_fault
 #   --build-dir DIR  the configured build tree whose test/mpi programs run
 #             (built there with make); default build/, or the source tree
 #             when it was configured in place
@@ -116,12 +117,13 @@ for np in $nps; do
     fi
     rm -f "$log"
 done
-# run_extra NAME NP PATTERN [MPIRUN_ARGS...] -- PROGRAM [ARGS...]: one bounded
-# mpirun; fails unless it exits with 0 and its output matches the extended
-# regular expression PATTERN
+# run_extra NAME NP PATTERN [--not PATTERN2] [MPIRUN_ARGS...] -- PROGRAM
+# [ARGS...]: one bounded mpirun; fails unless it exits with 0 and its output
+# matches the extended regular expression PATTERN (and not PATTERN2)
 run_extra() {
-    local name=$1 np=$2 pattern=$3 args=() log rc
+    local name=$1 np=$2 pattern=$3 anti='' args=() log rc
     shift 3
+    if [ "${1:-}" = --not ]; then anti=$2; shift 2; fi
     while [ $# -gt 0 ] && [ "$1" != -- ]; do args+=("$1"); shift; done
     shift
     log=$(mktemp)
@@ -134,6 +136,9 @@ run_extra() {
         echo "$name: mpirun exited with $rc"
     elif ! grep -Eq "$pattern" "$log"; then
         echo "$name: output does not match '$pattern'"; rc=1
+    elif [ -n "$anti" ] && grep -Eq "$anti" "$log"; then
+        echo "$name: output matches '$anti':"
+        grep -E "$anti" "$log" | head -5; rc=1
     fi
     if [ $rc -ne 0 ]; then
         grep -v 'coll:ucg: comm' "$log" | tail -15
@@ -188,6 +193,22 @@ if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ] && [ "$extra_tests" = 1 ]; then
     run_extra "coll_test np=3 with mpi_yield_when_idle" 3 \
         'coll:ucg: .* ucg=[1-9][0-9]* .*yields=[1-9]' \
         --mca mpi_yield_when_idle 1 -- "$mpi_bin/coll_test" -q || fail=1
+fi
+
+# The Fortran predefined types and MPI_C_BOOL (coll_test -F), checked
+# against the test's reference (on Open MPI's own modules too); with
+# coll/ucg, every reduction of them runs on UCG: some allreduce and reduce
+# calls served, none handed to the previous module
+if [ "$extra_tests" = 1 ]; then
+    fpat='np=3 PASSED'
+    fnot=''
+    if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ]; then
+        fpat='coll:ucg: .* reduce ucg=[1-9]'
+        fnot='coll:ucg: .* (allreduce|reduce) ucg=[0-9]+ delegated=[1-9]'
+    fi
+    run_extra "coll_test -F np=3 (Fortran types, C bool)" 3 "$fpat" \
+        ${fnot:+--not "$fnot"} -- "$mpi_bin/coll_test" -F "${targs[@]}" ||
+        fail=1
 fi
 
 # Slow is not dead, finished is not failed, side

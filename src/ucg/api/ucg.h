@@ -36,7 +36,7 @@ BEGIN_C_DECLS
 #define UCG_API __attribute__((visibility("default")))
 
 #define UCG_API_MAJOR 1
-#define UCG_API_MINOR 0
+#define UCG_API_MINOR 1
 
 /** Send buffer (or, for scatter at the root, receive buffer) placeholder of
  *  the in-place variants, as MPI_IN_PLACE. */
@@ -166,6 +166,10 @@ typedef enum {
     UCG_DT_2INT,
     UCG_DT_SHORT_INT,
     UCG_DT_LONG_DOUBLE_INT,
+    /* (API 1.1) MINLOC / MAXLOC pairs whose index has the value's type,
+     * as Fortran's MPI_2REAL and MPI_2DOUBLE_PRECISION */
+    UCG_DT_2FLOAT,
+    UCG_DT_2DOUBLE,
     /** Opaque element of ucg_coll_params_t::dt_size bytes: data movement
      *  and UCG_OP_USER only. */
     UCG_DT_BYTES,

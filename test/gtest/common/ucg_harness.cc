@@ -276,9 +276,11 @@ struct long_int_t        { long        v; int i; };
 struct two_int_t         { int         v; int i; };
 struct short_int_t       { short       v; int i; };
 struct long_double_int_t { long double v; int i; };
+struct two_float_t       { float       v; float i; };
+struct two_double_t      { double      v; double i; };
 
 template <typename P, typename V>
-static void put_pair(void *elem, V v, int i)
+static void put_pair(void *elem, V v, decltype(P::i) i)
 {
     P pair;
 
@@ -360,6 +362,14 @@ static void gen_elem_hash(const coll_desc &d, uint64_t h, void *elem)
     case UCG_DT_LONG_DOUBLE_INT:
         idx = (int)(h2 % 16);
         put_pair<long_double_int_t>(elem, (long double)fp_value(op, h), idx);
+        break;
+    case UCG_DT_2FLOAT:
+        idx = (int)(h2 % 16);
+        put_pair<two_float_t>(elem, (float)fp_value(op, h), (float)idx);
+        break;
+    case UCG_DT_2DOUBLE:
+        idx = (int)(h2 % 16);
+        put_pair<two_double_t>(elem, fp_value(op, h), (double)idx);
         break;
     case UCG_DT_BYTES:
     default:
@@ -559,6 +569,10 @@ static std::string elem_str(const coll_desc &d, const void *p)
         return pair_str<short_int_t>(p);
     case UCG_DT_LONG_DOUBLE_INT:
         return pair_str<long_double_int_t>(p);
+    case UCG_DT_2FLOAT:
+        return pair_str<two_float_t>(p);
+    case UCG_DT_2DOUBLE:
+        return pair_str<two_double_t>(p);
     default: {
         std::string s = "0x";
         for (size_t j = 0; (j < esize) && (j < 64); ++j) {
@@ -593,6 +607,12 @@ static bool elem_equal(const coll_desc &d, const void *a, const void *b)
         case UCG_DT_FLOAT_INT:
             return (get<float_int_t>(a).v == get<float_int_t>(b).v) &&
                    (get<float_int_t>(a).i == get<float_int_t>(b).i);
+        case UCG_DT_2FLOAT:
+            return (get<two_float_t>(a).v == get<two_float_t>(b).v) &&
+                   (get<two_float_t>(a).i == get<two_float_t>(b).i);
+        case UCG_DT_2DOUBLE:
+            return (get<two_double_t>(a).v == get<two_double_t>(b).v) &&
+                   (get<two_double_t>(a).i == get<two_double_t>(b).i);
         default:
             break;
         }

@@ -90,6 +90,109 @@ static ucg_dtype_t coll_ucg_dtype(MPI_Datatype dt)
     return UCG_DT_LAST;
 }
 
+/* Which predefined ops MPI defines on a type of these (MPI 4.0, 6.9.2) */
+typedef enum {
+    COLL_UCG_OPS_C,       /* the C types: UCG's own table decides */
+    COLL_UCG_OPS_F_INT,   /* Fortran integer: arithmetic, min/max, bitwise */
+    COLL_UCG_OPS_F_REAL,  /* Fortran floating point: arithmetic, min/max */
+    COLL_UCG_OPS_LOGICAL, /* Fortran LOGICAL, C bool: logical ops */
+    COLL_UCG_OPS_COMPLEX, /* complex: sum, prod */
+    COLL_UCG_OPS_LOC      /* value/index pairs: minloc, maxloc */
+} coll_ucg_ops_t;
+
+/*
+ * UCG element type of a Fortran predefined type, or of MPI_C_BOOL, by its
+ * size in this Open MPI (the Fortran compiler's kinds; 0 when Open MPI
+ * was built without Fortran: not carried).  A LOGICAL is an integer of
+ * its size to the logical ops (C's rule, as Open MPI's own: nonzero is
+ * true, the result is 1 or 0).  REAL*16 and COMPLEX*32 may be a
+ * representation no C type has: not carried.
+ */
+static ucg_dtype_t coll_ucg_dtype_ext(MPI_Datatype dt, coll_ucg_ops_t *ops_p)
+{
+    static const struct {
+        MPI_Datatype   dt;
+        coll_ucg_ops_t ops;
+    } types[] = {
+        {MPI_C_BOOL,             COLL_UCG_OPS_LOGICAL},
+        {MPI_LOGICAL,            COLL_UCG_OPS_LOGICAL},
+        {MPI_INTEGER,            COLL_UCG_OPS_F_INT},
+        {MPI_INTEGER1,           COLL_UCG_OPS_F_INT},
+        {MPI_INTEGER2,           COLL_UCG_OPS_F_INT},
+        {MPI_INTEGER4,           COLL_UCG_OPS_F_INT},
+        {MPI_INTEGER8,           COLL_UCG_OPS_F_INT},
+        {MPI_REAL,               COLL_UCG_OPS_F_REAL},
+        {MPI_REAL4,              COLL_UCG_OPS_F_REAL},
+        {MPI_REAL8,              COLL_UCG_OPS_F_REAL},
+        {MPI_DOUBLE_PRECISION,   COLL_UCG_OPS_F_REAL},
+        {MPI_COMPLEX,            COLL_UCG_OPS_COMPLEX},
+        {MPI_COMPLEX8,           COLL_UCG_OPS_COMPLEX},
+        {MPI_COMPLEX16,          COLL_UCG_OPS_COMPLEX},
+        {MPI_DOUBLE_COMPLEX,     COLL_UCG_OPS_COMPLEX},
+        {MPI_2INTEGER,           COLL_UCG_OPS_LOC},
+        {MPI_2REAL,              COLL_UCG_OPS_LOC},
+        {MPI_2DOUBLE_PRECISION,  COLL_UCG_OPS_LOC}
+    };
+    size_t size = 0;
+    unsigned i;
+
+    for (i = 0; i < sizeof(types) / sizeof(types[0]); ++i) {
+        if (dt == types[i].dt) {
+            break;
+        }
+    }
+    if (i == sizeof(types) / sizeof(types[0])) {
+        return UCG_DT_LAST;
+    }
+
+    ompi_datatype_type_size(dt, &size);
+    *ops_p = types[i].ops;
+    switch (types[i].ops) {
+    case COLL_UCG_OPS_LOGICAL:
+    case COLL_UCG_OPS_F_INT:
+        return coll_ucg_int_dtype(1, size);
+    case COLL_UCG_OPS_F_REAL:
+        return (size == sizeof(float))  ? UCG_DT_FLOAT :
+               (size == sizeof(double)) ? UCG_DT_DOUBLE : UCG_DT_LAST;
+    case COLL_UCG_OPS_COMPLEX:
+        return (size == 2 * sizeof(float))  ? UCG_DT_FLOAT_COMPLEX :
+               (size == 2 * sizeof(double)) ? UCG_DT_DOUBLE_COMPLEX :
+                                              UCG_DT_LAST;
+    default:
+        if (dt == MPI_2INTEGER) {
+            return (size == 2 * sizeof(int)) ? UCG_DT_2INT : UCG_DT_LAST;
+        }
+        /* MPI_2REAL, MPI_2DOUBLE_PRECISION: pairs of a REAL kind */
+        return (size == 2 * sizeof(float))  ? UCG_DT_2FLOAT :
+               (size == 2 * sizeof(double)) ? UCG_DT_2DOUBLE : UCG_DT_LAST;
+    }
+}
+
+/* Whether MPI defines @a op on the types of @a ops (the C types: UCG's
+ * table, ucg_op_valid) */
+static bool coll_ucg_op_allowed(coll_ucg_ops_t ops, ucg_op_t op)
+{
+    switch (ops) {
+    case COLL_UCG_OPS_F_INT:
+        return (op == UCG_OP_SUM) || (op == UCG_OP_PROD) ||
+               (op == UCG_OP_MIN) || (op == UCG_OP_MAX) ||
+               (op == UCG_OP_BAND) || (op == UCG_OP_BOR) ||
+               (op == UCG_OP_BXOR);
+    case COLL_UCG_OPS_F_REAL:
+        return (op == UCG_OP_SUM) || (op == UCG_OP_PROD) ||
+               (op == UCG_OP_MIN) || (op == UCG_OP_MAX);
+    case COLL_UCG_OPS_LOGICAL:
+        return (op == UCG_OP_LAND) || (op == UCG_OP_LOR) ||
+               (op == UCG_OP_LXOR);
+    case COLL_UCG_OPS_COMPLEX:
+        return (op == UCG_OP_SUM) || (op == UCG_OP_PROD);
+    case COLL_UCG_OPS_LOC:
+        return (op == UCG_OP_MINLOC) || (op == UCG_OP_MAXLOC);
+    default:
+        return true;
+    }
+}
+
 /* UCG op of a predefined MPI op, UCG_OP_LAST if none */
 static ucg_op_t coll_ucg_op(MPI_Op op)
 {
@@ -135,6 +238,7 @@ static bool coll_ucg_reduce_params(struct ompi_datatype_t *dtype,
     ptrdiff_t lb, extent;
     size_t size;
 
+    coll_ucg_ops_t ops = COLL_UCG_OPS_C;
     int commute;
 
     params->dtype   = coll_ucg_dtype(dtype);
@@ -143,8 +247,14 @@ static bool coll_ucg_reduce_params(struct ompi_datatype_t *dtype,
     if ((op == MPI_REPLACE) || (op == MPI_NO_OP)) {
         return false;
     }
+    if (params->dtype == UCG_DT_LAST) {
+        params->dtype = coll_ucg_dtype_ext(dtype, &ops);
+    }
     if (params->op != UCG_OP_LAST) {
-        return (params->dtype != UCG_DT_LAST) && (params->op != UCG_OP_LAST) &&
+        /* an op MPI does not define on the type: the previous module
+         * reports the error, as without coll/ucg */
+        return (params->dtype != UCG_DT_LAST) &&
+               coll_ucg_op_allowed(ops, params->op) &&
                ucg_op_valid(params->op, params->dtype);
     }
 
