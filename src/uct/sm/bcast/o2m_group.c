@@ -16,6 +16,9 @@
 #ifdef O2M_MC_VERBS
 #  include "../../mc/verbs/mc_verbs.h"
 #endif
+#ifdef O2M_MC_MLX5
+#  include "../../mc/mlx5/mc_mlx5.h"
+#endif
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -600,6 +603,12 @@ ucs_status_t uct_o2m_ep_create(uct_iface_h tl_iface,
         return uct_mc_verbs_group_ep_create(tl_iface, params, ep_p);
     }
 #endif
+#ifdef O2M_MC_MLX5
+    if ((params != NULL) && (ep_p != NULL) &&
+        uct_mc_mlx5_is_iface(tl_iface)) {
+        return uct_mc_mlx5_group_ep_create(tl_iface, params, ep_p);
+    }
+#endif
 
     if ((tl_iface == NULL) || (params == NULL) || (ep_p == NULL) ||
         (tl_iface->ops.iface_get_address != uct_o2m_iface_get_address)) {
@@ -659,7 +668,7 @@ ucs_status_t uct_mc_verbs_ep_counters(uct_ep_h ep,
 static int uct_o2m_is_mc_rel_ep(uct_ep_h tl_ep)
 {
 #ifdef O2M_MC_VERBS
-    if (uct_mc_verbs_is_ep(tl_ep)) {
+    if (uct_mc_ib_is_ep(tl_ep)) {
         return 1;
     }
 #endif

@@ -17,6 +17,9 @@
 #ifdef O2M_MC_VERBS
 #  include "../../mc/verbs/mc_verbs.h"
 #endif
+#ifdef O2M_MC_MLX5
+#  include "../../mc/mlx5/mc_mlx5.h"
+#endif
 
 #include <ucp/api/ucp.h>
 #include <uct/base/uct_md.h>
@@ -343,5 +346,8 @@ static void UCS_F_CTOR uct_o2m_init(void)
     uct_mc_udp_register();
 #ifdef O2M_MC_VERBS
     uct_mc_verbs_register();
+#endif
+#ifdef O2M_MC_MLX5
+    uct_mc_mlx5_register();
 #endif
 }

@@ -470,8 +470,8 @@ uct_mc_udp_iface_repair_stats(uct_iface_h iface,
 
 
 /**
- * (API 1.5) Counters of an mc_verbs group endpoint, for tests and
- * diagnosis (docs/multicast.md "The mc_verbs transport").
+ * (API 1.5) Counters of an mc_verbs or mc_mlx5 group endpoint, for tests
+ * and diagnosis (docs/multicast.md "The mc_verbs transport").
  */
 typedef struct uct_mc_verbs_ep_counters {
     uint64_t rx_datagrams;    /**< Datagrams the group's QP received */
@@ -487,9 +487,10 @@ typedef struct uct_mc_verbs_ep_counters {
 } uct_mc_verbs_ep_counters_t;
 
 /**
- * Counters of an mc_verbs group endpoint: UCS_OK; UCS_ERR_INVALID_PARAM
- * for another endpoint; UCS_ERR_UNSUPPORTED when the plugin was built
- * without mc_verbs (configure did not find verbs, librdmacm or libuct_ib).
+ * Counters of an mc_verbs or mc_mlx5 group endpoint: UCS_OK;
+ * UCS_ERR_INVALID_PARAM for another endpoint; UCS_ERR_UNSUPPORTED when the
+ * plugin was built without mc_verbs (configure did not find verbs,
+ * librdmacm or libuct_ib).
  */
 UCT_O2M_API ucs_status_t
 uct_mc_verbs_ep_counters(uct_ep_h ep, uct_mc_verbs_ep_counters_t *counters);

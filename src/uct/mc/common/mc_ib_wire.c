@@ -1,12 +1,12 @@
 /**
- * ucx-o2m: mc_verbs's pure parts (mc_verbs_wire.h): header, group address,
- * GID and address handle checks, test drops.
+ * ucx-o2m: the IB multicast transports' pure parts (mc_ib_wire.h): header,
+ * group address, GID and address handle checks, test drops.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
 #endif
 
-#include "mc_verbs_wire.h"
+#include "mc_ib_wire.h"
 #include "../../sm/bcast/o2m_mix.h"
 
 #include <arpa/inet.h>
@@ -14,34 +14,34 @@
 #include <string.h>
 
 
-void uct_mc_verbs_hdr_pack(uct_mc_verbs_hdr_t *hdr, uint8_t kind,
+void uct_mc_ib_hdr_pack(uct_mc_ib_hdr_t *hdr, uint8_t kind,
                            uint32_t conn)
 {
-    hdr->magic    = htole16(UCT_MC_VERBS_MAGIC);
+    hdr->magic    = htole16(UCT_MC_IB_MAGIC);
     hdr->kind     = kind;
     hdr->reserved = 0;
     hdr->conn     = htole32(conn);
 }
 
-ucs_status_t uct_mc_verbs_hdr_parse(const void *buf, size_t length,
+ucs_status_t uct_mc_ib_hdr_parse(const void *buf, size_t length,
                                     uint8_t *kind_p, uint32_t *conn_p,
                                     const void **payload_p,
                                     size_t *payload_len_p)
 {
-    const uct_mc_verbs_hdr_t *hdr = buf;
-    const uct_mc_verbs_who_t *who;
+    const uct_mc_ib_hdr_t *hdr = buf;
+    const uct_mc_ib_who_t *who;
     size_t payload_len;
 
     if ((length < sizeof(*hdr)) ||
-        (le16toh(hdr->magic) != UCT_MC_VERBS_MAGIC) ||
+        (le16toh(hdr->magic) != UCT_MC_IB_MAGIC) ||
         (hdr->reserved != 0) || (hdr->kind == 0) ||
-        (hdr->kind >= UCT_MC_VERBS_KIND_LAST)) {
+        (hdr->kind >= UCT_MC_IB_KIND_LAST)) {
         return UCS_ERR_INVALID_PARAM;
     }
 
     payload_len = length - sizeof(*hdr);
     who         = (const void*)(hdr + 1);
-    if ((hdr->kind != UCT_MC_VERBS_KIND_GROUP) &&
+    if ((hdr->kind != UCT_MC_IB_KIND_GROUP) &&
         ((payload_len != sizeof(*who)) || (who->reserved != 0))) {
         return UCS_ERR_INVALID_PARAM;
     }
@@ -53,13 +53,13 @@ ucs_status_t uct_mc_verbs_hdr_parse(const void *buf, size_t length,
     return UCS_OK;
 }
 
-uint32_t uct_mc_verbs_group_ip(uint64_t group_id, uint32_t base,
+uint32_t uct_mc_ib_group_ip(uint64_t group_id, uint32_t base,
                                unsigned count)
 {
     return base + (uint32_t)(uct_o2m_mix64(group_id) % count);
 }
 
-static int uct_mc_verbs_gid_is_v4mapped(const union ibv_gid *gid)
+static int uct_mc_ib_gid_is_v4mapped(const union ibv_gid *gid)
 {
     static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
                                        0xff, 0xff};
@@ -67,7 +67,7 @@ static int uct_mc_verbs_gid_is_v4mapped(const union ibv_gid *gid)
     return !memcmp(gid->raw, prefix, sizeof(prefix));
 }
 
-ucs_status_t uct_mc_verbs_check_gid(const union ibv_gid *gid, int is_roce,
+ucs_status_t uct_mc_ib_check_gid(const union ibv_gid *gid, int is_roce,
                                     uint32_t *ipv4_p)
 {
     static const uint8_t link_local[8] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0};
@@ -77,7 +77,7 @@ ucs_status_t uct_mc_verbs_check_gid(const union ibv_gid *gid, int is_roce,
         return UCS_OK;
     }
 
-    if (uct_mc_verbs_gid_is_v4mapped(gid)) {
+    if (uct_mc_ib_gid_is_v4mapped(gid)) {
         memcpy(ipv4_p, &gid->raw[12], sizeof(*ipv4_p));
         return UCS_OK;
     }
@@ -88,7 +88,7 @@ ucs_status_t uct_mc_verbs_check_gid(const union ibv_gid *gid, int is_roce,
            UCS_ERR_UNSUPPORTED : UCS_OK;
 }
 
-ucs_status_t uct_mc_verbs_mc_ah_attr(const struct ibv_ah_attr *join,
+ucs_status_t uct_mc_ib_mc_ah_attr(const struct ibv_ah_attr *join,
                                      int is_roce, uint8_t port_num,
                                      uint8_t gid_index, uint8_t sl,
                                      struct ibv_ah_attr *ah_attr)
@@ -97,7 +97,7 @@ ucs_status_t uct_mc_verbs_mc_ah_attr(const struct ibv_ah_attr *join,
     uint32_t ipv4;
     int is_mcast_gid;
 
-    if (uct_mc_verbs_gid_is_v4mapped(mgid)) {
+    if (uct_mc_ib_gid_is_v4mapped(mgid)) {
         /* RoCE v2 IPv4: the group's IPv4 address itself */
         memcpy(&ipv4, &mgid->raw[12], sizeof(ipv4));
         is_mcast_gid = is_roce && IN_MULTICAST(ntohl(ipv4));
@@ -106,8 +106,8 @@ ucs_status_t uct_mc_verbs_mc_ah_attr(const struct ibv_ah_attr *join,
     }
 
     if (!join->is_global || !is_mcast_gid ||
-        (!is_roce && ((join->dlid < UCT_MC_VERBS_IB_MLID_MIN) ||
-                      (join->dlid > UCT_MC_VERBS_IB_MLID_MAX)))) {
+        (!is_roce && ((join->dlid < UCT_MC_IB_IB_MLID_MIN) ||
+                      (join->dlid > UCT_MC_IB_IB_MLID_MAX)))) {
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -123,7 +123,7 @@ ucs_status_t uct_mc_verbs_mc_ah_attr(const struct ibv_ah_attr *join,
     return UCS_OK;
 }
 
-ucs_status_t uct_mc_verbs_grh_sgid(const void *grh, int has_grh, int is_roce,
+ucs_status_t uct_mc_ib_grh_sgid(const void *grh, int has_grh, int is_roce,
                                    const union ibv_gid *own_gid,
                                    union ibv_gid *sgid)
 {
@@ -154,7 +154,7 @@ ucs_status_t uct_mc_verbs_grh_sgid(const void *grh, int has_grh, int is_roce,
     return UCS_OK;
 }
 
-int uct_mc_verbs_test_drop(unsigned rank, uint32_t psn, unsigned permille)
+int uct_mc_ib_test_drop(unsigned rank, uint32_t psn, unsigned permille)
 {
     return (permille > 0) &&
            ((uct_o2m_mix64(((uint64_t)rank << 32) | psn) % 1000) < permille);
