@@ -917,6 +917,33 @@ void run_seeds(uint64_t base, unsigned count, unsigned max_size,
     }
 }
 
+/* Depth of the ACK tree of @a sc (levels below the root) */
+unsigned tree_depth(const sim_scenario &sc)
+{
+    unsigned depth = 0;
+
+    for (uint64_t reach = 1, level = 1; reach < sc.size; ++depth) {
+        level *= sc.config.radix;
+        reach += level;
+    }
+    return depth;
+}
+
+/* Bounded completion: generous, against pathological back-off (the
+ * simulation is deterministic: a scenario passes or not) */
+void check_completion_bound(const sim_scenario &sc, mc_sim::result &res)
+{
+    uint64_t bound = sc.late_member + sc.msgs.size() * sc.pause + 200 * MS +
+                     res.total.tx_data * tree_depth(sc) * MS;
+
+    if (res.complete_time > bound) {
+        res.violations.push_back("completed at " +
+                                 std::to_string(res.complete_time) +
+                                 " ns, after the bound " +
+                                 std::to_string(bound));
+    }
+}
+
 /* For run_seeds(): a member failed where none may */
 void check_none_failed(const sim_scenario &sc, const mc_sim &sim,
                        mc_sim::result &res)
@@ -941,21 +968,7 @@ TEST(mc_rel_sim, random_scenarios)
     run_seeds(1000, 2500, 65, [](sim_scenario&, std::mt19937_64&) {},
               [&](const sim_scenario &sc, const mc_sim &sim,
                   mc_sim::result &res) {
-        /* bounded completion: generous, against pathological back-off
-         * (the simulation is deterministic: a seed passes or not) */
-        unsigned depth = 0;
-        for (uint64_t reach = 1, level = 1; reach < sc.size; ++depth) {
-            level *= sc.config.radix;
-            reach += level;
-        }
-        uint64_t bound = sc.late_member + sc.msgs.size() * sc.pause +
-                         200 * MS + res.total.tx_data * depth * MS;
-        if (res.complete_time > bound) {
-            res.violations.push_back("completed at " +
-                                     std::to_string(res.complete_time) +
-                                     " ns, after the bound " +
-                                     std::to_string(bound));
-        }
+        check_completion_bound(sc, res);
         expected_msgs += (uint64_t)(sc.size - 1) * sc.msgs.size();
         bad_delivered += res.bad_delivered;
         rx_msgs       += res.total.rx_msgs;
@@ -1512,4 +1525,64 @@ TEST(mc_rel_sim, repair_latency_slices)
     /* with the stamps: a slice and the links (bucket bounds 19 % wide) */
     EXPECT_LE(p99[1], (slice + 100 * US) * 6 / 5);
     EXPECT_GT(p50[0], p50[1]);
+}
+
+/*
+ * A deep chain at 30 % loss, written out: the scenario that the sanitizer
+ * build drew for random_scenarios' seed 3203 before commit b444728 (its
+ * compiler drew the group size's two numbers in the other order).  44
+ * members in a chain (radix 1: 43 levels), a window of 2 packets, 20
+ * messages of 0..346 bytes in 25 packets; every link loses 15-45 %.
+ *
+ * The root's window advances only when an ACK has come up all 43 levels,
+ * and at 30 % loss per hop almost none does in one go: after its RTO the
+ * root SYNCs, the members below the lost ACK answer, the answer moves up
+ * until the next loss, and the next SYNC takes it further - about one
+ * level per round here (the answer of the member below the break must
+ * reach its parent, and the member must have heard the SYNC).  The root
+ * doubled its SYNC interval at every round without progress, so after 7
+ * rounds it SYNCed every rto_max (4 ms) and each of the 25 window
+ * advances took about 40 rounds: 133 ms per packet, 1.34 s in all,
+ * against the bound of 1 ms per packet and level (1.275 s).  With the
+ * interval doubling once per depth of the tree (43 rounds), the rounds
+ * come at the RTO and the run takes well under 0.1 s.
+ */
+TEST(mc_rel_sim, lossy_chain_44)
+{
+    static const size_t lens[] = {33, 214, 0, 88, 41, 232, 110, 346, 62,
+                                  294, 60, 53, 0, 175, 86, 131, 83, 209,
+                                  161, 120};
+    sim_scenario sc;
+
+    sc.seed     = 3203; /* the simulation's draws and the messages' bytes */
+    sc.size     = 44;
+    sc.root     = 7;
+    sc.init_psn = 0xffffffe7; /* wraps after 24 packets */
+    uct_mc_rel_config_default(&sc.config);
+    sc.config.window         = 2;
+    sc.config.radix          = 1;
+    sc.config.mtu            = 180;
+    sc.config.max_msg        = 2 * 180;
+    sc.config.reorder_slack  = 20 * US;
+    sc.config.rto_min        = 10 * US;
+    sc.config.rto_max        = 4 * MS;
+    sc.config.remcast_thresh = 3;
+    for (unsigned i = 0; i < sizeof(lens) / sizeof(lens[0]); ++i) {
+        sc.msgs.push_back(make_msg(sc.seed, i, lens[i]));
+    }
+    sc.faults.loss  = 0.3;
+    sc.faults.dup   = 0.05;
+    sc.faults.delay = 19 * US;
+    sc.faults.noise = 0.05;
+
+    mc_sim sim(sc);
+    mc_sim::result res;
+    ASSERT_NO_FATAL_FAILURE(run_clean(sim, sc, &res));
+    EXPECT_EQ((uint64_t)(sc.size - 1) * sc.msgs.size(), res.total.rx_msgs);
+    EXPECT_EQ(25u, res.total.tx_data);
+    check_completion_bound(sc, res);
+    EXPECT_TRUE(res.violations.empty()) << describe(sc, res);
+    printf("  %u members in a chain, 30 %% loss: %lu packets in %lu us, "
+           "%lu SYNCs, %lu ACKs\n", sc.size, res.total.tx_data,
+           res.complete_time / US, res.total.tx_sync, res.total.tx_ack);
 }

@@ -21,6 +21,8 @@
 
 #define UCT_MC_REL_MAX_WINDOW 32768
 #define UCT_MC_REL_MAX_RADIX  64
+#define UCT_MC_REL_MAX_DEPTH  64    /* the root's SYNC back-off: SYNCs
+                                       per doubling at most */
 #define UCT_MC_REL_MAX_TIME   (3600ull * 1000000000ull) /* ns, 1 hour: no
                                                             timer overflows */
 
@@ -78,6 +80,9 @@ struct uct_mc_rel_stream {
     unsigned               top;        /* member: which of the root's
                                           children its subtree is in
                                           (0 .. radix - 1) */
+    unsigned               depth;      /* levels of the tree below the
+                                          root (at most
+                                          UCT_MC_REL_MAX_DEPTH) */
     int                    is_root;
     int                    parent;     /* rank; -1 on the root */
     unsigned               nchildren;
