@@ -446,7 +446,7 @@ std::vector<coll_desc> refused_colls(unsigned size)
                                  UCG_OP_LAST, root)); /* sm_bcast_cma */
         list.push_back(coll_desc(UCG_COLL_REDUCE, 1000, UCG_DT_INT32,
                                  UCG_OP_SUM, root));
-        list.push_back(coll_desc(UCG_COLL_REDUCE, 20000, UCG_DT_FLOAT,
+        list.push_back(coll_desc(UCG_COLL_REDUCE, 70000, UCG_DT_FLOAT,
                                  UCG_OP_SUM, root)); /* sm_reduce_cma */
         list.push_back(coll_desc(UCG_COLL_GATHER, 500, UCG_DT_INT32,
                                  UCG_OP_LAST, root));

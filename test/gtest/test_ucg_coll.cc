@@ -22,6 +22,7 @@ extern "C" {
 }
 
 #include <algorithm>
+#include <set>
 #include <climits>
 #include <cstring>
 #include <signal.h>
@@ -559,7 +560,7 @@ TEST_P(ucg_coll_matrix, matrix)
         run_persistent(m, coll_desc(UCG_COLL_ALLGATHER, 300, UCG_DT_INT32),
                        3);
         /* large enough for sm_reduce_cma by default; not rooted at 0 */
-        run_persistent(m, coll_desc(UCG_COLL_REDUCE, 20000, UCG_DT_FLOAT,
+        run_persistent(m, coll_desc(UCG_COLL_REDUCE, 70000, UCG_DT_FLOAT,
                                     UCG_OP_SUM, m.size / 2), 3);
         run_persistent(m, coll_desc(UCG_COLL_BARRIER, 0, UCG_DT_UINT8), 3);
         if (m.size > 1) {
@@ -1745,6 +1746,176 @@ INSTANTIATE_TEST_SUITE_P(cfg, ucg_coll_elems, ::testing::ValuesIn(elem_configs),
                          });
 
 
+/* ---- reductions around every size threshold of their plans ---- */
+
+/* One class of each kind of reduction: native integer / float / bitwise /
+ * logical, pairs, long double, complex, commutative and non-commutative
+ * user operations */
+const dtype_op threshold_reductions[] = {
+    {UCG_DT_FLOAT,          0,  UCG_OP_SUM,    USER_OP_NONE},
+    {UCG_DT_INT32,          0,  UCG_OP_SUM,    USER_OP_NONE},
+    {UCG_DT_UINT8,          0,  UCG_OP_SUM,    USER_OP_NONE},
+    {UCG_DT_DOUBLE,         0,  UCG_OP_MAX,    USER_OP_NONE},
+    {UCG_DT_INT64,          0,  UCG_OP_BXOR,   USER_OP_NONE},
+    {UCG_DT_INT16,          0,  UCG_OP_LAND,   USER_OP_NONE},
+    {UCG_DT_FLOAT_INT,      0,  UCG_OP_MINLOC, USER_OP_NONE},
+    {UCG_DT_LONG_DOUBLE,    0,  UCG_OP_SUM,    USER_OP_NONE},
+    {UCG_DT_DOUBLE_COMPLEX, 0,  UCG_OP_PROD,   USER_OP_NONE},
+    {UCG_DT_UINT64,         0,  UCG_OP_USER,   USER_OP_SUM_U64},
+    {UCG_DT_BYTES,          16, UCG_OP_USER,   USER_OP_MAT2}
+};
+
+/* Bytes past which the plan of @a d changes, up to @a max_bytes: the ends
+ * of the size ranges of its plans (SM_ALLREDUCE_MAX, SM_REDUCE_CMA_THRESH,
+ * ALLREDUCE_RING_THRESH, ... as configured).  Adds the host-local methods
+ * the plans use to @a methods. */
+std::vector<size_t> plan_boundaries(member &m, const coll_desc &d,
+                                    size_t max_bytes,
+                                    std::set<ucg_phase_method_t> &methods)
+{
+    std::vector<size_t> ends;
+    const ucg_plan_t *plan;
+    ucg_plan_key_t key;
+    size_t bytes = d.elem_size();
+
+    while (bytes <= max_bytes) {
+        memset(&key, 0, sizeof(key));
+        key.type        = d.type;
+        key.root        = d.root;
+        key.op          = d.op;
+        key.dtype       = d.dtype;
+        key.commutative = (d.user != USER_OP_MAT2);
+        key.msg_size    = bytes;
+        key.dt_size     = d.elem_size();
+        CHILD_CHECK_OK(ucg_group_plan(m.group, &key, &plan));
+        for (unsigned i = 0; i < plan->num_phases; ++i) {
+            methods.insert(plan->phases[i].method);
+        }
+        CHILD_CHECK(plan->size_max >= bytes, "%s: %s: plan range ends at %zu "
+                    "below %zu", m.label.c_str(), d.str().c_str(),
+                    plan->size_max, bytes);
+        if (plan->size_max >= max_bytes) {
+            break;
+        }
+        ends.push_back(plan->size_max + 1);
+        bytes = plan->size_max + 1;
+    }
+    return ends;
+}
+
+struct threshold_config {
+    const char *name;
+    unsigned   np;
+    const char *hosts;
+    const char *extra;      /* as coll_config::extra */
+    bool       want_cma;    /* some reduce plan must be SM_REDUCE_CMA */
+    bool       want_frags;  /* some reduce plan must be SM_REDUCE */
+};
+
+std::ostream &operator<<(std::ostream &os, const threshold_config &c)
+{
+    return os << c.name;
+}
+
+class ucg_coll_thresholds : public ::testing::TestWithParam<threshold_config> {
+};
+
+/*
+ * Reduce (two roots) and allreduce of every class of reduction, in place
+ * and not, one element below, at and above every size at which its plan
+ * changes (found from the plans' size ranges, so that a threshold moved by
+ * the configuration or a new default is covered), and around what the
+ * host-local phases cut a vector into: a fragment of sm_reduce (the root
+ * takes its own vector fragment by fragment) and a chunk of
+ * sm_reduce_cma's reads.  Results checked against the reference.
+ */
+TEST_P(ucg_coll_thresholds, around)
+{
+    const threshold_config &cfg = GetParam();
+    coll_config cc = {cfg.name, cfg.np, cfg.hosts, O2M_ON, LEVEL_SMALL,
+                      false, false, cfg.extra};
+    std::string label = config_label(cc);
+    double start      = now_sec();
+    run_opts opts;
+
+    opts.env     = config_env(cc);
+    opts.timeout = 400;
+    run_ok(cfg.np, opts, [&](member &m) {
+        std::set<ucg_phase_method_t> methods;
+        size_t frag = sm_frag_size(m);
+        unsigned n  = 0;
+
+        for (const dtype_op &dop : threshold_reductions) {
+            for (ucg_coll_type_t type : {UCG_COLL_REDUCE, UCG_COLL_ALLREDUCE}) {
+                for (unsigned root : {0u, m.size - 1}) {
+                    if ((type == UCG_COLL_ALLREDUCE) && (root > 0)) {
+                        continue;
+                    }
+                    coll_desc d(type, 1, dop.dtype, dop.op, root);
+                    d.dt_size = dop.dt_size;
+                    d.user    = dop.user;
+                    size_t es = d.elem_size();
+
+                    std::set<size_t> counts;
+                    std::vector<size_t> sizes = plan_boundaries(m, d, 1 << 20,
+                                                                methods);
+                    /* sm_reduce fragments, sm_reduce_cma's read chunks */
+                    sizes.push_back(frag);
+                    sizes.push_back(64 * 1024);
+                    sizes.push_back(3 * 64 * 1024 + 5 * es);
+                    for (size_t b : sizes) {
+                        size_t c = b / es;
+                        for (size_t k : {c - 1, c, c + 1}) {
+                            /* c - 1 wraps around when c is 0 */
+                            if ((k > 0) && (k <= ((1u << 20) / es) + 1)) {
+                                counts.insert(k);
+                            }
+                        }
+                    }
+
+                    for (size_t count : counts) {
+                        for (bool ip : {false, true}) {
+                            d.count    = count;
+                            d.in_place = ip;
+                            d.seed     = 3000 + n;
+                            d.misalign = ((n % 7) == 3) ? 4 : 0;
+                            ++n;
+                            run_coll(m, d);
+                        }
+                    }
+                }
+            }
+        }
+
+        CHILD_CHECK(!cfg.want_cma || methods.count(UCG_PHASE_SM_REDUCE_CMA),
+                    "%s: no plan used sm_reduce_cma", m.label.c_str());
+        CHILD_CHECK(!cfg.want_frags || methods.count(UCG_PHASE_SM_REDUCE),
+                    "%s: no plan used sm_reduce", m.label.c_str());
+        if (m.rank == 0) {
+            printf("[ ucg      ] %s: %u reductions, sm fragment %zu\n",
+                   m.label.c_str(), n, frag);
+        }
+    }, label);
+    printf("[ ucg      ] %s: %.2f s\n", label.c_str(), now_sec() - start);
+}
+
+const threshold_config threshold_configs[] = {
+    /* name          np hosts   extra                         cma    frags */
+    {"np2",          2, "auto", NULL,                         true,  true},
+    {"np2_frags",    2, "auto", "SM_REDUCE_CMA_THRESH=inf",   false, true},
+    {"np2_cma",      2, "auto", "SM_REDUCE_CMA_THRESH=1",     true,  false},
+    {"np3",          3, "auto", NULL,                         true,  true},
+    {"np4_hosts2",   4, "2",    "SM_INCAST_MODE=centralized", true,  true}
+};
+
+INSTANTIATE_TEST_SUITE_P(cfg, ucg_coll_thresholds,
+                         ::testing::ValuesIn(threshold_configs),
+                         [](const ::testing::TestParamInfo<threshold_config>
+                            &info) {
+                             return std::string(info.param.name);
+                         });
+
+
 /* ---- exhaustion of the host-local resources ---- */
 
 /* Collectives whose plans need many different host-local endpoints: every
@@ -1775,7 +1946,7 @@ std::vector<coll_desc> exhaustion_colls(unsigned size)
     }
     list.push_back(coll_desc(UCG_COLL_ALLREDUCE, 16, UCG_DT_INT32,
                              UCG_OP_SUM));
-    list.push_back(coll_desc(UCG_COLL_REDUCE, 20000, UCG_DT_FLOAT,
+    list.push_back(coll_desc(UCG_COLL_REDUCE, 70000, UCG_DT_FLOAT,
                              UCG_OP_SUM, size - 1));
     list.push_back(coll_desc(UCG_COLL_GATHER, 500, UCG_DT_INT32,
                              UCG_OP_LAST, 1));

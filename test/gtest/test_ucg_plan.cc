@@ -798,10 +798,13 @@ TEST_F(test_ucg_plan, sm_reduce_cma_thresh)
     topo_holder topo2("2", 4);   /* [0,1][2,3] */
     topo_holder topo3("3,1", 4); /* [0,1,2][3] */
 
+    /* 32-128 KiB: through the ring (issue 14) */
     EXPECT_EQ("sm_reduce:batched:native:f1024 {0,1*,2,3}",
-              plan(topo, make_key(UCG_COLL_REDUCE, (32 << 10) - 4, 1)));
-    EXPECT_EQ("sm_reduce_cma:batched:ackbatched {0,1*,2,3}",
               plan(topo, make_key(UCG_COLL_REDUCE, 32 << 10, 1)));
+    EXPECT_EQ("sm_reduce:batched:native:f1024 {0,1*,2,3}",
+              plan(topo, make_key(UCG_COLL_REDUCE, (256 << 10) - 4, 1)));
+    EXPECT_EQ("sm_reduce_cma:batched:ackbatched {0,1*,2,3}",
+              plan(topo, make_key(UCG_COLL_REDUCE, 256 << 10, 1)));
     EXPECT_EQ("sm_reduce_cma:batched:ackbatched {0*,1}{2,3*} | "
               "p2p_reduce:r4 {0,3*}",
               plan(topo2, make_key(UCG_COLL_REDUCE, 1 << 20, 3)));
@@ -821,7 +824,7 @@ TEST_F(test_ucg_plan, sm_reduce_cma_thresh)
     EXPECT_EQ(std::string::npos,
               plan(topo, make_key(UCG_COLL_ALLREDUCE, 1 << 20)).find("cma"));
 
-    check_cma_knob(topo, "SM_REDUCE_CMA_THRESH", UCG_COLL_REDUCE, 32 << 10, 4,
+    check_cma_knob(topo, "SM_REDUCE_CMA_THRESH", UCG_COLL_REDUCE, 256 << 10, 4,
                    "sm_reduce_cma:centralized:ackcentralized {0*,1,2,3}",
                    "sm_reduce:centralized:native:f1024 {0*,1,2,3}");
 }
