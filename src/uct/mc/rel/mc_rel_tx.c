@@ -152,9 +152,22 @@ void uct_mc_rel_root_update(uct_mc_rel_stream_t *s, uint64_t now)
     }
 
     slot = uct_mc_rel_slot(s, agg - 1);
-    if (!slot->retx && (slot->t_first > s->t_disturb)) {
-        /* an ACK that no loss delayed: the tree's round trip */
-        uct_mc_rel_rtt_sample(s, now - slot->t_first);
+    if (!slot->retx) {
+        /* The tree's round trip, measured from the last thing the root did
+         * that may have caused this ACK: the packet's first transmission,
+         * or a SYNC or a NACK's repair after it.  An ACK that came after a
+         * SYNC may be the late original (the way back is slow) or the
+         * answer to the SYNC (the original was lost), and one after a
+         * repair may have waited for it: from the transmission it would
+         * measure the SYNC's back-off or the repair (Karn), but from the
+         * last of them it measures no more than the real round trip of
+         * whatever caused it.  Without these samples a root whose ACKs
+         * come later than its first RTO never had one: it kept 4 * rto_min
+         * and SYNCed after every advance of its window (mc_rel_sim.
+         * rto_follows_late_acks); a sample that is too short costs a
+         * SYNC, and the next clean one corrects it */
+        uct_mc_rel_rtt_sample(s, now - ucs_max(slot->t_first,
+                                               s->t_disturb));
     }
     s->base    = agg;
     s->backoff = 0;
