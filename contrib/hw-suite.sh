@@ -140,6 +140,8 @@ scan_devices() {
     for d in "$sysfs"/*; do
         [ -d "$d/ports" ] || continue
         drv=$(basename "$(readlink "$d/device/driver" 2>/dev/null)" 2>/dev/null)
+        # a software device (rdma_rxe, siw): no driver, a parent netdev
+        [ -z "$drv" ] && [ -r "$d/parent" ] && drv=software
         for p in "$d"/ports/*; do
             [ -e "$p/state" ] || continue
             state=$(awk '{ print $2 }' "$p/state" 2>/dev/null)

@@ -41,7 +41,8 @@ protected:
         }
     }
 
-    /* A device of the fake sysfs tree with one port */
+    /* A device of the fake sysfs tree with one port; @a driver "": a
+     * software one (Soft-RoCE: no driver, its parent network device) */
     void add_device(const std::string &name, const std::string &driver,
                     const std::string &state, const std::string &link_layer,
                     const std::string &netdev)
@@ -49,11 +50,16 @@ protected:
         std::string d = m_dir + "/sysfs/" + name;
         int status;
 
-        run_command("mkdir -p " + d + "/ports/1/gid_attrs/ndevs " + m_dir +
-                    "/drivers/" + driver + " " + d + "/device && ln -s " +
-                    m_dir + "/drivers/" + driver + " " + d + "/device/driver",
-                    &status);
+        run_command("mkdir -p " + d + "/ports/1/gid_attrs/ndevs", &status);
         ASSERT_EQ(0, status);
+        if (driver.empty()) {
+            std::ofstream(d + "/parent") << netdev << "\n";
+        } else {
+            run_command("mkdir -p " + m_dir + "/drivers/" + driver + " " + d +
+                        "/device && ln -s " + m_dir + "/drivers/" + driver +
+                        " " + d + "/device/driver", &status);
+            ASSERT_EQ(0, status);
+        }
         std::ofstream(d + "/ports/1/state") << state << "\n";
         std::ofstream(d + "/ports/1/link_layer") << link_layer << "\n";
         std::ofstream(d + "/ports/1/gid_attrs/ndevs/0") << netdev << "\n";
@@ -119,14 +125,14 @@ TEST_F(hw_suite, dry_run)
     int status;
 
     add_device("mlx5_0", "mlx5_core", "4: ACTIVE", "Ethernet", "enp1s0f0");
-    add_device("rxe0", "virtio_net", "4: ACTIVE", "Ethernet", "eth0");
+    add_device("rxe0", "", "4: ACTIVE", "Ethernet", "eth0");
 
     std::string out = suite("-n -H node1,node2 -p 2 -t 77 -o " + m_dir +
                             "/dry --build-dir /nonexistent/build", &status);
     EXPECT_EQ(0, status) << out;
     for (const char *expect : {
              "mlx5_0 mlx5_core 1 ACTIVE Ethernet",
-             "rxe0 virtio_net 1 ACTIVE Ethernet",
+             "rxe0 software 1 ACTIVE Ethernet",
              "mlx5 devices (mc_mlx5 runs there): mlx5_0",
              "devices: DRY (2 port(s), 1 mlx5 device(s) found)",
              "would run: timeout 77 env LD_PRELOAD=/nonexistent/build/src/"

@@ -131,17 +131,22 @@ void check_msgs(const rx_log &log, uint64_t salt, unsigned count,
     am_msgs_check(log, salt, count, msg_size, max, what);
 }
 
-/* The kernel driver of verbs device @a name ("?" when unknown) */
+/* The kernel driver of verbs device @a name; a software device (rxe,
+ * siw) has none but the network device it runs on ("?" when unknown) */
 std::string device_driver(const char *name)
 {
     char path[PATH_MAX], link[PATH_MAX];
+    std::string parent;
     ssize_t n;
 
     snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device/driver",
              name);
     n = readlink(path, link, sizeof(link) - 1);
     if (n <= 0) {
-        return "?";
+        snprintf(path, sizeof(path), "/sys/class/infiniband/%s/parent",
+                 name);
+        std::ifstream in(path);
+        return std::getline(in, parent) ? "software, on " + parent : "?";
     }
     link[n] = '\0';
     return strrchr(link, '/') ? strrchr(link, '/') + 1 : link;
