@@ -343,12 +343,15 @@ else
     summary devices "PASS ($found)"
 fi
 
+step_out=$(mktemp /tmp/hw-suite-step.XXXXXX) || die "cannot make a file in /tmp"
+trap 'rm -f "$step_out"' EXIT
 for s in ${steps//,/ }; do
     [ "$s" = devices ] && continue
     echo "== $s"
-    # pipefail: the step's status (its last line says why it skipped)
-    why=$("step_$s" 2>&1 | tee /dev/stderr | tail -1)
-    rc=$?
+    # the step's output on the terminal; its last line says why it skipped
+    "step_$s" 2>&1 | tee "$step_out"
+    rc=${PIPESTATUS[0]}
+    why=$(tail -n 1 "$step_out")
     case $rc in
     0)  summary "$s" PASS ;;
     77) summary "$s" "SKIP ($why)" ;;
