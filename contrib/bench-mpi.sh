@@ -3,8 +3,12 @@
 # MPI collective latency (test/mpi/coll_bench, OSU methodology) for several
 # Open MPI configurations, measured side by side IN ONE RUN: each repetition
 # runs every configuration once (interleaved), and each point is the median
-# over repetitions.  Prints a table with ratios vs. the first configuration,
-# saves the raw and summary CSV and draws a PNG (contrib/plot-mpi.py).
+# over repetitions.  Each coll/ucg latency is compared with the BEST of Open
+# MPI's own configurations at that size (named in the table), and every size
+# where coll/ucg is slower beyond the A/A noise of that run is flagged
+# (contrib/plot-mpi.py: SLOWER when ratio > 1 + noise, noise = (highest -
+# lowest repetition) / median of the best baseline).  Saves the raw, summary
+# and verdict CSVs and draws a PNG with the slower sizes marked.
 #
 #   contrib/bench-mpi.sh [-n NP] [-c COLLS] [-s MIN:MAX] [-i ITERS]
 #                        [-I LARGE_ITERS] [-r REPS] [-o OUTDIR]
@@ -12,18 +16,22 @@
 #                        [--build-dir DIR]
 #
 # Defaults: np = number of cores, bcast,allreduce, 8:1m bytes, 1000/100
-# iterations, 3 repetitions, output in ./bench-mpi-out.  Configurations:
+# iterations, 3 repetitions (at least 2 are needed for the noise; with 1 the
+# noise is 0), output in ./bench-mpi-out.  Configurations:
 #   default  --mca pml ob1                       (Open MPI default: tuned)
 #   ucx      --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any
 #   han      --mca coll_han_priority 100
+#            (only where han qualifies: a short probe run with
+#            coll_base_verbose looks for its "only local processes" refusal;
+#            on a single host it refuses and is left out, since it would be
+#            tuned over ob1 again and count twice in "best")
 #   ucg      --mca coll ucg,basic,libnbc,tuned,self
 #            (only if ompi_info lists "MCA coll: ucg"; skipped otherwise)
-# The first three also get `--mca coll ^ucg`, so that an installed coll/ucg
-# (priority 90) does not take part in them.  On a single host han (Open MPI
-# 4.1) disqualifies itself ("comm has only local processes" with
-# `--mca coll_base_verbose 20`): its column is then tuned over ob1 again.
-# -C (repeatable) replaces this list with your own; the first one is the
-# baseline of the ratios.  Leading VAR=value words in a configuration are set
+# The baselines also get `--mca coll ^ucg`, so that an installed coll/ucg
+# (priority 90) does not take part in them.
+# -C (repeatable) replaces this list with your own; configurations whose
+# name starts with "ucg" are the candidates, the others the baselines.
+# Leading VAR=value words in a configuration are set
 # in mpirun's environment.  --ucg-path DIR: coll/ucg from DIR (a directory
 # holding mca_coll_ucg.so; not a build tree's .libs), passed to the ucg
 # configuration as OMPI_MCA_mca_base_component_path=DIR:<system dir> (the
@@ -101,8 +109,8 @@ if [ ${#configs[@]} -eq 0 ]; then
     configs=(
         "default=--mca pml ob1 --mca coll ^ucg"
         "ucx=--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca coll ^ucg"
-        "han=--mca coll_han_priority 100 --mca coll ^ucg"
     )
+    han_probe=1
     if env "${pathenv[@]}" ompi_info 2>/dev/null | grep -q 'MCA coll: ucg'; then
         configs+=("ucg=${pathenv[*]} --mca coll ucg,basic,libnbc,tuned,self")
     else
@@ -114,9 +122,31 @@ fi
 make -s -C "$build_dir/test/mpi" coll_bench >/dev/null ||
     { echo "bench-mpi: coll_bench is not built in $build_dir/test/mpi" \
            "(configure found no mpicc? run contrib/bootstrap.sh)" >&2; exit 1; }
+# han takes part only where it qualifies (several hosts): on one host it
+# refuses the communicators, and its column would be tuned over ob1 again
+if [ "${han_probe:-0}" = 1 ]; then
+    hlog=$(mktemp)
+    tmpdirs+=("$hlog")
+    han="han=--mca coll_han_priority 100 --mca coll ^ucg"
+    if timeout -k 10 "$limit" mpirun "${common[@]}" -np "$np" \
+            --mca coll_han_priority 100 --mca coll ^ucg \
+            --mca coll_base_verbose 20 "$build_dir/test/mpi/coll_bench" \
+            -c bcast -s 8:8 -i 10 -I 10 >"$hlog" 2>&1; then
+        if grep -q 'han.*only local processes' "$hlog"; then
+            echo "bench-mpi: han disqualifies itself here (comm has only" \
+                 "local processes): left out"
+        else
+            configs+=("$han")
+        fi
+    else
+        echo "bench-mpi: the han probe failed: han left out"
+        tail -5 "$hlog"
+    fi
+fi
 mkdir -p "$outdir"
 raw=$outdir/bench-mpi-raw.csv
 summary=$outdir/bench-mpi.csv
+verdict=$outdir/bench-mpi-verdict.csv
 png=$outdir/bench-mpi.png
 echo "config,rep,coll,bytes,avg_us,min_us,max_us,iterations" >"$raw"
 
@@ -166,9 +196,8 @@ if [ -z "$py" ]; then
         fi
     done
 fi
-baseline=${configs[0]%%=*}
-"${py:-python3}" "$top/contrib/plot-mpi.py" "$raw" --table --baseline "$baseline" \
-    --summary "$summary"
+"${py:-python3}" "$top/contrib/plot-mpi.py" "$raw" --table \
+    --summary "$summary" --verdict "$verdict" | tee "$outdir/bench-mpi.txt"
 if [ -z "$py" ]; then
     echo "bench-mpi: no python3 with matplotlib (install python3-matplotlib):" \
          "no plot"
@@ -180,5 +209,6 @@ else
     echo "bench-mpi: plotting failed (python3-matplotlib missing?)"
     failed=1
 fi
-echo "bench-mpi: raw CSV $raw, summary $summary, plot $png"
+echo "bench-mpi: raw CSV $raw, summary $summary, verdict $verdict," \
+     "table $outdir/bench-mpi.txt, plot $png"
 exit $failed
