@@ -40,9 +40,10 @@
 #   6. test/fuzz/fuzz.sh: the libFuzzer targets of the shared-memory checks
 #      (o2m_check.c) and of the multicast engine's packets (mc/rel/), built
 #      with clang against build/'s configuration, run for O2M_FUZZ_SECONDS
-#      (60) and O2M_FUZZ_MC_SECONDS (30); fails on a crash; then
-#      contrib/plot-mpi.py --self-test (the benchmark's comparison with the
-#      best baseline, on made-up data)
+#      (60) and O2M_FUZZ_MC_SECONDS (30), and of the tuning rules parser
+#      (src/ucg/ucg_rules.c) for O2M_FUZZ_RULES_SECONDS (20); fails on a
+#      crash; then contrib/plot-mpi.py --self-test (the benchmark's
+#      comparison with the best baseline, on made-up data)
 #   7. configure build-asan/ with --enable-sanitizers (ASan + UBSan), build,
 #      run the same gtest suite and ucg_p2p_sim there
 #
@@ -318,6 +319,8 @@ run_step "fuzz shared-memory checks" bash test/fuzz/fuzz.sh "$BUILD" \
     "${O2M_FUZZ_SECONDS:-60}" o2m_check || true
 run_step "fuzz multicast packets" bash test/fuzz/fuzz.sh "$BUILD" \
     "${O2M_FUZZ_MC_SECONDS:-30}" mc_rel || true
+run_step "fuzz tuning rules" bash test/fuzz/fuzz.sh "$BUILD" \
+    "${O2M_FUZZ_RULES_SECONDS:-20}" ucg_rules || true
 run_step "benchmark report self-test" python3 contrib/plot-mpi.py \
     --self-test || true
 

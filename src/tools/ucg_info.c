@@ -4,6 +4,7 @@
  *   ucg_info -c       the UCX_UCG_* variables, their values and docs
  *   ucg_info -p ...   the plan of a collective on a given topology, computed
  *                     by the planner alone (nothing runs)
+ *   ucg_info -R       the tuning rules coll/ucg applies (api/ucg_rules.h)
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -13,6 +14,7 @@
 #include "ucg_plan.h"
 #include "ucg_def.h"
 #include "ucg_dt.h"
+#include "api/ucg_rules.h"
 
 #include <ucs/sys/string.h>
 
@@ -33,12 +35,15 @@ enum {
     OPT_MC,
     OPT_NONCOMM,
     OPT_SM_MAX_BCOPY,
-    OPT_DT_SIZE
+    OPT_DT_SIZE,
+    OPT_RULES
 };
 
 typedef struct {
     int         print_config;
     int         print_plan;
+    int         print_rules;
+    const char  *rules_file;    /* --rules, else coll/ucg's MCA variable */
     unsigned    size;
     const char  *hosts;
     int         coll;           /* ucg_coll_type_t, or -1: all */
@@ -88,10 +93,17 @@ static void ucg_info_usage(FILE *stream)
     fprintf(stream,
 "Usage: ucg_info -c\n"
 "       ucg_info -p -n <ranks> [options]\n"
+"       ucg_info -R [--rules <file>]\n"
 "       ucg_info -h\n"
 "\n"
 "  -c                  print the UCG configuration (UCX_UCG_* variables)\n"
 "  -p                  print the plan of a collective (nothing runs)\n"
+"  -R                  print the tuning rules coll/ucg applies: those of\n"
+"                      --rules <file>, else of the file that\n"
+"                      OMPI_MCA_coll_ucg_rules_file names (\"none\": no\n"
+"                      rules), else the built-in table; a bad file is\n"
+"                      reported (exit status 1) and the built-in table,\n"
+"                      which coll/ucg then uses, printed\n"
 "  -h                  this help\n"
 "\n"
 "Plan options:\n"
@@ -177,6 +189,7 @@ static int ucg_info_parse_args(int argc, char **argv, ucg_info_opts_t *opts)
         {"noncommutative",  no_argument,       NULL, OPT_NONCOMM},
         {"sm-max-bcopy",    required_argument, NULL, OPT_SM_MAX_BCOPY},
         {"dt-size",         required_argument, NULL, OPT_DT_SIZE},
+        {"rules",           required_argument, NULL, OPT_RULES},
         {"help",            no_argument,       NULL, 'h'},
         {NULL,              0,                 NULL, 0}
     };
@@ -192,11 +205,17 @@ static int ucg_info_parse_args(int argc, char **argv, ucg_info_opts_t *opts)
     opts->sm_max_bcopy = UCG_INFO_DEFAULT_SM_MAX_BCOPY;
 
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":cphn:C:s:r:d:o:", long_opts,
+    while ((c = getopt_long(argc, argv, ":cpRhn:C:s:r:d:o:", long_opts,
                             NULL)) != -1) {
         switch (c) {
         case 'c':
             opts->print_config = 1;
+            break;
+        case 'R':
+            opts->print_rules = 1;
+            break;
+        case OPT_RULES:
+            opts->rules_file = optarg;
             break;
         case 'p':
             opts->print_plan = 1;
@@ -293,8 +312,9 @@ static int ucg_info_parse_args(int argc, char **argv, ucg_info_opts_t *opts)
         return -1;
     }
 
-    if (!opts->print_config && !opts->print_plan) {
-        fprintf(stderr, "ucg_info: nothing to do: give -c or -p (-h: help)\n");
+    if (!opts->print_config && !opts->print_plan && !opts->print_rules) {
+        fprintf(stderr, "ucg_info: nothing to do: give -c, -p or -R "
+                "(-h: help)\n");
         return -1;
     }
 
@@ -418,6 +438,36 @@ static int ucg_info_plans(const ucg_info_opts_t *opts,
     return ret;
 }
 
+/* The rules coll/ucg would apply (mca_coll_ucg_get_rules): 0, or 1 when
+ * the file is bad (the built-in table is printed, as coll/ucg uses it) */
+static int ucg_info_rules(const ucg_info_opts_t *opts)
+{
+    static ucg_rules_t rules;
+    const char *file = opts->rules_file;
+    char err[512];
+    int ret = 0;
+
+    if (file == NULL) {
+        file = getenv("OMPI_MCA_coll_ucg_rules_file");
+    }
+    if ((file == NULL) || (file[0] == '\0')) {
+        ucg_rules_builtin(&rules);
+    } else if (!strcmp(file, "none")) {
+        if (ucg_rules_parse("ucg-rules 1\n", 12, "none", &rules, err,
+                            sizeof(err)) != UCS_OK) {
+            fprintf(stderr, "ucg_info: %s\n", err);
+            return 1;
+        }
+    } else if (ucg_rules_load(file, &rules, err, sizeof(err)) != UCS_OK) {
+        fprintf(stderr, "ucg_info: %s; coll/ucg would use the built-in "
+                "rules:\n", err);
+        ucg_rules_builtin(&rules);
+        ret = 1;
+    }
+    ucg_rules_print(&rules, stdout);
+    return ret;
+}
+
 int main(int argc, char **argv)
 {
     ucg_info_opts_t opts;
@@ -446,6 +496,10 @@ int main(int argc, char **argv)
         } else if (ucg_info_plans(&opts, config) != 0) {
             ret = 1;
         }
+    }
+
+    if (opts.print_rules && (ucg_info_rules(&opts) != 0)) {
+        ret = 1;
     }
 
     ucg_config_release(config);

@@ -266,10 +266,18 @@ static void ucg_coll_plan_key(const ucg_coll_t *coll, ucg_plan_key_t *key)
         key->dt_size     = 1;
         key->commutative = 1;
     }
+    key->flat = coll->flat;
 }
 
 ucs_status_t ucg_coll_init(ucg_group_h group, const ucg_coll_params_t *params,
                            ucg_coll_h *coll_p)
+{
+    return ucg_coll_init_plan(group, params, UCG_PLAN_AUTO, coll_p);
+}
+
+ucs_status_t ucg_coll_init_plan(ucg_group_h group,
+                                const ucg_coll_params_t *params,
+                                ucg_plan_choice_t choice, ucg_coll_h *coll_p)
 {
     ucg_plan_key_t key;
     ucs_status_t status;
@@ -277,6 +285,10 @@ ucs_status_t ucg_coll_init(ucg_group_h group, const ucg_coll_params_t *params,
 
     if ((group == NULL) || (params == NULL) || (coll_p == NULL)) {
         ucs_error("ucg_coll_init: NULL argument");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if ((choice != UCG_PLAN_AUTO) && (choice != UCG_PLAN_FLAT)) {
+        ucs_error("ucg_coll_init: invalid plan choice %d", (int)choice);
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -288,6 +300,7 @@ ucs_status_t ucg_coll_init(ucg_group_h group, const ucg_coll_params_t *params,
 
     coll->group  = group;
     coll->params = *params;
+    coll->flat   = (choice == UCG_PLAN_FLAT);
     coll->status = UCS_OK;
     status       = ucg_coll_check_params(group, params, coll);
     if (status != UCS_OK) {

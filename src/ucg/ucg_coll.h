@@ -28,6 +28,7 @@ typedef struct ucg_sm_unexp {
 struct ucg_coll {
     ucg_group_h         group;
     ucg_coll_params_t   params;
+    int                 flat;        /* UCG_PLAN_FLAT: point-to-point plan */
     ucg_op_desc_t       op;          /* reductions */
     size_t              dt_size;
     size_t              len;         /* bytes per member: count * dt_size */

@@ -312,6 +312,11 @@ unsigned ucg_group_size(ucg_group_h group)
     return group->size;
 }
 
+unsigned ucg_group_max_ppn(ucg_group_h group)
+{
+    return group->topo.max_ppn;
+}
+
 unsigned ucg_group_rank(ucg_group_h group)
 {
     return group->rank;

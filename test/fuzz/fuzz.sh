@@ -5,6 +5,8 @@
 #              test/fuzz/fuzz_o2m_check.c), seeds in test/fuzz/corpus/
 #   mc_rel     the packets of the reliable multicast engine
 #              (src/uct/mc/rel/, see test/fuzz/fuzz_mc_rel.c), no seeds
+#   ucg_rules  the tuning rules parser (src/ucg/ucg_rules.c, see
+#              test/fuzz/fuzz_ucg_rules.c), seeds in test/fuzz/corpus_rules/
 #
 #   test/fuzz/fuzz.sh BUILD_DIR [SECONDS [TARGET]]  build, then fuzz SECONDS
 #                                                   (60) TARGET (o2m_check)
@@ -62,8 +64,14 @@ mc_rel)
     libs=($(make_var '$(UCX_LDFLAGS)') -lucs)
     corpus=()
     bin=$out/mc_rel_fuzz ;;
+ucg_rules)
+    sources=("$top/src/ucg/ucg_rules.c" "$top/test/fuzz/fuzz_ucg_rules.c")
+    common+=(-I"$top/src/ucg")
+    libs=($(make_var '$(UCX_LDFLAGS)') -lucs)
+    corpus=("$top/test/fuzz/corpus_rules")
+    bin=$out/ucg_rules_fuzz ;;
 *)
-    echo "fuzz.sh: unknown target '$target' (o2m_check, mc_rel)" >&2
+    echo "fuzz.sh: unknown target '$target' (o2m_check, mc_rel, ucg_rules)" >&2
     exit 2 ;;
 esac
 

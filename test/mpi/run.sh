@@ -187,6 +187,65 @@ if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ] && [ "$extra_tests" = 1 ]; then
             --mca coll_ucg_test_fail_call "$2" -- "$mpi_bin/coll_abort" "$1" ||
             fail=1
     done
+    # Tuning rules (coll_ucg_rules_file): the size ranges a rule hands to
+    # the previous module go there (counted as handed=N, the other sizes
+    # still on UCG), a flat rule runs UCG's point-to-point plan (flat=N),
+    # and coll_test checks every result; a bad file gives one warning
+    # naming file:line and the built-in rules, and ranks whose files differ
+    # all use the built-in rules (one warning)
+    rules_dir=$(mktemp -d)
+    printf '%s\n' 'ucg-rules 1' 'bcast * * 1-1k prev' \
+        'reduce * * 4k- prev' 'allreduce * * 1-64 flat' \
+        >"$rules_dir/hand.rules"
+    printf '%s\n' 'ucg-rules 1' 'reduce * * 4k-fast prev' \
+        >"$rules_dir/bad.rules"
+    printf '%s\n' 'ucg-rules 1' 'bcast * * * prev' >"$rules_dir/other.rules"
+    rlog=$rules_dir/log
+    timeout -k 10 "$limit" mpirun --allow-run-as-root --oversubscribe -np 3 \
+        "${extra[@]}" --mca coll_ucg_verbose 1 \
+        --mca coll_ucg_rules_file "$rules_dir/hand.rules" \
+        "$mpi_bin/coll_test" -q >"$rlog" 2>&1
+    rc=$?
+    for pat in 'bcast ucg=[1-9][0-9]* delegated=[0-9]+ handed=[1-9]' \
+               'reduce ucg=[1-9][0-9]* delegated=[0-9]+ handed=[1-9]' \
+               'allreduce ucg=[1-9][0-9]* delegated=[0-9]+ handed=0 flat=[1-9]'; do
+        if [ $rc -ne 0 ] || ! grep -Eq "$pat" "$rlog"; then
+            echo "coll_test np=3 with rules handing sizes over: rc=$rc," \
+                 "no line matching '$pat'"
+            grep -v 'coll:ucg: comm' "$rlog" | tail -10
+            grep 'coll:ucg: comm' "$rlog" | head -8
+            fail=1
+            break
+        fi
+    done
+    [ $rc -eq 0 ] && echo "coll_test np=3 with rules handing sizes over: passed"
+    run_extra "coll_test np=3 with a bad rules file" 3 \
+        "coll:ucg: $rules_dir/bad.rules:2: bytes: 'fast' is not a number.*; using the built-in tuning rules" \
+        --mca coll_ucg_rules_file "$rules_dir/bad.rules" -- \
+        "$mpi_bin/coll_test" -q || fail=1
+    # MPMD: rank 0 reads another file than ranks 1-2
+    timeout -k 10 "$limit" mpirun --allow-run-as-root --oversubscribe \
+        "${extra[@]}" --mca coll_ucg_verbose 1 \
+        -np 1 -x "OMPI_MCA_coll_ucg_rules_file=$rules_dir/other.rules" \
+        "$mpi_bin/coll_test" -q : \
+        -np 2 -x "OMPI_MCA_coll_ucg_rules_file=$rules_dir/hand.rules" \
+        "$mpi_bin/coll_test" -q >"$rlog" 2>&1
+    rc=$?
+    # (MPI_COMM_WORLD: the built-in rules have none at np=3, hand.rules
+    # would hand its small bcasts over)
+    if [ $rc -ne 0 ] ||
+       ! grep -q "comm MPI_COMM_WORLD: the ranks' tuning rules differ" \
+            "$rlog" ||
+       grep 'comm MPI_COMM_WORLD' "$rlog" | grep -Eq 'handed=[1-9]'; then
+        echo "coll_test np=3 with different rules files: rc=$rc, no" \
+             "warning, or calls on MPI_COMM_WORLD handed over"
+        grep -v 'coll:ucg: comm .* ucg=' "$rlog" | tail -10
+        fail=1
+    else
+        echo "coll_test np=3 with different rules files: passed"
+    fi
+    rm -rf "$rules_dir"
+
     # mpi_yield_when_idle (set by Open MPI on an oversubscribed node): a
     # rank waiting in a collective on UCG gives its CPU away between polls
     # (its counter line shows yields > 0; without the parameter, none)

@@ -36,7 +36,7 @@ BEGIN_C_DECLS
 #define UCG_API __attribute__((visibility("default")))
 
 #define UCG_API_MAJOR 1
-#define UCG_API_MINOR 1
+#define UCG_API_MINOR 2
 
 /** Send buffer (or, for scatter at the root, receive buffer) placeholder of
  *  the in-place variants, as MPI_IN_PLACE. */
@@ -136,6 +136,10 @@ UCG_API void ucg_group_destroy(ucg_group_h group);
 
 UCG_API unsigned ucg_group_size(ucg_group_h group);
 UCG_API unsigned ucg_group_rank(ucg_group_h group);
+/** (API 1.2) Members on the group's largest host (of the topology UCG
+ *  plans with: real hosts, or the UCX_UCG_HOSTS layout); the same on every
+ *  member. */
+UCG_API unsigned ucg_group_max_ppn(ucg_group_h group);
 
 
 /* ------------------------------------------------------------------------ */
@@ -266,6 +270,20 @@ typedef struct ucg_coll_params {
 UCG_API ucs_status_t ucg_coll_init(ucg_group_h group,
                                    const ucg_coll_params_t *params,
                                    ucg_coll_h *coll_p);
+
+/** Plans ucg_coll_init_plan can choose */
+typedef enum {
+    UCG_PLAN_AUTO,  /**< the planner's, as ucg_coll_init */
+    UCG_PLAN_FLAT   /**< point-to-point only, also where host-local
+                         phases could run (a tuning rule's "flat") */
+} ucg_plan_choice_t;
+
+/** (API 1.2) ucg_coll_init with a choice of plan; every member must make
+ *  the same choice for the same collective. */
+UCG_API ucs_status_t ucg_coll_init_plan(ucg_group_h group,
+                                        const ucg_coll_params_t *params,
+                                        ucg_plan_choice_t choice,
+                                        ucg_coll_h *coll_p);
 
 /** Start the collective; returns UCS_OK, or an error (no instance started).
  *  UCS_ERR_BUSY if the previous start has not completed.  On any other

@@ -12,6 +12,7 @@
 #include "ompi/communicator/communicator.h"
 
 #include <ucg.h>
+#include <ucg_rules.h>
 
 BEGIN_C_DECLS
 
@@ -42,6 +43,14 @@ typedef struct mca_coll_ucg_component {
     bool                            coll_enable[COLL_UCG_NUM];
     /* Bytes per member (per block for gather/scatter/allgather); 0: no limit */
     size_t                          coll_max_bytes[COLL_UCG_NUM];
+    /* Tuning rules (docs/ucg.md, "Tuning rules"): rules_file names them
+     * ("": the built-in table, "none": no rules); read on first use into
+     * rules, the built-in table when the file is bad */
+    char                            *rules_file;
+    bool                            rules_loaded;
+    ucg_rules_t                     rules;
+    ucg_rules_t                     builtin_rules;
+    bool                            rules_mismatch_warned;
     ucg_context_h                   ucg_context;   /* created lazily */
     bool                            context_failed;
     int                             num_groups;    /* live UCG groups */
@@ -67,10 +76,18 @@ typedef struct mca_coll_ucg_module {
     int                    comm_rank;
     unsigned long          n_ucg[COLL_UCG_NUM];
     unsigned long          n_delegated[COLL_UCG_NUM];
+    unsigned long          n_handed[COLL_UCG_NUM];  /* to the previous
+                                                       module by the rules */
+    unsigned long          n_flat[COLL_UCG_NUM];    /* of n_ucg: flat plan
+                                                       by the rules */
     unsigned long          n_reused[COLL_UCG_NUM];  /* of n_ucg: cached */
     unsigned long          n_agreed[COLL_UCG_NUM];  /* agreements made */
     unsigned long          n_yields[COLL_UCG_NUM];  /* sched_yield()s while
                                                        waiting */
+    /* The rules in force on this communicator (the same on every rank:
+     * agreed at creation) and the group's largest host */
+    const ucg_rules_t      *rules;
+    unsigned               max_ppn;
     char                   comm_name[MPI_MAX_OBJECT_NAME];
     uint32_t               comm_cid;
 
@@ -78,6 +95,7 @@ typedef struct mca_coll_ucg_module {
      * same parameters (buffers included, as in loops) only starts it */
     ucg_coll_h             cached[COLL_UCG_NUM];
     ucg_coll_params_t      cached_params[COLL_UCG_NUM];
+    ucg_plan_choice_t      cached_plan[COLL_UCG_NUM];
 
     /* Parameters of recent calls of each type that all ranks prepared
      * (only the parts equal on all ranks count; UCG keeps their plans): a
@@ -116,6 +134,10 @@ mca_coll_ucg_comm_query(struct ompi_communicator_t *comm, int *priority);
 
 /* The process-wide UCG context, created on first use; NULL on failure */
 ucg_context_h mca_coll_ucg_get_context(void);
+
+/* This process's tuning rules (coll_ucg_rules_file, else built-in), read
+ * on first use */
+const ucg_rules_t *mca_coll_ucg_get_rules(void);
 
 END_C_DECLS
 

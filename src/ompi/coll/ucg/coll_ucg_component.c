@@ -8,6 +8,7 @@
 #include "opal/mca/base/mca_base_var.h"
 
 #include <stdio.h>
+#include <string.h>
 
 const char *mca_coll_ucg_coll_names[COLL_UCG_NUM] = {
     [COLL_UCG_BCAST]     = "bcast",
@@ -74,6 +75,19 @@ static int coll_ucg_register(void)
             MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6,
             MCA_BASE_VAR_SCOPE_LOCAL, &c->verbose);
 
+    c->rules_file = "";
+    mca_base_component_var_register(v, "rules_file",
+            "Tuning rules (docs/ucg.md, \"Tuning rules\"; written by "
+            "contrib/ucg-tune.sh): per collective, group size, processes "
+            "per host and message size, whether a call runs on UCG (its "
+            "planner's plan or the flat one) or goes to the previous "
+            "module.  Empty: the built-in table (ucg_info -R prints it); "
+            "\"none\": no rules, every call on UCG.  Every rank must read "
+            "the same rules: where they differ, or a file is bad, the "
+            "built-in table is used, with one warning",
+            MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4,
+            MCA_BASE_VAR_SCOPE_READONLY, &c->rules_file);
+
     c->test_fail_rank = -1;
     mca_base_component_var_register(v, "test_fail_rank",
             "Test only: the MPI_COMM_WORLD rank on which the preparation of "
@@ -131,6 +145,8 @@ static int coll_ucg_open(void)
     mca_coll_ucg_component.context_failed = false;
     mca_coll_ucg_component.num_groups     = 0;
     mca_coll_ucg_component.test_agreed_calls = 0;
+    mca_coll_ucg_component.rules_loaded      = false;
+    mca_coll_ucg_component.rules_mismatch_warned = false;
     return OMPI_SUCCESS;
 }
 
@@ -193,4 +209,43 @@ ucg_context_h mca_coll_ucg_get_context(void)
         }
     }
     return c->ucg_context;
+}
+
+const ucg_rules_t *mca_coll_ucg_get_rules(void)
+{
+    mca_coll_ucg_component_t *c = &mca_coll_ucg_component;
+    const char *file            = c->rules_file;
+    char err[512];
+    ucs_status_t status;
+
+    if (c->rules_loaded) {
+        return &c->rules;
+    }
+    c->rules_loaded = true;
+    ucg_rules_builtin(&c->builtin_rules);
+
+    if ((file == NULL) || (file[0] == '\0')) {
+        c->rules = c->builtin_rules;
+    } else if (!strcmp(file, "none")) {
+        /* no rule: every call runs on UCG, the planner's plan */
+        status = ucg_rules_parse("ucg-rules 1\n", 12, "none", &c->rules,
+                                 err, sizeof(err));
+        if (status != UCS_OK) {
+            c->rules = c->builtin_rules;
+        }
+    } else {
+        status = ucg_rules_load(file, &c->rules, err, sizeof(err));
+        if (status != UCS_OK) {
+            /* One warning per job when every rank reads the same bad
+             * file; a rank alone with a bad file is found at the
+             * agreement of the tables (coll_ucg_module_enable) */
+            if ((ompi_comm_rank(&ompi_mpi_comm_world.comm) == 0) ||
+                (c->verbose >= 1)) {
+                opal_output(0, "coll:ucg: %s; using the built-in tuning "
+                            "rules", err);
+            }
+            c->rules = c->builtin_rules;
+        }
+    }
+    return &c->rules;
 }

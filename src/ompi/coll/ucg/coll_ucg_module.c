@@ -2,8 +2,8 @@
  * coll/ucg module: one per intra-communicator, with a UCG group of the same
  * members.  Every call decides between UCG and the previous module from the
  * arguments MPI requires to be equal on all ranks (counts in bytes, the
- * reduction datatype and op, root) and the MCA parameters, so all ranks
- * take the same path; what one rank alone can fail at is prepared before
+ * reduction datatype and op, root), the MCA parameters and the tuning
+ * rules (agreed by all ranks at creation), so all ranks take the same path; what one rank alone can fail at is prepared before
  * communicating and agreed on (see "one call" below).
  */
 #include "coll_ucg.h"
@@ -281,7 +281,19 @@ static bool coll_ucg_reduce_params(struct ompi_datatype_t *dtype,
     return ucg_op_valid(params->op, params->dtype);
 }
 
-/* Whether UCG runs this collective of @a bytes per member */
+/* The UCG type of each of the component's collectives (tuning rules) */
+static const ucg_coll_type_t coll_ucg_types[COLL_UCG_NUM] = {
+    [COLL_UCG_BCAST]     = UCG_COLL_BCAST,
+    [COLL_UCG_ALLREDUCE] = UCG_COLL_ALLREDUCE,
+    [COLL_UCG_REDUCE]    = UCG_COLL_REDUCE,
+    [COLL_UCG_BARRIER]   = UCG_COLL_BARRIER,
+    [COLL_UCG_GATHER]    = UCG_COLL_GATHER,
+    [COLL_UCG_SCATTER]   = UCG_COLL_SCATTER,
+    [COLL_UCG_ALLGATHER] = UCG_COLL_ALLGATHER
+};
+
+/* Whether UCG can and may run this collective of @a bytes per member (the
+ * MCA parameters) */
 static bool coll_ucg_use(mca_coll_ucg_module_t *m, int coll, size_t bytes)
 {
     mca_coll_ucg_component_t *c = &mca_coll_ucg_component;
@@ -290,6 +302,23 @@ static bool coll_ucg_use(mca_coll_ucg_module_t *m, int coll, size_t bytes)
            ((coll == COLL_UCG_BARRIER) || (bytes > 0)) &&
            ((c->coll_max_bytes[coll] == 0) ||
             (bytes <= c->coll_max_bytes[coll]));
+}
+
+/* What the tuning rules say of a call UCG may run; counts the calls they
+ * hand to the previous module.  Every rank decides the same: the rules
+ * were agreed at creation, and the size, group size and largest host are
+ * the same everywhere. */
+static ucg_rule_action_t coll_ucg_rule(mca_coll_ucg_module_t *m, int coll,
+                                       size_t bytes)
+{
+    ucg_rule_action_t action;
+
+    action = ucg_rules_lookup(m->rules, coll_ucg_types[coll], m->comm_size,
+                              m->max_ppn, bytes);
+    if (action == UCG_RULE_PREV) {
+        ++m->n_handed[coll];
+    }
+    return action;
 }
 
 static size_t coll_ucg_bytes(struct ompi_datatype_t *dtype, int count)
@@ -362,6 +391,7 @@ typedef struct {
     ucg_coll_params_t params;
     coll_ucg_buf_t    sb, rb;
     ucg_coll_h        req;
+    ucg_plan_choice_t plan;   /* UCG_PLAN_FLAT: the rules' "flat" */
     bool              agree;  /* all ranks agree before communicating */
     bool              ok;     /* this rank's preparation succeeded */
 } coll_ucg_call_t;
@@ -531,7 +561,7 @@ static void coll_ucg_prepare_req(mca_coll_ucg_module_t *m, int coll,
     }
 
     call->req = m->cached[coll];
-    if ((call->req != NULL) &&
+    if ((call->req != NULL) && (m->cached_plan[coll] == call->plan) &&
         coll_ucg_params_equal(&m->cached_params[coll], &call->params)) {
         ++m->n_reused[coll];
         return;
@@ -539,7 +569,8 @@ static void coll_ucg_prepare_req(mca_coll_ucg_module_t *m, int coll,
 
     /* released first: UCG makes the new request from it */
     coll_ucg_uncache(m, coll);
-    status = ucg_coll_init(m->group, &call->params, &call->req);
+    status = ucg_coll_init_plan(m->group, &call->params, call->plan,
+                                &call->req);
     if (status != UCS_OK) {
         opal_output(0, "coll:ucg: %s on comm %s: ucg_coll_init failed: %s",
                     mca_coll_ucg_coll_names[coll], m->comm_name,
@@ -552,6 +583,7 @@ static void coll_ucg_prepare_req(mca_coll_ucg_module_t *m, int coll,
     if (call->params.op != UCG_OP_USER) {
         m->cached[coll]        = call->req;
         m->cached_params[coll] = call->params;
+        m->cached_plan[coll]   = call->plan;
     }
 }
 
@@ -675,6 +707,9 @@ static int coll_ucg_run(mca_coll_ucg_module_t *m, int coll,
         return OMPI_ERROR;
     }
     ++m->n_ucg[coll];
+    if (call->plan == UCG_PLAN_FLAT) {
+        ++m->n_flat[coll];
+    }
     return OMPI_SUCCESS;
 }
 
@@ -696,17 +731,26 @@ static int coll_ucg_go(mca_coll_ucg_module_t *m, int coll,
 
 /* The call of a collective that moves @a bytes as bytes (the user's
  * datatype packed when not contiguous) with @a root; false (counted as
- * delegated) when UCG does not take it.  @a pack_bound: the most bytes this
+ * delegated, or as handed over by the tuning rules) when UCG does not take
+ * it.  @a pack_bound: the most bytes this
  * rank packs */
 static bool coll_ucg_bytes_call(mca_coll_ucg_module_t *m, int coll,
                                 ucg_coll_type_t type, size_t bytes, int root,
                                 size_t pack_bound, coll_ucg_call_t *call)
 {
+    ucg_rule_action_t action;
+
     if (!coll_ucg_use(m, coll, bytes)) {
         ++m->n_delegated[coll];
         return false;
     }
+    action = coll_ucg_rule(m, coll, bytes);
+    if (action == UCG_RULE_PREV) {
+        return false;
+    }
 
+    call->plan         = (action == UCG_RULE_FLAT) ? UCG_PLAN_FLAT :
+                                                     UCG_PLAN_AUTO;
     call->params.type  = type;
     call->params.count = bytes;
     call->params.dtype = UCG_DT_UINT8;
@@ -776,12 +820,21 @@ static int coll_ucg_reduction(mca_coll_ucg_module_t *m, int coll,
 {
     coll_ucg_call_t call = {{0}};
     coll_ucg_user_op_arg_t user_arg; /* used by UCG until coll_ucg_go ends */
+    size_t bytes         = coll_ucg_bytes(dtype, count);
+    ucg_rule_action_t action;
 
-    if (!coll_ucg_use(m, coll, coll_ucg_bytes(dtype, count)) ||
+    if (!coll_ucg_use(m, coll, bytes) ||
         !coll_ucg_reduce_params(dtype, op, &user_arg, &call.params)) {
         ++m->n_delegated[coll];
         return COLL_UCG_DELEGATE;
     }
+    action = coll_ucg_rule(m, coll, bytes);
+    if (action == UCG_RULE_PREV) {
+        return COLL_UCG_DELEGATE;
+    }
+
+    call.plan         = (action == UCG_RULE_FLAT) ? UCG_PLAN_FLAT :
+                                                    UCG_PLAN_AUTO;
 
     call.params.type  = type;
     call.params.root  = root;
@@ -832,12 +885,19 @@ static int coll_ucg_barrier(struct ompi_communicator_t *comm,
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
     coll_ucg_call_t call     = {{0}};
+    ucg_rule_action_t action;
     int ret;
 
     if (!coll_ucg_use(m, COLL_UCG_BARRIER, 0)) {
         ++m->n_delegated[COLL_UCG_BARRIER];
         goto delegate;
     }
+    action = coll_ucg_rule(m, COLL_UCG_BARRIER, 0);
+    if (action == UCG_RULE_PREV) {
+        goto delegate;
+    }
+    call.plan         = (action == UCG_RULE_FLAT) ? UCG_PLAN_FLAT :
+                                                    UCG_PLAN_AUTO;
     call.params.type  = UCG_COLL_BARRIER;
     call.params.dtype = UCG_DT_UINT8;
     coll_ucg_call_init(m, COLL_UCG_BARRIER, &call, 0);
@@ -1107,6 +1167,49 @@ static bool coll_ucg_test_fail_create(void)
            (++c->test_created == (unsigned long)c->test_fail_call);
 }
 
+/*
+ * The tuning rules every rank of @a comm applies: this process's
+ * (mca_coll_ucg_get_rules), when every rank has the same table, else the
+ * built-in one (a rank whose file is bad, or files that differ between
+ * hosts), so that every rank hands the same calls to the previous module.
+ * One allreduce of the tables' hashes at creation: the largest hash and
+ * the largest complement tell whether the smallest equals the largest.
+ */
+static int coll_ucg_agree_rules(mca_coll_ucg_module_t *m,
+                                struct ompi_communicator_t *comm)
+{
+    mca_coll_ucg_component_t *c = &mca_coll_ucg_component;
+    const ucg_rules_t *rules    = mca_coll_ucg_get_rules();
+    uint64_t hashes[2];
+    int ret;
+
+    hashes[0] = rules->hash;
+    hashes[1] = ~rules->hash;
+    ret = m->prev_allreduce(MPI_IN_PLACE, hashes, 2, MPI_UINT64_T, MPI_MAX,
+                            comm, m->prev_allreduce_module);
+    if (ret != OMPI_SUCCESS) {
+        return ret;
+    }
+
+    m->max_ppn = ucg_group_max_ppn(m->group);
+    if (hashes[0] == ~hashes[1]) {
+        m->rules = rules;
+        return OMPI_SUCCESS;
+    }
+
+    m->rules = &c->builtin_rules;
+    if (((m->comm_rank == 0) && !c->rules_mismatch_warned) ||
+        (c->verbose >= 1)) {
+        opal_output(0, "coll:ucg: comm %s: the ranks' tuning rules differ "
+                    "(here %s, hash %016llx; a rank's file is bad, or the "
+                    "files differ): all ranks use the built-in rules",
+                    m->comm_name, rules->source,
+                    (unsigned long long)rules->hash);
+        c->rules_mismatch_warned = true;
+    }
+    return OMPI_SUCCESS;
+}
+
 #define COLL_UCG_SAVE(_m, _comm, _coll) \
     do { \
         (_m)->prev_##_coll          = (_comm)->c_coll->coll_##_coll; \
@@ -1189,16 +1292,24 @@ static int coll_ucg_module_enable(mca_coll_base_module_t *module,
                               (m->scratch[0] != NULL) &&
                               (m->scratch[1] != NULL), &ok);
     free(oob.hdrs);
+    if ((ret == OMPI_SUCCESS) && ok && (m->group != NULL)) {
+        /* every rank has its group: symmetric */
+        ret = coll_ucg_agree_rules(m, comm);
+    }
     if (((ret != OMPI_SUCCESS) || !ok) && (m->group != NULL)) {
         ucg_group_destroy(m->group);
         --mca_coll_ucg_component.num_groups;
         m->group = NULL;
     }
     if (mca_coll_ucg_component.verbose >= 2) {
-        opal_output(0, "coll:ucg: comm %s (cid %u) rank %d/%d: %s",
+        opal_output(0, "coll:ucg: comm %s (cid %u) rank %d/%d: %s, tuning "
+                    "rules %s (hash %016llx), largest host %u",
                     m->comm_name, m->comm_cid, m->comm_rank, m->comm_size,
                     (m->group != NULL) ? "UCG group created" :
-                                         "no UCG group, delegating");
+                                         "no UCG group, delegating",
+                    (m->rules != NULL) ? m->rules->source : "-",
+                    (m->rules != NULL) ?
+                    (unsigned long long)m->rules->hash : 0ull, m->max_ppn);
     }
     return ret;
 }
@@ -1215,15 +1326,16 @@ static void coll_ucg_module_destruct(mca_coll_ucg_module_t *m)
     if ((mca_coll_ucg_component.verbose >= 1) &&
         (m->prev_bcast_module != NULL)) {
         for (i = 0; i < COLL_UCG_NUM; ++i) {
-            if (m->n_ucg[i] + m->n_delegated[i] == 0) {
+            if (m->n_ucg[i] + m->n_delegated[i] + m->n_handed[i] == 0) {
                 continue;
             }
             opal_output(0, "coll:ucg: comm %s (cid %u) rank %d: %s ucg=%lu "
-                        "delegated=%lu reused=%lu agreed=%lu yields=%lu",
+                        "delegated=%lu handed=%lu flat=%lu reused=%lu "
+                        "agreed=%lu yields=%lu",
                         m->comm_name, m->comm_cid, m->comm_rank,
                         mca_coll_ucg_coll_names[i], m->n_ucg[i],
-                        m->n_delegated[i], m->n_reused[i], m->n_agreed[i],
-                        m->n_yields[i]);
+                        m->n_delegated[i], m->n_handed[i], m->n_flat[i],
+                        m->n_reused[i], m->n_agreed[i], m->n_yields[i]);
         }
     }
     for (i = 0; i < COLL_UCG_NUM; ++i) {
