@@ -56,6 +56,7 @@ typedef struct {
     int         op_set;
     int         no_o2m;
     int         mc;
+    int         mc_tl;      /* --mc=TL: ucg_mc_tl_t; -1: MC_TL's */
     int         noncommutative;
     size_t      sm_max_bcopy;
 } ucg_info_opts_t;
@@ -136,8 +137,10 @@ static void ucg_info_usage(FILE *stream)
     fprintf(stream,
 "  --noncommutative    the reduction is not commutative (a user op)\n"
 "  --no-o2m            sm_bcast / sm_incast unavailable: flat plans\n"
-"  --mc                the hosts are real hosts and mc_udp is usable\n"
-"                      (as with UCX_UCG_MC=yes; never with MC=no)\n"
+"  --mc[=<tl>]         the hosts are real hosts and every member has\n"
+"                      multicast transport <tl> (mc_mlx5, mc_verbs,\n"
+"                      mc_udp; default: UCX_UCG_MC_TL, mc_udp when that\n"
+"                      is auto; as with UCX_UCG_MC=yes; never with MC=no)\n"
 "  --sm-max-bcopy <n>  their largest bcopy message (default: %d)\n"
 "\n"
 "The configuration comes from the UCX_UCG_* environment variables.\n",
@@ -185,7 +188,7 @@ static int ucg_info_parse_args(int argc, char **argv, ucg_info_opts_t *opts)
     static const struct option long_opts[] = {
         {"hosts",           required_argument, NULL, OPT_HOSTS},
         {"no-o2m",          no_argument,       NULL, OPT_NO_O2M},
-        {"mc",              no_argument,       NULL, OPT_MC},
+        {"mc",              optional_argument, NULL, OPT_MC},
         {"noncommutative",  no_argument,       NULL, OPT_NONCOMM},
         {"sm-max-bcopy",    required_argument, NULL, OPT_SM_MAX_BCOPY},
         {"dt-size",         required_argument, NULL, OPT_DT_SIZE},
@@ -198,6 +201,7 @@ static int ucg_info_parse_args(int argc, char **argv, ucg_info_opts_t *opts)
 
     memset(opts, 0, sizeof(*opts));
     opts->coll         = -1;
+    opts->mc_tl        = -1;
     opts->msg_size     = 8;
     opts->dtype        = UCG_DT_INT32;
     opts->dt_size      = 1;
@@ -286,6 +290,20 @@ static int ucg_info_parse_args(int argc, char **argv, ucg_info_opts_t *opts)
             break;
         case OPT_MC:
             opts->mc = 1;
+            if (optarg == NULL) {
+                break;
+            }
+            for (opts->mc_tl = 0; opts->mc_tl < UCG_MC_TL_LAST;
+                 ++opts->mc_tl) {
+                if (!strcmp(optarg, ucg_mc_tl_names[opts->mc_tl])) {
+                    break;
+                }
+            }
+            if (opts->mc_tl == UCG_MC_TL_LAST) {
+                fprintf(stderr, "ucg_info: unknown multicast transport "
+                        "'%s'\n", optarg);
+                return -1;
+            }
             break;
         case OPT_NONCOMM:
             opts->noncommutative = 1;
@@ -422,6 +440,11 @@ static int ucg_info_plans(const ucg_info_opts_t *opts,
     /* As ucg_group_create decides for a group that spans hosts */
     topo.mc = (config->mc != UCS_NO) &&
               (opts->mc || (config->mc == UCS_YES)) && (topo.num_hosts > 1);
+    if (topo.mc) {
+        topo.mc_tl = (opts->mc_tl >= 0) ? opts->mc_tl :
+                     (config->mc_tl != UCG_MC_TL_AUTO) ? config->mc_tl :
+                     UCG_MC_TL_UDP;
+    }
 
     ret = 0;
     for (type = 0; (type < UCG_COLL_LAST) && (ret == 0); ++type) {

@@ -39,6 +39,14 @@ const char *ucg_hier_names[] = {
     [UCG_HIER_LAST] = NULL
 };
 
+const char *ucg_mc_tl_names[] = {
+    [UCG_MC_TL_MLX5]  = "mc_mlx5",
+    [UCG_MC_TL_VERBS] = "mc_verbs",
+    [UCG_MC_TL_UDP]   = "mc_udp",
+    [UCG_MC_TL_AUTO]  = "auto",
+    [UCG_MC_TL_AUTO + 1] = NULL
+};
+
 const char *ucg_sm_mode_names[] = {
     [UCT_O2M_MODE_BATCHED]     = "batched",
     [UCT_O2M_MODE_CENTRALIZED] = "centralized",
@@ -296,26 +304,38 @@ ucs_config_field_t ucg_config_table[] = {
      ucs_offsetof(ucg_config_t, sm_group_mem), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"MC", "try",
-     "Broadcasts between host leaders over IP multicast (the mc_udp\n"
-     "transport, docs/multicast.md):\n"
-     " try - when the group spans real hosts, mc_udp can be opened and\n"
-     "       UCX_TLS allows it;\n"
+     "Broadcasts between host leaders over multicast (the mc_mlx5, mc_verbs\n"
+     "or mc_udp transport, MC_TL; docs/multicast.md):\n"
+     " try - when the group spans real hosts and every leader has one of\n"
+     "       them open (UCX_TLS allows it, it has a device);\n"
      " yes - also between virtual hosts (HOSTS); creating a context fails\n"
-     "       when mc_udp cannot be used;\n"
+     "       when none can be opened;\n"
      " no  - never: the leaders broadcast point-to-point.\n"
      "A leader that cannot join a group makes every leader of that\n"
      "broadcast use point-to-point instead (all or none).",
      ucs_offsetof(ucg_config_t, mc), UCS_CONFIG_TYPE_TERNARY},
 
+    {"MC_TL", "auto",
+     "Multicast transport of the broadcasts between host leaders:\n"
+     " auto     - a context opens every one of mc_mlx5, mc_verbs and mc_udp\n"
+     "            that UCX_TLS allows and that has a device, and a group\n"
+     "            takes the first of them, in that order, that every\n"
+     "            member has (point-to-point when there is none);\n"
+     " mc_mlx5, mc_verbs, mc_udp - that one only.",
+     ucs_offsetof(ucg_config_t, mc_tl),
+     UCS_CONFIG_TYPE_ENUM(ucg_mc_tl_names)},
+
     {"MC_DEVICE", "auto",
-     "Network device of mc_udp.  auto: the first device of UCX_NET_DEVICES\n"
-     "that mc_udp has, else its first device other than loopback, else\n"
-     "loopback (which reaches this host only).",
+     "Device of the multicast transports (e.g. eth0 for mc_udp, mlx5_0:1\n"
+     "or rxe0:1 for mc_verbs; a transport without it is not opened).\n"
+     "auto: for each transport, the first device of UCX_NET_DEVICES that it\n"
+     "has, else its first device other than loopback, else loopback (which\n"
+     "reaches this host only).",
      ucs_offsetof(ucg_config_t, mc_device), UCS_CONFIG_TYPE_STRING},
 
     {"MC_MAX_SIZE", "4k",
      "Broadcasts between host leaders of at most this many bytes use\n"
-     "mc_udp; larger ones stay point-to-point (pipelined k-nomial tree).\n"
+     "multicast; larger ones stay point-to-point (pipelined k-nomial tree).\n"
      "Across 3 hosts multicast was slower than point-to-point from 8 KiB\n"
      "(docs/performance.md); inf: every size.",
      ucs_offsetof(ucg_config_t, mc_max_size), UCS_CONFIG_TYPE_MEMUNITS},

@@ -33,6 +33,17 @@ typedef enum {
     UCG_HIER_LAST
 } ucg_hier_t;
 
+/** Multicast transports of the broadcasts between host leaders, most
+ *  preferred first (ucg_mc.c: a group takes the first one every member
+ *  has); MC_TL takes one of them, or UCG_MC_TL_AUTO */
+typedef enum {
+    UCG_MC_TL_MLX5,   /**< mc_mlx5: IB/RoCE UD multicast, mlx5 direct */
+    UCG_MC_TL_VERBS,  /**< mc_verbs: IB/RoCE UD multicast, verbs */
+    UCG_MC_TL_UDP,    /**< mc_udp: UDP/IP multicast */
+    UCG_MC_TL_LAST,
+    UCG_MC_TL_AUTO = UCG_MC_TL_LAST
+} ucg_mc_tl_t;
+
 /** Mode of a host-local phase: a uct_o2m_mode_t, or auto */
 #define UCG_SM_MODE_AUTO UCT_O2M_MODE_LAST
 
@@ -40,6 +51,7 @@ extern const char *ucg_p2p_method_names[];
 extern const char *ucg_hier_names[];
 extern const char *ucg_sm_mode_names[];   /* uct_o2m modes + "auto" */
 extern const char *ucg_config_p2p_vars[]; /* <COLL>_P2P by collective */
+extern const char *ucg_mc_tl_names[];     /* ucg_mc_tl_t + "auto" */
 
 struct ucg_config {
     char             *env_prefix;      /* prefix the config was read with */
@@ -88,8 +100,9 @@ struct ucg_config {
     size_t           sm_group_mem;     /* SM_GROUP_MEM (SIZE_MAX: inf) */
 
     /* Multicast between hosts (ucg_mc.c) */
-    ucs_ternary_auto_value_t mc;       /* MC: mc_udp for the broadcasts
+    ucs_ternary_auto_value_t mc;       /* MC: multicast for the broadcasts
                                           between host leaders */
+    unsigned         mc_tl;            /* MC_TL: ucg_mc_tl_t, or auto */
     char             *mc_device;       /* MC_DEVICE: its device, or auto */
     size_t           mc_max_size;      /* MC_MAX_SIZE: larger broadcasts
                                           stay point-to-point */

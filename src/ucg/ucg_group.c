@@ -94,6 +94,39 @@ static int ucg_group_o2m_usable(const ucg_group_t *group,
     return 1;
 }
 
+/* The multicast transport of the group's broadcasts between hosts, from
+ * what every member has (ucg_mc_select), or UCG_MC_TL_LAST; an error fails
+ * the group's creation on every member (the id agreement shares it) */
+static ucs_status_t ucg_group_mc_select(ucg_group_t *group,
+                                        const ucg_group_rec_t *recs)
+{
+    ucg_mc_avail_t *avail;
+    unsigned i;
+
+    group->topo.mc_tl = UCG_MC_TL_LAST;
+    if ((group->context->config->mc == UCS_NO) ||
+        (group->topo.num_hosts < 2)) {
+        return UCS_OK;
+    }
+
+    avail = ucs_malloc(group->size * sizeof(*avail), "ucg mc avail");
+    if (avail == NULL) {
+        ucs_error("UCG group rank %u: out of memory", group->rank);
+        return UCS_ERR_NO_MEMORY;
+    }
+    for (i = 0; i < group->size; ++i) {
+        avail[i].tls       = recs[i].mc_tls;
+        avail[i].lo_tls    = recs[i].mc_lo_tls;
+        avail[i].real_host = group->members[i].real_host;
+    }
+    group->topo.mc_tl = ucg_mc_select(group->context->config->mc,
+                                      group->topo.num_hosts, avail,
+                                      group->size, group->rank);
+    group->topo.mc    = (group->topo.mc_tl != UCG_MC_TL_LAST);
+    ucs_free(avail);
+    return UCS_OK;
+}
+
 ucs_status_t ucg_group_create(ucg_context_h context,
                               const ucg_group_params_t *params,
                               ucg_group_h *group_p)
@@ -216,9 +249,10 @@ ucs_status_t ucg_group_create(ucg_context_h context,
         if (o2m && !ucg_group_hosts_are_real(group)) {
             group->topo.o2m = 0;
         }
-        group->topo.mc = ucg_mc_group_usable(group, &recs[0].mc,
-                                             sizeof(*recs));
-        local_status = ucg_group_sm_limits(group, recs);
+        local_status = ucg_group_mc_select(group, recs);
+        if (local_status == UCS_OK) {
+            local_status = ucg_group_sm_limits(group, recs);
+        }
         if (local_status == UCS_OK) {
             local_status = ucg_group_watch_members(group);
         }

@@ -105,7 +105,8 @@ struct ucg_group {
     uct_o2m_iface_attr_t *sm_geom[UCG_SM_LAST];    /* [size] */
     size_t              sm_mem_limit;
     size_t              *sm_host_bytes;            /* [num_hosts] */
-    /* mc_udp group endpoints of its MC_BCAST phases (ucg_mc_agree.c) */
+    /* Multicast group endpoints of its MC_BCAST phases, on the transport
+     * topo.mc_tl (ucg_mc_agree.c) */
     struct ucg_mc_group *mc;
 };
 

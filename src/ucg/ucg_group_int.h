@@ -32,8 +32,10 @@ typedef struct ucg_group_rec {
     uint32_t sm_max_members;   /* MAX_MEMBERS of the sm interfaces */
     uint32_t sm_budget[UCG_SM_LAST]; /* directory entries reserved for the
                                         endpoints this member roots */
-    uint8_t  mc;               /* UCG_MC_NONE, _NET or _LOOPBACK */
-    uint8_t  reserved2[3];
+    uint8_t  mc_tls;           /* multicast transports open: bits
+                                  UCG_MC_TL_BIT(ucg_mc_tl_t) */
+    uint8_t  mc_lo_tls;        /* of those, the ones on loopback */
+    uint8_t  reserved2[2];
     /* Ring geometry of the sm interfaces: what the segments this member
      * roots cost; and its SM_GROUP_MEM */
     uint64_t sm_ring_max[UCG_SM_LAST];

@@ -1,9 +1,18 @@
 /**
- * UCG broadcasts between hosts over IP multicast (mc_udp): the context's
- * interface (device choice, open/close, progress, counters) and whether a
- * group can use it.  The group endpoints of the sets of MC_BCAST phases,
- * agreed all or none, are ucg_mc_agree.c; the phase itself is
- * phase/ucg_mc_bcast.c.
+ * UCG broadcasts between hosts over multicast: the context's interfaces of
+ * the multicast transports (device choice, open/close, progress, counters)
+ * and the transport a group takes.  The group endpoints of the sets of
+ * MC_BCAST phases, agreed all or none, are ucg_mc_agree.c; the phase
+ * itself is phase/ucg_mc_bcast.c.
+ *
+ * Transports, most preferred first (ucg_mc_tl_t, ucg_mc_tls below):
+ * mc_mlx5, mc_verbs (IB/RoCE UD multicast) and mc_udp (UDP/IP multicast).
+ * A context opens every one that MC_TL and UCX_TLS allow and that has a
+ * device (a transport not registered with UCX, e.g. mc_mlx5 in a build
+ * without it, has none); each member tells the others at group creation
+ * which ones it has, and every member takes the same one: the first of
+ * the list that every member has (ucg_mc_select).  A transport is one row
+ * of ucg_mc_tls: what UCG needs to know of it beyond its name.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -25,10 +34,54 @@
 #include <unistd.h>
 
 
+/* What UCG needs to know of a multicast transport */
+typedef struct ucg_mc_tl_info {
+    const char          *component;     /* UCT component that has it */
+    const char          *peer_timeout;  /* its variable bounding a silent
+                                           member, set from PEER_TIMEOUT */
+    ucs_async_mode_t    async_mode;     /* of its own UCT worker */
+    int                 ep_counters;    /* counts per group endpoint
+                                           (uct_mc_verbs_ep_counters),
+                                           else per interface (mc_udp) */
+} ucg_mc_tl_info_t;
+
+static const ucg_mc_tl_info_t ucg_mc_tls[UCG_MC_TL_LAST] = {
+    /* UD transports: UD's own timers need an async thread; their group
+     * endpoints count what they did (mc_mlx5: when it takes the mc_verbs
+     * counters call, else its counters stay 0) */
+    [UCG_MC_TL_MLX5]  = {"ib", "GROUP_PEER_TIMEOUT",
+                         UCS_ASYNC_MODE_THREAD_SPINLOCK, 1},
+    [UCG_MC_TL_VERBS] = {"ib", "GROUP_PEER_TIMEOUT",
+                         UCS_ASYNC_MODE_THREAD_SPINLOCK, 1},
+    [UCG_MC_TL_UDP]   = {UCT_MC_UDP_TL_NAME, "PEER_TIMEOUT",
+                         UCS_ASYNC_MODE_POLL, 0}
+};
+
+
+const char *ucg_mc_tl_name(ucg_mc_tl_t tl)
+{
+    return ((unsigned)tl < UCG_MC_TL_LAST) ? ucg_mc_tl_names[tl] : "none";
+}
+
+/* Names of the transports of @a tls, comma-separated, or "none" */
+static const char *ucg_mc_tls_str(uint8_t tls, char *buf, size_t max)
+{
+    size_t len = 0;
+    unsigned tl;
+
+    buf[0] = '\0';
+    for (tl = 0; tl < UCG_MC_TL_LAST; ++tl) {
+        if ((tls & UCG_MC_TL_BIT(tl)) && (len < max)) {
+            len += snprintf(buf + len, max - len, "%s%s",
+                            (len > 0) ? "," : "", ucg_mc_tl_names[tl]);
+        }
+    }
+    return (len > 0) ? buf : "none";
+}
 
 
 /* ------------------------------------------------------------------------ */
-/* Context: the mc_udp interface                                           */
+/* Context: the multicast interfaces                                       */
 /* ------------------------------------------------------------------------ */
 
 static int ucg_mc_dev_is_loopback(const char *name)
@@ -36,6 +89,9 @@ static int ucg_mc_dev_is_loopback(const char *name)
     struct ifreq ifr;
     int fd, ret;
 
+    if (strlen(name) >= sizeof(ifr.ifr_name)) {
+        return 0;
+    }
     fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         return 0;
@@ -62,347 +118,573 @@ static int ucg_mc_list_has(const char *list, const char *name)
     return 0;
 }
 
-/* The device MC_DEVICE names, or the auto choice; NULL when none fits */
-static const char *
-ucg_mc_pick_device(const ucg_config_t *config,
-                   const uct_tl_resource_desc_t *res, unsigned num)
+/* How well device @a dev fits (the best is taken): the device MC_DEVICE
+ * names (others: 0, not taken), else one of UCX_NET_DEVICES, else one
+ * other than loopback, else loopback */
+static int ucg_mc_dev_score(const ucg_config_t *config, const char *dev)
 {
     const char *net_devs = getenv("UCX_NET_DEVICES");
-    const char *lo       = NULL;
-    unsigned i;
 
     if (strcmp(config->mc_device, "auto")) {
-        for (i = 0; i < num; ++i) {
-            if (!strcmp(res[i].dev_name, config->mc_device)) {
-                return res[i].dev_name;
-            }
-        }
-        ucs_diag("UCG MC_DEVICE=%s: mc_udp has no such device",
-                 config->mc_device);
+        return !strcmp(dev, config->mc_device) ? 4 : 0;
+    }
+    if ((net_devs != NULL) && strcmp(net_devs, "all") &&
+        ucg_mc_list_has(net_devs, dev)) {
+        return 3;
+    }
+    return ucg_mc_dev_is_loopback(dev) ? 1 : 2;
+}
+
+static uct_component_h ucg_mc_component_find(const char *name)
+{
+    uct_component_h *components, found = NULL;
+    uct_component_attr_t attr;
+    unsigned num, i;
+
+    if (uct_query_components(&components, &num) != UCS_OK) {
         return NULL;
     }
+    for (i = 0; (i < num) && (found == NULL); ++i) {
+        attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
+        if ((uct_component_query(components[i], &attr) == UCS_OK) &&
+            !strcmp(attr.name, name)) {
+            found = components[i];
+        }
+    }
+    uct_release_component_list(components);
+    return found;
+}
 
-    if ((net_devs != NULL) && strcmp(net_devs, "all")) {
-        for (i = 0; i < num; ++i) {
-            if (ucg_mc_list_has(net_devs, res[i].dev_name)) {
-                return res[i].dev_name;
+/* The best device of @a mci's transport over the memory domains of its
+ * component; the domain of the best stays open in mci->md.
+ * UCS_ERR_NO_DEVICE when there is none (the transport is not registered,
+ * no device, or MC_DEVICE names another). */
+static ucs_status_t ucg_mc_find_dev(const ucg_config_t *config,
+                                    ucg_mc_iface_t *mci)
+{
+    const char *tl_name = ucg_mc_tl_names[mci->tl];
+    uct_md_resource_desc_t *mds = NULL;
+    uct_tl_resource_desc_t *res;
+    uct_component_attr_t attr;
+    uct_component_h component;
+    uct_md_config_t *md_config;
+    int best = 0, score, keep;
+    unsigned i, j, num_res;
+    uct_md_h md;
+
+    component = ucg_mc_component_find(ucg_mc_tls[mci->tl].component);
+    if (component == NULL) {
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    attr.field_mask = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
+    if ((uct_component_query(component, &attr) != UCS_OK) ||
+        (attr.md_resource_count == 0)) {
+        return UCS_ERR_NO_DEVICE;
+    }
+    mds = ucs_calloc(attr.md_resource_count, sizeof(*mds), "ucg mc mds");
+    if (mds == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    attr.field_mask   = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES;
+    attr.md_resources = mds;
+    if (uct_component_query(component, &attr) != UCS_OK) {
+        ucs_free(mds);
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    for (i = 0; i < attr.md_resource_count; ++i) {
+        if (uct_md_config_read(component, NULL, NULL, &md_config) != UCS_OK) {
+            continue;
+        }
+        if (uct_md_open(component, mds[i].md_name, md_config, &md) !=
+            UCS_OK) {
+            uct_config_release(md_config);
+            continue;
+        }
+        uct_config_release(md_config);
+
+        keep = 0;
+        if (uct_md_query_tl_resources(md, &res, &num_res) == UCS_OK) {
+            for (j = 0; j < num_res; ++j) {
+                if (strcmp(res[j].tl_name, tl_name)) {
+                    continue;
+                }
+                score = ucg_mc_dev_score(config, res[j].dev_name);
+                if (score > best) {
+                    best = score;
+                    keep = 1;
+                    ucs_strncpy_zero(mci->dev, res[j].dev_name,
+                                     sizeof(mci->dev));
+                }
             }
+            uct_release_tl_resource_list(res);
+        }
+
+        if (keep) {
+            if (mci->md != NULL) {
+                uct_md_close(mci->md);
+            }
+            mci->md = md;
+        } else {
+            uct_md_close(md);
         }
     }
 
-    for (i = 0; i < num; ++i) {
-        if (!ucg_mc_dev_is_loopback(res[i].dev_name)) {
-            return res[i].dev_name;
-        } else if (lo == NULL) {
-            lo = res[i].dev_name;
-        }
-    }
-    return lo;
+    ucs_free(mds);
+    return (mci->md != NULL) ? UCS_OK : UCS_ERR_NO_DEVICE;
 }
 
 static ucs_status_t ucg_mc_iface_err_cb(void *arg, uct_ep_h ep,
                                         ucs_status_t status)
 {
     /* The phases read the endpoint's state; nothing else to do */
-    ucs_debug("UCG: mc_udp endpoint %p failed: %s", ep,
+    ucs_debug("UCG: multicast endpoint %p failed: %s", ep,
               ucs_status_string(status));
     return UCS_OK;
 }
 
-static void ucg_mc_close(struct ucg_mc_ctx *mc)
+static void ucg_mc_iface_close(ucg_mc_iface_t *mci)
 {
-    if (mc->iface != NULL) {
-        uct_iface_close(mc->iface);
+    if (mci->iface != NULL) {
+        uct_iface_close(mci->iface);
+        mci->iface = NULL;
     }
-    if (mc->md != NULL) {
-        uct_md_close(mc->md);
+    if (mci->md != NULL) {
+        uct_md_close(mci->md);
+        mci->md = NULL;
     }
-    if (mc->worker != NULL) {
-        uct_worker_destroy(mc->worker);
+    if (mci->worker != NULL) {
+        uct_worker_destroy(mci->worker);
+        mci->worker = NULL;
     }
-    if (mc->async != NULL) {
-        ucs_async_context_destroy(mc->async);
+    if (mci->async != NULL) {
+        ucs_async_context_destroy(mci->async);
+        mci->async = NULL;
     }
-    ucs_free(mc);
 }
 
+/* Opens @a mci's transport on its best device; on failure nothing of it
+ * stays open and the caller says why */
 static ucs_status_t ucg_mc_iface_open(ucg_context_h context,
-                                      uct_component_h component,
-                                      struct ucg_mc_ctx *mc)
+                                      ucg_mc_iface_t *mci)
 {
-    const ucg_config_t *config = context->config;
-    uct_tl_resource_desc_t *res = NULL;
+    const ucg_config_t *config   = context->config;
+    const ucg_mc_tl_info_t *info = &ucg_mc_tls[mci->tl];
+    const char *tl_name          = ucg_mc_tl_names[mci->tl];
     uct_iface_config_t *iface_config = NULL;
-    uct_md_config_t *md_config;
     uct_iface_attr_t attr;
-    const char *dev;
-    unsigned num_res;
     ucs_status_t status;
     char value[64];
 
-    status = uct_md_config_read(component, NULL, NULL, &md_config);
+    status = ucg_mc_find_dev(config, mci);
     if (status != UCS_OK) {
-        return status;
-    }
-    status = uct_md_open(component, UCT_MC_UDP_TL_NAME, md_config, &mc->md);
-    uct_config_release(md_config);
-    if (status != UCS_OK) {
-        ucs_diag("UCG: failed to open md %s: %s", UCT_MC_UDP_TL_NAME,
-                 ucs_status_string(status));
-        return status;
+        goto err;
     }
 
-    status = uct_md_query_tl_resources(mc->md, &res, &num_res);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    dev = ucg_mc_pick_device(config, res, num_res);
-    if (dev == NULL) {
-        ucs_diag("UCG: no mc_udp device to use");
-        status = UCS_ERR_NO_DEVICE;
-        goto out;
-    }
-
-    status = uct_md_iface_config_read(mc->md, UCT_MC_UDP_TL_NAME, NULL, NULL,
+    status = uct_md_iface_config_read(mci->md, tl_name, NULL, NULL,
                                       &iface_config);
     if (status != UCS_OK) {
-        goto out;
+        goto err;
     }
 
     if (isfinite(config->peer_timeout)) {
         /* Plain numbers are seconds for UCX's time parser */
         ucs_snprintf_zero(value, sizeof(value), "%.9g",
                           config->peer_timeout);
-        status = uct_config_modify(iface_config, "PEER_TIMEOUT", value);
+        status = uct_config_modify(iface_config, info->peer_timeout, value);
         if (status != UCS_OK) {
-            ucs_diag("UCG: failed to set the mc_udp PEER_TIMEOUT: %s",
-                     ucs_status_string(status));
-            goto out;
+            ucs_diag("UCG: failed to set %s's %s: %s", tl_name,
+                     info->peer_timeout, ucs_status_string(status));
+            goto err;
         }
     }
 
-    status = ucs_async_context_create(UCS_ASYNC_MODE_POLL, &mc->async);
+    status = ucs_async_context_create(info->async_mode, &mci->async);
     if (status != UCS_OK) {
-        goto out;
+        goto err;
     }
-    status = uct_worker_create(mc->async, UCS_THREAD_MODE_SINGLE,
-                               &mc->worker);
+    status = uct_worker_create(mci->async, UCS_THREAD_MODE_SINGLE,
+                               &mci->worker);
     if (status != UCS_OK) {
-        goto out;
-    }
-
-    status = uct_o2m_iface_open_dev(mc->md, mc->worker, UCT_MC_UDP_TL_NAME,
-                                    dev, iface_config, ucg_mc_iface_err_cb,
-                                    context, &mc->iface);
-    if (status != UCS_OK) {
-        ucs_diag("UCG: failed to open mc_udp/%s: %s", dev,
-                 ucs_status_string(status));
-        goto out;
+        goto err;
     }
 
-    status = uct_iface_query(mc->iface, &attr);
+    status = uct_o2m_iface_open_dev(mci->md, mci->worker, tl_name, mci->dev,
+                                    iface_config, ucg_mc_iface_err_cb,
+                                    context, &mci->iface);
     if (status != UCS_OK) {
-        goto out;
+        mci->iface = NULL;
+        goto err;
+    }
+
+    status = uct_iface_query(mci->iface, &attr);
+    if (status != UCS_OK) {
+        goto err;
     }
     if ((attr.cap.am.max_bcopy <= sizeof(ucg_sm_hdr_t)) ||
         (attr.iface_addr_len > UCG_MC_ADDR_MAX) ||
         (attr.device_addr_len > UCG_MC_ADDR_MAX) ||
         (attr.iface_addr_len + attr.device_addr_len > UCG_MC_ADDR_MAX)) {
-        ucs_diag("UCG: mc_udp/%s: messages of %zu bytes or addresses of "
-                 "%zu + %zu bytes do not fit", dev, attr.cap.am.max_bcopy,
-                 attr.iface_addr_len, attr.device_addr_len);
+        ucs_diag("UCG: %s/%s: messages of %zu bytes or addresses of "
+                 "%zu + %zu bytes do not fit", tl_name, mci->dev,
+                 attr.cap.am.max_bcopy, attr.iface_addr_len,
+                 attr.device_addr_len);
         status = UCS_ERR_UNSUPPORTED;
-        goto out;
+        goto err;
     }
 
-    mc->max_frag       = attr.cap.am.max_bcopy - sizeof(ucg_sm_hdr_t);
-    mc->iface_addr_len = attr.iface_addr_len;
-    mc->dev_addr_len   = attr.device_addr_len;
-    mc->loopback       = ucg_mc_dev_is_loopback(dev);
-    status = uct_iface_get_address(mc->iface, (void*)mc->iface_addr);
+    mci->max_frag       = attr.cap.am.max_bcopy - sizeof(ucg_sm_hdr_t);
+    mci->iface_addr_len = attr.iface_addr_len;
+    mci->dev_addr_len   = attr.device_addr_len;
+    mci->loopback       = ucg_mc_dev_is_loopback(mci->dev);
+    status = uct_iface_get_address(mci->iface, (void*)mci->iface_addr);
     if (status == UCS_OK) {
-        status = uct_iface_get_device_address(mc->iface,
-                                              (void*)mc->dev_addr);
+        status = uct_iface_get_device_address(mci->iface,
+                                              (void*)mci->dev_addr);
     }
     if (status != UCS_OK) {
-        goto out;
+        goto err;
     }
 
     /* Synchronous: called from ucg_progress() */
-    status = uct_iface_set_am_handler(mc->iface, UCG_MC_AM_ID, ucg_sm_am_cb,
-                                      context, 0);
+    status = uct_iface_set_am_handler(mci->iface, UCG_MC_AM_ID,
+                                      ucg_sm_am_cb, context, 0);
     if (status != UCS_OK) {
-        goto out;
+        goto err;
     }
-    uct_iface_progress_enable(mc->iface,
+    uct_iface_progress_enable(mci->iface,
                               UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
-    ucs_debug("UCG: mc_udp on %s%s, fragments of %zu bytes", dev,
-              mc->loopback ? " (loopback)" : "", mc->max_frag);
+    uct_config_release(iface_config);
+    ucs_debug("UCG: %s on %s%s, fragments of %zu bytes", tl_name, mci->dev,
+              mci->loopback ? " (loopback)" : "", mci->max_frag);
+    return UCS_OK;
 
-out:
+err:
     if (iface_config != NULL) {
         uct_config_release(iface_config);
     }
-    uct_release_tl_resource_list(res);
+    ucg_mc_iface_close(mci);
     return status;
+}
+
+uint8_t ucg_mc_tls_wanted(const ucg_config_t *config)
+{
+    uint8_t tls = 0;
+    unsigned tl;
+
+    if (config->mc == UCS_NO) {
+        return 0;
+    }
+
+    for (tl = 0; tl < UCG_MC_TL_LAST; ++tl) {
+        if ((config->mc_tl != UCG_MC_TL_AUTO) && (config->mc_tl != tl)) {
+            continue;
+        }
+        if (!ucg_context_tls_allows(config, ucg_mc_tl_names[tl])) {
+            ucs_debug("UCG: UCX_TLS excludes %s", ucg_mc_tl_names[tl]);
+            continue;
+        }
+        tls |= UCG_MC_TL_BIT(tl);
+    }
+    return tls;
 }
 
 ucs_status_t ucg_mc_context_init(ucg_context_h context)
 {
     ucs_ternary_auto_value_t mode = context->config->mc;
-    uct_component_h component;
+    uint8_t wanted                = ucg_mc_tls_wanted(context->config);
     struct ucg_mc_ctx *mc;
     ucs_status_t status;
+    unsigned tl, num_open = 0;
+    char names[64];
 
     context->mc = NULL;
     if (mode == UCS_NO) {
         return UCS_OK;
     }
 
-    if (!ucg_context_tls_allows(context->config, UCT_MC_UDP_TL_NAME)) {
+    if (wanted == 0) {
         if (mode == UCS_YES) {
-            ucs_error("UCG MC=y but UCX_TLS excludes %s",
-                      UCT_MC_UDP_TL_NAME);
+            ucs_error("UCG MC=y but UCX_TLS or MC_TL excludes every "
+                      "multicast transport");
             return UCS_ERR_UNSUPPORTED;
         }
         return UCS_OK;
     }
 
-    component = uct_o2m_component_find(UCT_MC_UDP_TL_NAME);
-    mc        = ucs_calloc(1, sizeof(*mc), "ucg mc");
-    if ((component == NULL) || (mc == NULL)) {
-        ucs_free(mc);
-        status = (component == NULL) ? UCS_ERR_NO_DEVICE : UCS_ERR_NO_MEMORY;
-        goto err;
+    mc = ucs_calloc(1, sizeof(*mc), "ucg mc");
+    if (mc == NULL) {
+        ucs_error("UCG: out of memory for the multicast interfaces");
+        return UCS_ERR_NO_MEMORY;
     }
     ucs_list_head_init(&mc->lingering);
 
-    status = ucg_mc_iface_open(context, component, mc);
-    if (status != UCS_OK) {
-        ucg_mc_close(mc);
-        goto err;
+    for (tl = 0; tl < UCG_MC_TL_LAST; ++tl) {
+        mc->ifaces[tl].tl = (ucg_mc_tl_t)tl;
+        if (!(wanted & UCG_MC_TL_BIT(tl))) {
+            continue;
+        }
+        status = ucg_mc_iface_open(context, &mc->ifaces[tl]);
+        if (status == UCS_OK) {
+            ++num_open;
+            continue;
+        }
+        /* Transports absent from a build or a machine are the rule:
+         * say so at debug level, the others at diag */
+        if (status == UCS_ERR_NO_DEVICE) {
+            ucs_debug("UCG: %s has no device here", ucg_mc_tl_names[tl]);
+        } else {
+            ucs_diag("UCG: not using %s: %s", ucg_mc_tl_names[tl],
+                     ucs_status_string(status));
+        }
+    }
+
+    if (num_open == 0) {
+        ucs_free(mc);
+        if (mode == UCS_YES) {
+            ucs_error("UCG MC=y but no multicast transport can be used "
+                      "(tried %s)",
+                      ucg_mc_tls_str(wanted, names, sizeof(names)));
+            return UCS_ERR_UNSUPPORTED;
+        }
+        ucs_diag("UCG: continuing without multicast (tried %s)",
+                 ucg_mc_tls_str(wanted, names, sizeof(names)));
+        return UCS_OK;
     }
 
     context->mc = mc;
     return UCS_OK;
+}
 
-err:
-    if (mode == UCS_YES) {
-        ucs_error("UCG MC=y but %s cannot be used: %s", UCT_MC_UDP_TL_NAME,
-                  ucs_status_string(status));
+/* Adds @a b to @a a */
+static void ucg_mc_counters_sum(ucg_mc_counters_t *a,
+                                const ucg_mc_counters_t *b)
+{
+    a->tx_packets      += b->tx_packets;
+    a->rx_packets      += b->rx_packets;
+    a->rx_mcast_data   += b->rx_mcast_data;
+    a->rx_repaired     += b->rx_repaired;
+    a->rx_dup          += b->rx_dup;
+    a->tx_nack         += b->tx_nack;
+    a->tx_repair_ucast += b->tx_repair_ucast;
+    a->tx_repair_mcast += b->tx_repair_mcast;
+}
+
+void ucg_mc_ep_counters_add(const ucg_mc_iface_t *mci, uct_ep_h ep,
+                            ucg_mc_counters_t *counters)
+{
+    uct_mc_verbs_ep_counters_t vc;
+    ucg_mc_counters_t c = {0};
+
+    if (!ucg_mc_tls[mci->tl].ep_counters ||
+        (uct_mc_verbs_ep_counters(ep, &vc) != UCS_OK)) {
+        return;
+    }
+    c.rx_packets      = vc.rx_datagrams;
+    c.rx_mcast_data   = vc.rx_mcast_data;
+    c.rx_repaired     = vc.rx_repaired;
+    c.rx_dup          = vc.rx_dup;
+    c.tx_nack         = vc.tx_nack;
+    c.tx_repair_ucast = vc.tx_repair_ucast;
+    c.tx_repair_mcast = vc.tx_repair_mcast;
+    ucg_mc_counters_sum(counters, &c);
+}
+
+static void ucg_mc_eps_counters_add(ucs_list_link_t *list,
+                                    const ucg_mc_iface_t *mci,
+                                    ucg_mc_counters_t *counters)
+{
+    ucg_mc_ep_t *mc_ep;
+
+    ucs_list_for_each(mc_ep, list, list) {
+        if ((mc_ep->tl == mci->tl) && (mc_ep->ep != NULL)) {
+            ucg_mc_ep_counters_add(mci, mc_ep->ep, counters);
+        }
+    }
+}
+
+ucs_status_t ucg_mc_counters(ucg_context_h context, ucg_mc_tl_t tl,
+                             ucg_mc_counters_t *counters)
+{
+    ucg_mc_iface_t *mci = ucg_mc_iface(context->mc, tl);
+    uct_mc_udp_counters_t uc;
+    ucs_status_t status;
+    ucg_group_t *group;
+
+    if (mci == NULL) {
         return UCS_ERR_UNSUPPORTED;
     }
-    ucs_diag("UCG: continuing without %s: %s", UCT_MC_UDP_TL_NAME,
-             ucs_status_string(status));
+
+    memset(counters, 0, sizeof(*counters));
+    if (!ucg_mc_tls[tl].ep_counters) {
+        status = uct_mc_udp_iface_counters(mci->iface, &uc);
+        if (status != UCS_OK) {
+            return status;
+        }
+        counters->tx_packets      = uc.tx_packets;
+        counters->rx_packets      = uc.rx_packets;
+        counters->rx_dup          = uc.rx_dup;
+        counters->tx_nack         = uc.tx_nack;
+        counters->tx_repair_ucast = uc.tx_repair_ucast;
+        counters->tx_repair_mcast = uc.tx_repair_mcast;
+        return UCS_OK;
+    }
+
+    *counters = mci->gone;
+    ucg_mc_eps_counters_add(&context->mc->lingering, mci, counters);
+    ucs_list_for_each(group, &context->groups, list) {
+        if (group->mc != NULL) {
+            ucg_mc_eps_counters_add(&group->mc->eps, mci, counters);
+        }
+    }
     return UCS_OK;
 }
 
 void ucg_mc_context_cleanup(ucg_context_h context)
 {
     struct ucg_mc_ctx *mc = context->mc;
-    uct_mc_udp_counters_t cnt;
+    ucg_mc_counters_t cnt;
     ucg_mc_ep_t *mc_ep, *tmp;
+    ucg_mc_iface_t *mci;
+    unsigned tl;
 
     if (mc == NULL) {
         return;
-    }
-
-    /* What it did, for whoever must know that multicast carried the data
-     * (test/mpi/run.sh with MPI_TEST_EXPECT_MC=1) */
-    if ((uct_mc_udp_iface_counters(mc->iface, &cnt) == UCS_OK) &&
-        ((cnt.tx_packets > 0) || (cnt.rx_packets > 0))) {
-        ucs_diag("UCG: mc_udp sent %lu, received %lu datagrams; %lu NACKs "
-                 "sent, %lu repairs sent by unicast, %lu PSNs re-multicast, "
-                 "%lu duplicates", cnt.tx_packets, cnt.rx_packets,
-                 cnt.tx_nack, cnt.tx_repair_ucast, cnt.tx_repair_mcast,
-                 cnt.rx_dup);
     }
 
     ucs_list_for_each_safe(mc_ep, tmp, &mc->lingering, list) {
         ucs_list_del(&mc_ep->list);
         ucg_mc_ep_free(context, mc_ep);
     }
-    ucg_mc_close(mc);
+
+    for (tl = 0; tl < UCG_MC_TL_LAST; ++tl) {
+        mci = ucg_mc_iface(mc, (ucg_mc_tl_t)tl);
+        if (mci == NULL) {
+            continue;
+        }
+        /* What it did, for whoever must know that multicast carried the
+         * data (test/mpi/run.sh with MPI_TEST_EXPECT_MC=1) */
+        if ((ucg_mc_counters(context, (ucg_mc_tl_t)tl, &cnt) != UCS_OK) ||
+            ((cnt.tx_packets == 0) && (cnt.rx_packets == 0))) {
+            /* nothing to say */
+        } else if (!ucg_mc_tls[tl].ep_counters) {
+            ucs_diag("UCG: %s sent %lu, received %lu datagrams; %lu NACKs "
+                     "sent, %lu repairs sent by unicast, %lu PSNs "
+                     "re-multicast, %lu duplicates", ucg_mc_tl_names[tl],
+                     cnt.tx_packets, cnt.rx_packets, cnt.tx_nack,
+                     cnt.tx_repair_ucast, cnt.tx_repair_mcast, cnt.rx_dup);
+        } else {
+            ucs_diag("UCG: %s received %lu datagrams, %lu data packets by "
+                     "multicast, %lu repaired; %lu NACKs sent, %lu repairs "
+                     "sent by unicast, %lu PSNs re-multicast, %lu "
+                     "duplicates", ucg_mc_tl_names[tl], cnt.rx_packets,
+                     cnt.rx_mcast_data, cnt.rx_repaired, cnt.tx_nack,
+                     cnt.tx_repair_ucast, cnt.tx_repair_mcast, cnt.rx_dup);
+        }
+        ucg_mc_iface_close(mci);
+    }
+    ucs_free(mc);
     context->mc = NULL;
 }
 
 unsigned ucg_mc_progress(ucg_context_h context)
 {
     struct ucg_mc_ctx *mc = context->mc;
+    unsigned count        = 0;
+    unsigned tl;
 
-    return ((mc != NULL) && (mc->num_eps > 0)) ?
-           uct_worker_progress(mc->worker) : 0;
+    if (mc == NULL) {
+        return 0;
+    }
+    for (tl = 0; tl < UCG_MC_TL_LAST; ++tl) {
+        if (mc->ifaces[tl].num_eps > 0) {
+            count += uct_worker_progress(mc->ifaces[tl].worker);
+        }
+    }
+    return count;
 }
 
-uint8_t ucg_mc_local_kind(ucg_context_h context)
+void ucg_mc_local_tls(ucg_context_h context, uint8_t *tls_p,
+                      uint8_t *lo_tls_p)
 {
-    if (context->mc == NULL) {
-        return UCG_MC_NONE;
-    }
-    return context->mc->loopback ? UCG_MC_LOOPBACK : UCG_MC_NET;
-}
+    ucg_mc_iface_t *mci;
+    unsigned tl;
 
-ucs_status_t ucg_mc_counters(ucg_context_h context,
-                             uct_mc_udp_counters_t *counters)
-{
-    if (context->mc == NULL) {
-        return UCS_ERR_UNSUPPORTED;
+    *tls_p    = 0;
+    *lo_tls_p = 0;
+    for (tl = 0; tl < UCG_MC_TL_LAST; ++tl) {
+        mci = ucg_mc_iface(context->mc, (ucg_mc_tl_t)tl);
+        if (mci != NULL) {
+            *tls_p    |= UCG_MC_TL_BIT(tl);
+            *lo_tls_p |= mci->loopback ? UCG_MC_TL_BIT(tl) : 0;
+        }
     }
-    return uct_mc_udp_iface_counters(context->mc->iface, counters);
 }
 
 
 /* ------------------------------------------------------------------------ */
-/* Groups                                                                   */
+/* Groups: the transport every member has                                  */
 /* ------------------------------------------------------------------------ */
 
-int ucg_mc_group_usable(ucg_group_h group, const uint8_t *kind,
-                        size_t stride)
+ucg_mc_tl_t ucg_mc_select(ucs_ternary_auto_value_t mode, unsigned num_hosts,
+                          const ucg_mc_avail_t *avail, unsigned size,
+                          unsigned me)
 {
-    ucs_ternary_auto_value_t mode = group->context->config->mc;
-    int mine = (kind[group->rank * stride] != UCG_MC_NONE);
-    int real_hosts = 0, loopback = 0;
-    unsigned i;
-    uint8_t k;
+    int mine        = (avail[me].tls != 0);
+    uint8_t all     = 0xff;
+    uint8_t lo      = 0;
+    int real_hosts  = 0;
+    unsigned i, tl, lacking = me;
+    char names[64];
 
-    if ((mode == UCS_NO) || (group->topo.num_hosts < 2)) {
-        return 0;
+    if ((mode == UCS_NO) || (num_hosts < 2)) {
+        return UCG_MC_TL_LAST;
     }
 
-    if (group->size > UCG_MC_MAX_RANKS) {
+    if (size > UCG_MC_MAX_RANKS) {
         if (mine) {
-            ucs_diag("UCG group rank %u: %u members, mc_udp phases take at "
-                     "most %u", group->rank, group->size, UCG_MC_MAX_RANKS);
+            ucs_diag("UCG group rank %u: %u members, multicast phases take "
+                     "at most %u", me, size, UCG_MC_MAX_RANKS);
         }
-        return 0;
+        return UCG_MC_TL_LAST;
     }
 
-    for (i = 0; i < group->size; ++i) {
-        k = kind[i * stride];
-        if ((k != UCG_MC_NET) && (k != UCG_MC_LOOPBACK)) {
-            if (mine) {
-                ucs_diag("UCG group rank %u: rank %u has no mc_udp, neither "
-                         "does the group", group->rank, i);
-            }
-            return 0;
+    for (i = 0; i < size; ++i) {
+        if ((all & avail[i].tls) != all) {
+            lacking = i;   /* the last member that narrowed the choice */
         }
-        loopback   |= (k == UCG_MC_LOOPBACK);
-        real_hosts |= (group->members[i].real_host !=
-                       group->members[0].real_host);
-    }
-
-    if (real_hosts && loopback) {
-        if (mine) {
-            ucs_diag("UCG group rank %u: the group spans hosts and a member's "
-                     "mc_udp is on loopback: not using it (MC_DEVICE)",
-                     group->rank);
-        }
-        return 0;
+        all        &= avail[i].tls;
+        lo         |= avail[i].lo_tls;
+        real_hosts |= (avail[i].real_host != avail[0].real_host);
     }
 
     /* Between virtual hosts of one real host only when forced: sm and
      * UCP's shared memory are the better way there */
-    return real_hosts || (mode == UCS_YES);
-}
+    if (!real_hosts && (mode != UCS_YES)) {
+        return UCG_MC_TL_LAST;
+    }
 
+    for (tl = 0; tl < UCG_MC_TL_LAST; ++tl) {
+        if (!(all & UCG_MC_TL_BIT(tl))) {
+            continue;
+        }
+        if (real_hosts && (lo & UCG_MC_TL_BIT(tl))) {
+            if (mine) {
+                ucs_diag("UCG group rank %u: the group spans hosts and a "
+                         "member's %s is on loopback: not using it "
+                         "(MC_DEVICE)", me, ucg_mc_tl_names[tl]);
+            }
+            continue;
+        }
+        return (ucg_mc_tl_t)tl;
+    }
+
+    if (mine) {
+        ucs_diag("UCG group rank %u: no multicast transport that every "
+                 "member has off loopback (rank %u has %s): point-to-point",
+                 me, lacking, ucg_mc_tls_str(avail[lacking].tls, names,
+                                             sizeof(names)));
+    }
+    return UCG_MC_TL_LAST;
+}

@@ -1,25 +1,29 @@
 /**
- * UCG broadcasts between hosts over IP multicast (mc_udp): the context's
- * interface and the group endpoints of the sets of MC_BCAST phases; the
+ * UCG broadcasts between hosts over multicast: the group endpoints of the
+ * sets of MC_BCAST phases, on the group's multicast transport (mc_mlx5,
+ * mc_verbs or mc_udp: the first that every member has, ucg_mc.c); the
  * phase itself is phase/ucg_mc_bcast.c.
  *
- * A context opens one mc_udp interface (MC=try|yes, UCX_TLS allows it) on
- * its own UCT worker.  The planner turns a point-to-point bcast phase whose
- * set spans hosts into MC_BCAST (ucg_plan.c); the set root then sends the
- * phase's data once, by multicast, and the engine of mc/rel/ makes it
- * reliable.  Messages are fragments of at most the agreed fragment size,
- * each behind a ucg_sm_hdr_t (group id, sequence, phase, epoch, fragment),
- * so a message that arrives before its collective reaches the phase is kept
- * like an early sm message and taken when the phase starts.
+ * A context opens the interfaces of its multicast transports (MC=try|yes,
+ * MC_TL, UCX_TLS), each on its own UCT worker (ucg_mc.c).  The planner
+ * turns a point-to-point bcast phase whose set spans hosts into MC_BCAST
+ * (ucg_plan.c); the set root then sends the phase's data once, by
+ * multicast, and the engine of mc/rel/ makes it reliable.  Messages are
+ * fragments of at most the agreed fragment size, each behind a
+ * ucg_sm_hdr_t (group id, sequence, phase, epoch, fragment), so a message
+ * that arrives before its collective reaches the phase is kept like an
+ * early sm message and taken when the phase starts.
  *
  * All or none
  * -----------
  * Any leader may fail to create its group endpoint (no interface, a socket
- * or IP_ADD_MEMBERSHIP error), and a root would wait forever for a member
- * that never joins.  So the members of a set agree, over UCP, before
- * anything is multicast, once per group and set (the outcome is cached):
+ * or IP_ADD_MEMBERSHIP error, a failed RDMA-CM join), and a root would
+ * wait forever for a member that never joins.  So the members of a set
+ * agree, over UCP, before anything is multicast, once per group and set
+ * (the outcome is cached):
  *   step 0: the root creates its endpoint and sends every member an offer
- *           (its status, its largest fragment, its mc_udp addresses);
+ *           (its status, its largest fragment, its interface's
+ *           addresses: mc_udp's members send to them);
  *   step 1: a member that got a good offer creates its endpoint and
  *           answers with its status and largest fragment;
  *   step 2: the root sends the decision: READY with the smallest fragment
@@ -72,7 +76,7 @@
 typedef struct ucg_mc_setup_msg {
     int32_t  status;
     uint32_t frag;           /* largest payload per message */
-    uint16_t iface_addr_len; /* offer: the root's mc_udp addresses */
+    uint16_t iface_addr_len; /* offer: the root's interface addresses */
     uint16_t dev_addr_len;
     uint32_t reserved;
     uint8_t  addr[UCG_MC_ADDR_MAX];
@@ -89,11 +93,6 @@ typedef struct ucg_mc_setup {
                                         member: [0] offer, [1] answer,
                                         [2] decision */
 } ucg_mc_setup_t;
-
-struct ucg_mc_group {
-    ucs_list_link_t   eps;           /* ucg_mc_ep_t */
-};
-
 
 static int ucg_mc_reqs_done(ucg_mc_setup_t *setup)
 {
@@ -153,17 +152,21 @@ static void ucg_mc_setup_free(ucg_context_h context, ucg_mc_ep_t *mc_ep)
         ucs_free(setup->reqs);
         ucs_free(setup);
     } else {
-        ucs_debug("UCG: leaving an mc_udp setup with requests to UCP");
+        ucs_debug("UCG: leaving a multicast setup with requests to UCP");
     }
     mc_ep->setup = NULL;
 }
 
 static void ucg_mc_ep_destroy(ucg_context_h context, ucg_mc_ep_t *mc_ep)
 {
-    if (mc_ep->ep != NULL) {
+    ucg_mc_iface_t *mci = ucg_mc_iface(context->mc, mc_ep->tl);
+
+    if ((mc_ep->ep != NULL) && (mci != NULL)) {
+        /* What it did stays counted */
+        ucg_mc_ep_counters_add(mci, mc_ep->ep, &mci->gone);
         uct_ep_destroy(mc_ep->ep);
         mc_ep->ep = NULL;
-        --context->mc->num_eps;
+        --mci->num_eps;
     }
 }
 
@@ -192,9 +195,9 @@ static void ucg_mc_root_flush(ucg_group_h group, ucg_mc_ep_t *mc_ep)
             break;
         }
         if (ucs_get_time() > deadline) {
-            ucs_diag("UCG group %u rank %u: flush of the mc_udp endpoint "
-                     "did not complete in PEER_TIMEOUT", group->id,
-                     group->rank);
+            ucs_diag("UCG group %u rank %u: flush of the %s endpoint did "
+                     "not complete in PEER_TIMEOUT", group->id, group->rank,
+                     ucg_mc_tl_name(mc_ep->tl));
             return;
         }
         ucg_mc_progress(context);
@@ -202,8 +205,9 @@ static void ucg_mc_root_flush(ucg_group_h group, ucg_mc_ep_t *mc_ep)
     }
 
     if (status != UCS_OK) {
-        ucs_debug("UCG group %u rank %u: flush of the mc_udp endpoint: %s",
-                  group->id, group->rank, ucs_status_string(status));
+        ucs_debug("UCG group %u rank %u: flush of the %s endpoint: %s",
+                  group->id, group->rank, ucg_mc_tl_name(mc_ep->tl),
+                  ucs_status_string(status));
     }
 }
 
@@ -284,8 +288,9 @@ static ucs_status_t ucg_mc_post(ucg_group_h group, ucg_mc_ep_t *mc_ep,
     }
 
     if (UCS_PTR_IS_ERR(req)) {
-        ucs_error("UCG group %u: mc_udp setup %s rank %u failed: %s",
-                  group->id, is_send ? "send to" : "receive from", peer,
+        ucs_error("UCG group %u: %s setup %s rank %u failed: %s",
+                  group->id, ucg_mc_tl_name(mc_ep->tl),
+                  is_send ? "send to" : "receive from", peer,
                   ucs_status_string(UCS_PTR_STATUS(req)));
         return UCS_PTR_STATUS(req);
     }
@@ -311,7 +316,7 @@ static ucs_status_t ucg_mc_req_status(ucg_group_h group, ucg_mc_setup_t *setup,
     } else {
         status = ucp_tag_recv_request_test(setup->reqs[i], &info);
         if ((status == UCS_OK) && (info.length != setup->req_len[i])) {
-            ucs_error("UCG group %u: mc_udp setup message of %zu bytes, "
+            ucs_error("UCG group %u: multicast setup message of %zu bytes, "
                       "expected %zu", group->id, info.length,
                       setup->req_len[i]);
             status = UCS_ERR_MESSAGE_TRUNCATED;
@@ -347,7 +352,7 @@ static uint64_t ucg_mc_group_id(const ucg_group_t *group,
 static ucs_status_t ucg_mc_create_ep(ucg_group_h group, ucg_mc_ep_t *mc_ep,
                                      const ucg_mc_setup_msg_t *offer)
 {
-    struct ucg_mc_ctx *mc = group->context->mc;
+    ucg_mc_iface_t *mci = ucg_mc_iface(group->context->mc, mc_ep->tl);
     uct_o2m_group_params_t params;
     ucs_status_t status;
 
@@ -363,12 +368,12 @@ static ucs_status_t ucg_mc_create_ep(ucg_group_h group, ucg_mc_ep_t *mc_ep,
                                                offer->iface_addr_len);
     }
 
-    status = uct_o2m_ep_create(mc->iface, &params, &mc_ep->ep);
+    status = uct_o2m_ep_create(mci->iface, &params, &mc_ep->ep);
     if (status != UCS_OK) {
         mc_ep->ep = NULL;
         return status;
     }
-    ++mc->num_eps;
+    ++mci->num_eps;
     return UCS_OK;
 }
 
@@ -378,22 +383,23 @@ static void ucg_mc_decided(ucg_group_h group, ucg_mc_ep_t *mc_ep, int ready,
     if (ready) {
         mc_ep->state = UCG_MC_EP_READY;
         mc_ep->frag  = frag;
-        ucs_debug("UCG group %u rank %u: mc_udp group of %u rooted at rank "
-                  "%u, fragments of %zu", group->id, group->rank,
-                  mc_ep->count, mc_ep->ranks[mc_ep->root_idx], frag);
+        ucs_debug("UCG group %u rank %u: %s group of %u rooted at rank %u, "
+                  "fragments of %zu", group->id, group->rank,
+                  ucg_mc_tl_name(mc_ep->tl), mc_ep->count,
+                  mc_ep->ranks[mc_ep->root_idx], frag);
         return;
     }
 
     mc_ep->state = UCG_MC_EP_REFUSED;
     ucg_mc_ep_destroy(group->context, mc_ep); /* nothing was sent on it */
-    ucs_diag("UCG group %u rank %u: a leader could not join the mc_udp group "
+    ucs_diag("UCG group %u rank %u: a leader could not join the %s group "
              "of rank %u: point-to-point instead", group->id, group->rank,
-             mc_ep->ranks[mc_ep->root_idx]);
+             ucg_mc_tl_name(mc_ep->tl), mc_ep->ranks[mc_ep->root_idx]);
 }
 
 static ucs_status_t ucg_mc_root_setup(ucg_group_h group, ucg_mc_ep_t *mc_ep)
 {
-    struct ucg_mc_ctx *mc   = group->context->mc;
+    ucg_mc_iface_t *mc      = ucg_mc_iface(group->context->mc, mc_ep->tl);
     ucg_mc_setup_t *setup   = mc_ep->setup;
     ucg_mc_setup_msg_t *msg = setup->msgs;
     size_t frag             = mc->max_frag;
@@ -404,8 +410,9 @@ static ucs_status_t ucg_mc_root_setup(ucg_group_h group, ucg_mc_ep_t *mc_ep)
     if (mc_ep->step == 0) {
         mc_ep->local = ucg_mc_create_ep(group, mc_ep, NULL);
         if (mc_ep->local != UCS_OK) {
-            ucs_diag("UCG group %u rank %u: creating an mc_udp group "
-                     "endpoint failed: %s", group->id, group->rank,
+            ucs_diag("UCG group %u rank %u: creating a %s group endpoint "
+                     "failed: %s", group->id, group->rank,
+                     ucg_mc_tl_name(mc_ep->tl),
                      ucs_status_string(mc_ep->local));
         }
         msg[0].status         = mc_ep->local;
@@ -449,9 +456,9 @@ static ucs_status_t ucg_mc_root_setup(ucg_group_h group, ucg_mc_ep_t *mc_ep)
             if (ucg_mc_peer_status(msg[2 + i].status) != UCS_OK) {
                 ready = 0;
             } else if (msg[2 + i].frag == 0) {
-                ucs_error("UCG group %u: rank %u answered the mc_udp setup "
+                ucs_error("UCG group %u: rank %u answered the %s setup "
                           "with fragments of 0 bytes", group->id,
-                          mc_ep->ranks[i]);
+                          mc_ep->ranks[i], ucg_mc_tl_name(mc_ep->tl));
                 return UCS_ERR_IO_ERROR;
             } else {
                 frag = ucs_min(frag, msg[2 + i].frag);
@@ -476,7 +483,7 @@ static ucs_status_t ucg_mc_root_setup(ucg_group_h group, ucg_mc_ep_t *mc_ep)
 
 static ucs_status_t ucg_mc_member_setup(ucg_group_h group, ucg_mc_ep_t *mc_ep)
 {
-    struct ucg_mc_ctx *mc   = group->context->mc;
+    ucg_mc_iface_t *mc      = ucg_mc_iface(group->context->mc, mc_ep->tl);
     ucg_mc_setup_t *setup   = mc_ep->setup;
     ucg_mc_setup_msg_t *msg = setup->msgs;
     unsigned root           = mc_ep->ranks[mc_ep->root_idx];
@@ -509,17 +516,19 @@ static ucs_status_t ucg_mc_member_setup(ucg_group_h group, ucg_mc_ep_t *mc_ep)
         } else if ((msg[0].iface_addr_len != mc->iface_addr_len) ||
                    (msg[0].dev_addr_len != mc->dev_addr_len) ||
                    (msg[0].frag == 0)) {
-            ucs_error("UCG group %u: rank %u offered an mc_udp group with "
+            ucs_error("UCG group %u: rank %u offered a %s group with "
                       "addresses of %u + %u bytes (ours: %zu + %zu) and "
                       "fragments of %u", group->id, root,
+                      ucg_mc_tl_name(mc_ep->tl),
                       msg[0].iface_addr_len, msg[0].dev_addr_len,
                       mc->iface_addr_len, mc->dev_addr_len, msg[0].frag);
             return UCS_ERR_IO_ERROR;
         } else {
             mc_ep->local = ucg_mc_create_ep(group, mc_ep, &msg[0]);
             if (mc_ep->local != UCS_OK) {
-                ucs_diag("UCG group %u rank %u: joining the mc_udp group of "
-                         "rank %u failed: %s", group->id, group->rank, root,
+                ucs_diag("UCG group %u rank %u: joining the %s group of "
+                         "rank %u failed: %s", group->id, group->rank,
+                         ucg_mc_tl_name(mc_ep->tl), root,
                          ucs_status_string(mc_ep->local));
             }
         }
@@ -548,9 +557,10 @@ static ucs_status_t ucg_mc_member_setup(ucg_group_h group, ucg_mc_ep_t *mc_ep)
     if ((status == UCS_OK) &&
         ((mc_ep->local != UCS_OK) || (msg[2].frag == 0) ||
          (msg[2].frag > mc->max_frag))) {
-        ucs_error("UCG group %u: rank %u decided an mc_udp group this member "
+        ucs_error("UCG group %u: rank %u decided a %s group this member "
                   "could not join, or fragments of %u bytes (at most %zu)",
-                  group->id, root, msg[2].frag, mc->max_frag);
+                  group->id, root, ucg_mc_tl_name(mc_ep->tl), msg[2].frag,
+                  mc->max_frag);
         return UCS_ERR_IO_ERROR;
     }
     ucg_mc_decided(group, mc_ep, status == UCS_OK, msg[2].frag);
@@ -576,9 +586,10 @@ ucs_status_t ucg_mc_ep_agree(ucg_group_h group, ucg_mc_ep_t *mc_ep)
              ucg_mc_root_setup(group, mc_ep) :
              ucg_mc_member_setup(group, mc_ep);
     if ((status != UCS_OK) && (status != UCS_INPROGRESS)) {
-        ucs_error("UCG group %u rank %u: agreeing on the mc_udp group of rank "
+        ucs_error("UCG group %u rank %u: agreeing on the %s group of rank "
                   "%u failed: %s", group->id, group->rank,
-                  mc_ep->ranks[mc_ep->root_idx], ucs_status_string(status));
+                  ucg_mc_tl_name(mc_ep->tl), mc_ep->ranks[mc_ep->root_idx],
+                  ucs_status_string(status));
         mc_ep->state  = UCG_MC_EP_FAILED;
         mc_ep->status = status;
     }
@@ -592,10 +603,10 @@ ucs_status_t ucg_mc_ep_get(ucg_group_h group,
     ucg_mc_setup_t *setup;
     ucg_mc_ep_t *mc_ep;
 
-    if (group->context->mc == NULL) {
-        /* Planned with mc (every member said it had it): cannot be */
-        ucs_error("UCG group %u: an mc_udp phase without an interface",
-                  group->id);
+    if (ucg_mc_iface(group->context->mc, group->topo.mc_tl) == NULL) {
+        /* Planned with it (every member said it had it): cannot be */
+        ucs_error("UCG group %u: a %s phase without an interface",
+                  group->id, ucg_mc_tl_name(group->topo.mc_tl));
         return UCS_ERR_NO_DEVICE;
     }
 
@@ -622,6 +633,7 @@ ucs_status_t ucg_mc_ep_get(ucg_group_h group,
         goto err_free;
     }
     mc_ep->setup   = setup;
+    mc_ep->tl      = group->topo.mc_tl;
     mc_ep->ranks   = ucs_malloc(set->count * sizeof(*mc_ep->ranks),
                                 "ucg mc ranks");
     /* root: an offer, an answer and a decision per member */
@@ -654,7 +666,7 @@ err_free:
     }
     ucs_free(mc_ep);
 err_no_memory:
-    ucs_error("UCG group %u: out of memory for an mc_udp endpoint",
+    ucs_error("UCG group %u: out of memory for a multicast endpoint",
               group->id);
     return UCS_ERR_NO_MEMORY;
 }

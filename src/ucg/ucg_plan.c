@@ -69,8 +69,8 @@ const ucg_plan_phase_info_t ucg_plan_phase_info[] = {
     [UCG_PHASE_P2P_ALLGATHER_LINEAR] = {"ucp", 0},
     [UCG_PHASE_P2P_BARRIER]          = {"ucp", 0},
     [UCG_PHASE_FOLD]                 = {"local", 0},
-    [UCG_PHASE_MC_BCAST]             = {UCT_MC_UDP_TL_NAME,
-                                        UCG_PHASE_INFO_STANDIN}
+    /* The group's transport, printed from topo->mc_tl */
+    [UCG_PHASE_MC_BCAST]             = {"mc", UCG_PHASE_INFO_STANDIN}
 };
 
 /* Names of the collectives (ucg_coll_name) */
@@ -248,9 +248,10 @@ static void ucg_plan_clear_phases(ucg_plan_t *plan)
 }
 
 /*
- * Broadcasts between hosts on mc_udp: every P2P_BCAST phase whose set spans
- * several hosts (the host leaders; or every member in a flat plan) becomes
- * MC_BCAST when the group may use mc_udp and the message is not larger than
+ * Broadcasts between hosts on multicast: every P2P_BCAST phase whose set
+ * spans several hosts (the host leaders; or every member in a flat plan)
+ * becomes MC_BCAST when the group has a multicast transport (topo->mc_tl,
+ * the same for every phase) and the message is not larger than
  * MC_MAX_SIZE.  The phase keeps its radix and fragment size for the
  * point-to-point phase that stands in for it where the leaders cannot all
  * join the multicast group (ucg_mc_agree.c).

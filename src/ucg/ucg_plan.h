@@ -89,7 +89,10 @@ typedef struct ucg_topo {
     int      sm_cma;       /* every member reads with single copy (their
                               CMA probe); 1 from ucg_topo_init */
     int      mc;           /* P2P_BCAST phases between hosts may run on
-                              mc_udp (MC_BCAST); 0 from ucg_topo_init */
+                              multicast (MC_BCAST); 0 from ucg_topo_init */
+    unsigned mc_tl;        /* with mc: its transport (ucg_mc_tl_t), for
+                              the printed plans; UCG_MC_TL_LAST from
+                              ucg_topo_init */
 } ucg_topo_t;
 
 /** Build a topology from host_of[] (any host labels; renumbered). */

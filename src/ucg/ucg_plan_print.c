@@ -109,7 +109,7 @@ void ucg_plan_print(const ucg_plan_t *plan, const ucg_topo_t *topo,
             }
         }
         if (info->flags & UCG_PHASE_INFO_STANDIN) {
-            /* mc_udp fragments are agreed when the leaders join */
+            /* multicast fragments are agreed when the leaders join */
         } else if (phase->radix != 0) {
             len += snprintf(attrs + len, sizeof(attrs) - len, " radix %u",
                             phase->radix);
@@ -133,7 +133,9 @@ void ucg_plan_print(const ucg_plan_t *plan, const ucg_topo_t *topo,
         fprintf(stream, "  %u: %-20s %-9s %-34s", i,
                 ((unsigned)phase->method < UCG_PHASE_LAST) ?
                 ucg_phase_method_names[phase->method] : "?",
-                info->transport,
+                ((phase->method == UCG_PHASE_MC_BCAST) &&
+                 (topo->mc_tl < UCG_MC_TL_LAST)) ?
+                ucg_mc_tl_names[topo->mc_tl] : info->transport,
                 (attrs[0] == ' ') ? attrs + 1 : attrs);
         for (s = 0; s < phase->num_sets; ++s) {
             fputs(" {", stream);

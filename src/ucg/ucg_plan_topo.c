@@ -99,6 +99,7 @@ ucs_status_t ucg_topo_init(ucg_topo_t *topo, unsigned size,
     topo->sm_max_members = UINT_MAX;
     topo->sm_cma         = 1;
     topo->mc             = 0;
+    topo->mc_tl          = UCG_MC_TL_LAST;
     topo->host_of    = ucs_malloc(sizeof(unsigned) * size, "ucg_topo_host_of");
     topo->host_size  = ucs_malloc(sizeof(unsigned) * num_hosts,
                                   "ucg_topo_host_size");

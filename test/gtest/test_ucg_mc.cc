@@ -4,6 +4,13 @@
  * device, mc_udp forced (UCX_UCG_MC=yes).
  *
  *  - ucg_mc.plans: the planner's mc_bcast (which phases, MC_MAX_SIZE)
+ *  - ucg_mc.select, ucg_mc.tls_wanted: the transport a group takes, by
+ *    preference (mc_mlx5 > mc_verbs > mc_udp > point-to-point) among those
+ *    every member has, with simulated availability; which ones a context
+ *    opens under MC, MC_TL and UCX_TLS
+ *  - ucg_mc.pinned: MC_TL names a transport this machine does not have:
+ *    MC=yes fails the context, MC=try runs point-to-point; the printed
+ *    plan names the group's transport (mc_udp)
  *  - ucg_mc.exact: bcast of several sizes (one fragment, fragment
  *    boundaries, many fragments) from leaders and non-leaders, allreduce
  *    whose plans broadcast between leaders (knomial, non-commutative),
@@ -21,6 +28,7 @@
  * Skipped when multicast on the loopback device does not work here.
  */
 #include "common/harness.h"
+#include "common/log_capture.h"
 #include "common/multicast.h"
 #include "common/ucg_harness.h"
 
@@ -30,6 +38,7 @@ extern "C" {
 }
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -72,14 +81,15 @@ bool skip_without_multicast()
 }
 
 struct counters_shared {
-    uct_mc_udp_counters_t cnt[8];
+    ucg_mc_counters_t cnt[8];
 };
 
 void read_counters(member &m)
 {
     auto *sh = static_cast<counters_shared*>(m.shared);
 
-    CHILD_CHECK_OK(ucg_mc_counters(m.context, &sh->cnt[m.rank]));
+    CHILD_CHECK_OK(ucg_mc_counters(m.context, UCG_MC_TL_UDP,
+                                   &sh->cnt[m.rank]));
 }
 
 } // namespace
@@ -165,6 +175,229 @@ TEST(ucg_mc, plans)
     for (ucg_phase_method_t m : plan_methods("GTESTUCGMC", key, 1)) {
         EXPECT_NE(UCG_PHASE_MC_BCAST, m);
     }
+}
+
+/* ---- the transport a group takes ---- */
+
+namespace {
+
+const uint8_t MLX5  = UCG_MC_TL_BIT(UCG_MC_TL_MLX5);
+const uint8_t VERBS = UCG_MC_TL_BIT(UCG_MC_TL_VERBS);
+const uint8_t UDP   = UCG_MC_TL_BIT(UCG_MC_TL_UDP);
+const uint8_t ALL   = MLX5 | VERBS | UDP;
+
+/* Members on @a hosts[i] (real hosts) with transports @a tls[i], of which
+ * @a lo[i] on loopback */
+std::vector<ucg_mc_avail_t> avail(const std::vector<uint8_t> &tls,
+                                  const std::vector<uint64_t> &hosts,
+                                  const std::vector<uint8_t> &lo = {})
+{
+    std::vector<ucg_mc_avail_t> v(tls.size());
+
+    for (size_t i = 0; i < tls.size(); ++i) {
+        v[i].tls       = tls[i];
+        v[i].lo_tls    = lo.empty() ? 0 : lo[i];
+        v[i].real_host = hosts[i];
+    }
+    return v;
+}
+
+/* Whether the kernel lists an RDMA device (the Soft-RoCE guests do) */
+bool verbs_device_present()
+{
+    DIR *dir = opendir("/sys/class/infiniband");
+    struct dirent *e;
+    bool found = false;
+
+    if (dir == NULL) {
+        return false;
+    }
+    while (!found && ((e = readdir(dir)) != NULL)) {
+        found = (e->d_name[0] != '.');
+    }
+    closedir(dir);
+    return found;
+}
+
+/* ucg_mc_select on every member: all must take the same */
+ucg_mc_tl_t select_all(ucs_ternary_auto_value_t mode, unsigned num_hosts,
+                       const std::vector<ucg_mc_avail_t> &v)
+{
+    ucg_mc_tl_t tl = ucg_mc_select(mode, num_hosts, v.data(), v.size(), 0);
+
+    for (unsigned me = 1; me < v.size(); ++me) {
+        EXPECT_EQ(tl, ucg_mc_select(mode, num_hosts, v.data(), v.size(),
+                                    me)) << "member " << me;
+    }
+    return tl;
+}
+
+} // namespace
+
+TEST(ucg_mc, select)
+{
+    const std::vector<uint64_t> two = {1, 1, 2, 2};  /* two real hosts */
+    const std::vector<uint64_t> one = {1, 1, 1, 1};  /* virtual hosts */
+    const ucg_mc_tl_t none = UCG_MC_TL_LAST;
+
+    /* By preference among what every member has */
+    EXPECT_EQ(UCG_MC_TL_MLX5,
+              select_all(UCS_TRY, 2, avail({ALL, ALL, ALL, ALL}, two)));
+    EXPECT_EQ(UCG_MC_TL_VERBS,
+              select_all(UCS_TRY, 2, avail({ALL, ALL, VERBS | UDP, ALL},
+                                           two)));
+    EXPECT_EQ(UCG_MC_TL_VERBS,
+              select_all(UCS_TRY, 2, avail({VERBS, ALL, VERBS, ALL}, two)));
+    EXPECT_EQ(UCG_MC_TL_UDP,
+              select_all(UCS_TRY, 2, avail({ALL, UDP, ALL, ALL}, two)));
+    EXPECT_EQ(UCG_MC_TL_UDP,
+              select_all(UCS_TRY, 2, avail({MLX5 | UDP, VERBS | UDP, UDP,
+                                            UDP}, two)));
+    /* Nothing in common, or a member without any: point-to-point */
+    EXPECT_EQ(none, select_all(UCS_TRY, 2, avail({MLX5, VERBS, ALL, ALL},
+                                                  two)));
+    EXPECT_EQ(none, select_all(UCS_TRY, 2, avail({ALL, ALL, 0, ALL}, two)));
+    EXPECT_EQ(none, select_all(UCS_YES, 2, avail({0, 0, 0, 0}, two)));
+
+    /* A member's transport on loopback, across real hosts: the next one */
+    EXPECT_EQ(UCG_MC_TL_VERBS,
+              select_all(UCS_TRY, 2, avail({ALL, ALL, ALL, ALL}, two,
+                                           {0, MLX5, 0, 0})));
+    EXPECT_EQ(none, select_all(UCS_TRY, 2, avail({UDP, UDP, UDP, UDP}, two,
+                                                  {0, 0, UDP, 0})));
+    /* Within one real host loopback reaches everyone: only when forced */
+    EXPECT_EQ(none, select_all(UCS_TRY, 2, avail({UDP, UDP, UDP, UDP}, one,
+                                                  {UDP, UDP, UDP, UDP})));
+    EXPECT_EQ(UCG_MC_TL_UDP,
+              select_all(UCS_YES, 2, avail({UDP, UDP, UDP, UDP}, one,
+                                           {UDP, UDP, UDP, UDP})));
+    EXPECT_EQ(UCG_MC_TL_VERBS,
+              select_all(UCS_YES, 2, avail({VERBS | UDP, ALL, ALL, ALL},
+                                           one)));
+
+    /* MC=n, or a single host: never */
+    EXPECT_EQ(none, select_all(UCS_NO, 2, avail({ALL, ALL, ALL, ALL}, two)));
+    EXPECT_EQ(none, select_all(UCS_YES, 1, avail({ALL, ALL, ALL, ALL},
+                                                  two)));
+    /* Bits of transports this build does not know are not taken */
+    EXPECT_EQ(none, select_all(UCS_TRY, 2, avail({0x80, 0x80, 0x80, 0x80},
+                                                  two)));
+}
+
+/* Which transports a context opens: MC, MC_TL, UCX_TLS (the prefix's) */
+TEST(ucg_mc, tls_wanted)
+{
+    const struct {
+        const char *mc, *mc_tl, *tls;
+        uint8_t    expected;
+    } cases[] = {
+        {"try", "auto",     "all",                 ALL},
+        {"yes", "auto",     "^mc_mlx5",            VERBS | UDP},
+        {"try", "auto",     "tcp,sm,mc_udp",       UDP},
+        {"try", "auto",     "rc,mc_verbs:aux,tcp", VERBS},
+        {"try", "mc_verbs", "all",                 VERBS},
+        {"try", "mc_mlx5",  "^mc_verbs",           MLX5},
+        {"yes", "mc_verbs", "tcp,mc_udp",          0},
+        {"no",  "auto",     "all",                 0},
+        {"no",  "mc_udp",   "mc_udp",              0}
+    };
+    ucg_config_t *config;
+
+    for (const auto &c : cases) {
+        std::string what = std::string("MC=") + c.mc + " MC_TL=" + c.mc_tl +
+                           " TLS=" + c.tls;
+        setenv("GTESTUCGMCW_UCG_MC", c.mc, 1);
+        setenv("GTESTUCGMCW_UCG_MC_TL", c.mc_tl, 1);
+        setenv("GTESTUCGMCW_TLS", c.tls, 1);
+        ASSERT_EQ(UCS_OK, ucg_config_read("GTESTUCGMCW", &config)) << what;
+        EXPECT_EQ(c.expected, ucg_mc_tls_wanted(config)) << what;
+        ucg_config_release(config);
+    }
+
+    /* MC_TL takes the names of the list only */
+    setenv("GTESTUCGMCW_UCG_MC_TL", "mc_foo", 1);
+    {
+        o2m_test::scoped_log_capture cap;
+        EXPECT_NE(UCS_OK, ucg_config_read("GTESTUCGMCW", &config));
+        EXPECT_TRUE(cap.has("MC_TL")) << cap.all();
+    }
+    for (const char *var : {"GTESTUCGMCW_UCG_MC", "GTESTUCGMCW_UCG_MC_TL",
+                            "GTESTUCGMCW_TLS"}) {
+        unsetenv(var);
+    }
+    for (unsigned tl = 0; tl < UCG_MC_TL_LAST; ++tl) {
+        EXPECT_STREQ(ucg_mc_tl_names[tl], ucg_mc_tl_name((ucg_mc_tl_t)tl));
+    }
+    EXPECT_STREQ("mc_mlx5", ucg_mc_tl_names[UCG_MC_TL_MLX5]);
+    EXPECT_STREQ("mc_verbs", ucg_mc_tl_names[UCG_MC_TL_VERBS]);
+    EXPECT_STREQ("mc_udp", ucg_mc_tl_names[UCG_MC_TL_UDP]);
+}
+
+/*
+ * MC_TL=mc_verbs or mc_mlx5 on a machine without a verbs device: MC=try
+ * gives groups without multicast (point-to-point between hosts: no mc_udp
+ * interface, the plans print no mc_bcast), MC=yes makes the context fail;
+ * with the default MC_TL (MC=yes: between virtual hosts) the same group
+ * prints mc_bcast on mc_udp.
+ */
+TEST(ucg_mc, pinned)
+{
+    if (skip_without_multicast()) {
+        GTEST_SKIP();
+    }
+    if (verbs_device_present()) {
+        GTEST_SKIP() << "this machine has a verbs device";
+    }
+
+    for (const char *mode : {"auto", "mc_verbs", "mc_mlx5"}) {
+        run_opts opts;
+
+        opts.env = mc_env();
+        opts.env["UCX_UCG_MC_TL"] = mode;
+        if (strcmp(mode, "auto")) {
+            opts.env["UCX_UCG_MC"] = "try"; /* yes would fail, below */
+        }
+        run_ok(4, opts, [&](member &m) {
+            coll_desc d(UCG_COLL_BCAST, 64, UCG_DT_UINT8, UCG_OP_LAST, 0);
+            coll_bufs bufs(d, m.rank, m.size);
+            ucg_coll_params_t params = bufs.params();
+            ucg_mc_counters_t cnt;
+            char *text   = NULL;
+            size_t len   = 0;
+            FILE *stream = open_memstream(&text, &len);
+            bool pinned  = strcmp(mode, "auto");
+
+            CHILD_CHECK(stream != NULL, "open_memstream: %m");
+            CHILD_CHECK_OK(ucg_coll_plan_print(m.group, &params, stream));
+            fclose(stream);
+            std::string plan(text);
+            free(text);
+            CHILD_CHECK((plan.find("mc_bcast") != std::string::npos) ==
+                        !pinned, "MC_TL=%s, plan:\n%s", mode, plan.c_str());
+            CHILD_CHECK(pinned || (plan.find("mc_udp") != std::string::npos),
+                        "the plan does not name mc_udp:\n%s", plan.c_str());
+            run_coll(m, d);
+            /* The root's bcast may return before the engine sent the data
+             * (it waits for the join probe): UCG must progress until the
+             * members have it, which the harness's final barrier (out of
+             * band) does not */
+            run_coll(m, coll_desc(UCG_COLL_BARRIER, 0, UCG_DT_UINT8));
+            CHILD_CHECK((ucg_mc_counters(m.context, UCG_MC_TL_UDP, &cnt) ==
+                         UCS_OK) == !pinned, "MC_TL=%s: mc_udp %s", mode,
+                        pinned ? "open" : "not open");
+        }, std::string("mc pinned ") + mode);
+    }
+
+    /* MC=yes: the context cannot be created */
+    run_opts opts;
+    opts.env = mc_env();
+    opts.env["UCX_UCG_MC_TL"] = "mc_verbs";
+    opts.create_group         = false;
+    std::vector<int> status = run(1, opts, [](member&) {}, "mc pinned yes");
+    ASSERT_EQ(1u, status.size());
+    /* 1: the harness's check of ucg_context_create (not a crash) */
+    EXPECT_EQ(1, status[0]) << "a context with MC=y, MC_TL=mc_verbs without "
+                               "a verbs device: exit status " << status[0];
 }
 
 TEST(ucg_mc, exact)

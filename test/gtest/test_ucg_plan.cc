@@ -1817,7 +1817,28 @@ TEST_F(test_ucg_plan, print)
         print_plan(plan, &big.t));
     ucg_plan_destroy(plan);
 
-    /* one rank */
+    /* broadcasts between hosts on multicast: the column names the group's
+     * transport, whichever it took */
+    topo_holder mc("2", 4);
+    key = make_key(UCG_COLL_BCAST, 8, 0);
+    mc.t.mc = 1;
+    for (unsigned tl = 0; tl < UCG_MC_TL_LAST; ++tl) {
+        std::string name = ucg_mc_tl_names[tl];
+        mc.t.mc_tl = tl;
+        ASSERT_EQ(UCS_OK, ucg_plan_create(m_config, &mc.t, &key, &plan));
+        EXPECT_EQ(
+            "bcast 8 bytes root 0, 4 ranks on 2 hosts [0,1][2,3]: "
+            "hierarchical, 2 phases\n"
+            "  0: mc_bcast             " + name +
+            std::string(10 - name.size(), ' ') +
+            "                                   {0*,2}\n"
+            "  1: sm_bcast             sm_bcast  batched frag 1024          "
+            "        {0*,1} {2*,3}\n",
+            print_plan(plan, &mc.t));
+        ucg_plan_destroy(plan);
+    }
+
+        /* one rank */
     topo_holder one(std::vector<uint64_t>{0});
     key = make_key(UCG_COLL_BARRIER, 0);
     ASSERT_EQ(UCS_OK, ucg_plan_create(m_config, &one.t, &key, &plan));

@@ -1,10 +1,11 @@
 /**
- * MC_BCAST: the set root sends the phase's data (coll->data) once, by IP
- * multicast on the set's mc_udp group endpoint (../ucg_mc_agree.c), and the
+ * MC_BCAST: the set root sends the phase's data (coll->data) once, by
+ * multicast on the set's group endpoint of the group's multicast transport
+ * (mc_mlx5, mc_verbs or mc_udp: ../ucg_mc.c, ../ucg_mc_agree.c), and the
  * engine of mc/rel/ makes it reliable.  The data is the stream of the SM_*
  * phases (ucg_sm.c): fragments of the agreed size behind the sm header, so
- * the sm receive path (ucg_sm_am_cb, the AM handler of the mc_udp
- * interface too) delivers them, and keeps those that arrive before their
+ * the sm receive path (ucg_sm_am_cb, the AM handler of the multicast
+ * interfaces too) delivers them, and keeps those that arrive before their
  * collective reaches the phase.
  *
  * Before the stream the set agrees on its endpoint (once per group and
@@ -39,8 +40,8 @@ static ucs_status_t ucg_mc_bcast_recv(ucg_coll_t *coll, const void *data,
                                       size_t offset)
 {
     if (length != sizeof(ucg_sm_hdr_t) + frag_len) {
-        return ucg_sm_recv_error(coll, "mc_udp fragment of unexpected length",
-                                 length);
+        return ucg_sm_recv_error(coll, "multicast fragment of unexpected "
+                                 "length", length);
     }
     if (frag_len > 0) {
         memcpy(UCS_PTR_BYTE_OFFSET(coll->data, offset),
@@ -76,9 +77,10 @@ static ucs_status_t ucg_mc_bcast_standin(ucg_coll_t *coll)
 
     *subst        = *coll->phase;
     subst->method = ucg_coll_phase_ops(coll)->standin;
-    ucs_debug("ucg group %u %s seq %u phase %u: mc_udp refused, %s on the "
-              "set of %u", coll->group->id, ucg_coll_name(coll->params.type),
+    ucs_debug("ucg group %u %s seq %u phase %u: %s refused, %s on the set "
+              "of %u", coll->group->id, ucg_coll_name(coll->params.type),
               coll->seq, coll->phase_idx,
+              ucg_mc_tl_name(coll->ps.mc.ep->tl),
               ucg_phase_method_names[subst->method], coll->set->count);
     memset(&coll->ps, 0, sizeof(coll->ps));
     coll->phase = subst;
@@ -142,9 +144,10 @@ ucs_status_t ucg_mc_bcast_progress(ucg_coll_t *coll)
             UCT_O2M_EP_STATE_FAILED) {
             return UCS_INPROGRESS;
         }
-        ucs_error("ucg group %u %s seq %u: the mc_udp group of rank %u "
+        ucs_error("ucg group %u %s seq %u: the %s group of rank %u "
                   "failed: %s", coll->group->id,
                   ucg_coll_name(coll->params.type), coll->seq,
+                  ucg_mc_tl_name(mc_ep->tl),
                   mc_ep->ranks[mc_ep->root_idx], ucs_status_string(status));
     }
 

@@ -154,7 +154,7 @@ static int coll_ucg_open(void)
  * UCG progressed by Open MPI's progress engine (low priority: every few
  * opal_progress() calls), also while this process waits in something else
  * (a delegated collective, a point-to-point wait): a member of one of UCG's
- * mc_udp groups acknowledges there what it received, else the group's root
+ * multicast groups acknowledges there what it received, else the group's root
  * could wait for it (its window full) while it waits for that root in
  * Open MPI.  A UCG collective that runs progresses UCG itself.
  */
