@@ -35,6 +35,10 @@
 #      ucx_info, UD point-to-point, groups of 2..4 with forced loss, the
 #      membership left, UCP over it) and mc_mlx5's (not listed on rxe0,
 #      its device tests skip: no mlx5 device) in the first of two guests;
+#      then UCG across the two guests with mc_verbs between them and 10 %
+#      forced loss (test/vm/ucg.sh: test/mpi/ucg_hosts's bcast and
+#      allreduce, results, printed plans and counters checked; the MPI
+#      suite's quick world-only matrix on 2 ranks with coll/ucg forced);
 #      skipped where 'contrib/vmbed.sh check' fails (no QEMU, no kernel
 #      package)
 #   6. test/fuzz/fuzz.sh: the libFuzzer targets of the shared-memory checks
@@ -257,6 +261,8 @@ run_vm_bed() {
         why=$(tail -n 1 <<<"$why")
         skip_reason "VM bed self-test (Soft-RoCE)" "SKIPPED (${why#vmbed: })"
         skip_reason "mc_verbs on Soft-RoCE (build/)" "SKIPPED (${why#vmbed: })"
+        skip_reason "UCG/MPI across guests, mc_verbs (build/)" \
+            "SKIPPED (${why#vmbed: })"
         return 0
     fi
     echo "$why"
@@ -265,6 +271,10 @@ run_vm_bed() {
     run_step "VM bed self-test (Soft-RoCE)" timeout -k 10 3600 \
         bash test/vm/selftest.sh || true
     run_step "mc_verbs on Soft-RoCE (build/)" run_mc_verbs_vm "$1" || true
+    # UCG (bcast, allreduce) and the MPI suite with coll/ucg across the two
+    # guests, mc_verbs between them with forced losses (test/vm/ucg.sh)
+    run_step "UCG/MPI across guests, mc_verbs (build/)" \
+        timeout -k 10 1500 bash test/vm/ucg.sh "$1" || true
 }
 
 # mc_verbs's device tests (o2m_gtest mc_verbs*) in the first of two

@@ -3,11 +3,13 @@
 # Run the MPI collective correctness suite (coll_test) for several process
 # counts.  Every mpirun is bounded by `timeout`.
 #
-# Usage: test/mpi/run.sh [-n "2 3 4"] [-t SECONDS] [-q] [-v] [-x] [--ucg-path DIR]
+# Usage: test/mpi/run.sh [-n "2 3 4"] [-t SECONDS] [-q] [-w] [-v] [-x] [--ucg-path DIR]
 #                        [--build-dir DIR] [-- MPIRUN_ARGS...]
 #   -n LIST   process counts (default: "2 3 4 5 6 7 8")
 #   -t SEC    time limit per mpirun (default 180)
 #   -q        quick matrix (no 8 KiB..4 MiB sizes)
+#   -w        MPI_COMM_WORLD only (coll_test -w: no dup, split and subset
+#             communicators)
 #   -v        print every mismatch, not only the first per collective
 #   -x        skip the extra tests: coll_test -F (the Fortran types and
 #             C bool), late_rank and comm_churn (about 40 s), and, with
@@ -20,9 +22,13 @@
 #   MPIRUN_ARGS (environment) is also appended to mpirun's arguments.
 #
 # MPI_TEST_EXPECT_MC=1 (across hosts): UCG's broadcasts between host
-# leaders on mc_udp (-x UCX_UCG_MC=yes); at finalize UCG's diag line
-# "UCG: mc_udp sent N, received M datagrams; K NACKs ..." (-x
-# UCX_LOG_LEVEL=diag) must show M > 0 for some rank, and with
+# leaders on multicast (-x UCX_UCG_MC=yes), on the transport
+# MPI_TEST_MC_TL names (mc_udp, the default, or mc_verbs, mc_mlx5:
+# -x UCX_UCG_MC_TL=...); at finalize UCG's diag line (-x
+# UCX_LOG_LEVEL=diag) must show, for some rank, that the transport
+# carried data: "UCG: mc_udp sent N, received M datagrams; K NACKs ..."
+# with M > 0, or "UCG: mc_verbs received M datagrams, D data packets by
+# multicast, R repaired; K NACKs ..." with D > 0; with
 # MPI_TEST_EXPECT_NACKS=1 (loss injected) K > 0 for some rank.
 #
 # Proof of use: with MPI_TEST_EXPECT_UCG=1 the runner adds
@@ -51,6 +57,7 @@ while [ $# -gt 0 ]; do
     -n) nps="$2"; shift 2 ;;
     -t) limit="$2"; shift 2 ;;
     -q) targs+=(-q); shift ;;
+    -w) targs+=(-w); shift ;;
     -v) targs+=(-v); shift ;;
     -x) extra_tests=0; shift ;;
     --ucg-path)
@@ -67,8 +74,15 @@ extra+=(${MPIRUN_ARGS:-})
 if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ]; then
     extra+=(--mca coll_ucg_verbose 1)
 fi
+mc_tl=${MPI_TEST_MC_TL:-mc_udp}
+if [ "$mc_tl" = mc_udp ]; then
+    mc_used="$mc_tl sent [0-9]+, received [1-9]"
+else
+    mc_used="$mc_tl received [0-9]+ datagrams, [1-9][0-9]* data packets by multicast"
+fi
 if [ "${MPI_TEST_EXPECT_MC:-0}" = 1 ]; then
     extra+=(-x UCX_UCG_MC=yes -x UCX_UCG_MC_MAX_SIZE=inf -x UCX_LOG_LEVEL=diag)
+    [ -n "${MPI_TEST_MC_TL:-}" ] && extra+=(-x UCX_UCG_MC_TL="$mc_tl")
 fi
 
 . "$here/mpi_bin.sh"
@@ -104,16 +118,17 @@ for np in $nps; do
     if [ "${MPI_TEST_EXPECT_MC:-0}" = 1 ]; then
         # UCG's counters line at finalize: some leader received multicast
         # data; with MPI_TEST_EXPECT_NACKS=1 some member also lost some
-        if ! grep -Eq 'mc_udp sent [0-9]+, received [1-9]' "$log"; then
-            echo "np=$np: no 'UCG: mc_udp sent N, received M>0' line:" \
-                 "mc_udp did not carry the broadcasts"
+        if ! grep -Eq "UCG: $mc_used" "$log"; then
+            echo "np=$np: no 'UCG: $mc_used' line:" \
+                 "$mc_tl did not carry the broadcasts"
             fail=1
         elif [ "${MPI_TEST_EXPECT_NACKS:-0}" = 1 ] &&
-             ! grep -Eq 'datagrams; [1-9][0-9]* NACKs' "$log"; then
+             ! grep "UCG: $mc_tl " "$log" | grep -Eq '; [1-9][0-9]* NACKs'
+        then
             echo "np=$np: loss was asked, but no member sent a NACK"
             fail=1
         fi
-        grep -Eo 'mc_udp sent .*' "$log" | head -3 | sed 's/^/  /'
+        grep -Eo "UCG: $mc_tl .*" "$log" | head -3 | sed 's/^/  /'
     fi
     rm -f "$log"
 done
