@@ -9,7 +9,7 @@
  * mc_mlx5, mc_verbs (IB/RoCE UD multicast) and mc_udp (UDP/IP multicast).
  * A context opens every one that MC_TL and UCX_TLS allow and that has a
  * device (a transport not registered with UCX, e.g. mc_mlx5 in a build
- * without it, has none); each member tells the others at group creation
+ * without mlx5dv or on a port that is not mlx5, has none); each member tells the others at group creation
  * which ones it has, and every member takes the same one: the first of
  * the list that every member has (ucg_mc_select).  A transport is one row
  * of ucg_mc_tls: what UCG needs to know of it beyond its name.
@@ -47,8 +47,7 @@ typedef struct ucg_mc_tl_info {
 
 static const ucg_mc_tl_info_t ucg_mc_tls[UCG_MC_TL_LAST] = {
     /* UD transports: UD's own timers need an async thread; their group
-     * endpoints count what they did (mc_mlx5: when it takes the mc_verbs
-     * counters call, else its counters stay 0) */
+     * endpoints (mc/common/mc_ib_group.c, both) count what they did */
     [UCG_MC_TL_MLX5]  = {"ib", "GROUP_PEER_TIMEOUT",
                          UCS_ASYNC_MODE_THREAD_SPINLOCK, 1},
     [UCG_MC_TL_VERBS] = {"ib", "GROUP_PEER_TIMEOUT",
