@@ -207,7 +207,8 @@ if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ] && [ "$extra_tests" = 1 ]; then
     # still on UCG), a flat rule runs UCG's point-to-point plan (flat=N),
     # and coll_test checks every result; a bad file gives one warning
     # naming file:line and the built-in rules, and ranks whose files differ
-    # all use the built-in rules (one warning)
+    # all use the built-in rules (one warning); the counters are there:
+    # MPI_TEST_EXPECT_UCG added coll_ucg_verbose 1
     rules_dir=$(mktemp -d)
     printf '%s\n' 'ucg-rules 1' 'bcast * * 1-1k prev' \
         'reduce * * 4k- prev' 'allreduce * * 1-64 flat' \
@@ -217,7 +218,7 @@ if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ] && [ "$extra_tests" = 1 ]; then
     printf '%s\n' 'ucg-rules 1' 'bcast * * * prev' >"$rules_dir/other.rules"
     rlog=$rules_dir/log
     timeout -k 10 "$limit" mpirun --allow-run-as-root --oversubscribe -np 3 \
-        "${extra[@]}" --mca coll_ucg_verbose 1 \
+        "${extra[@]}" \
         --mca coll_ucg_rules_file "$rules_dir/hand.rules" \
         "$mpi_bin/coll_test" -q >"$rlog" 2>&1
     rc=$?
@@ -240,7 +241,7 @@ if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ] && [ "$extra_tests" = 1 ]; then
         "$mpi_bin/coll_test" -q || fail=1
     # MPMD: rank 0 reads another file than ranks 1-2
     timeout -k 10 "$limit" mpirun --allow-run-as-root --oversubscribe \
-        "${extra[@]}" --mca coll_ucg_verbose 1 \
+        "${extra[@]}" \
         -np 1 -x "OMPI_MCA_coll_ucg_rules_file=$rules_dir/other.rules" \
         "$mpi_bin/coll_test" -q : \
         -np 2 -x "OMPI_MCA_coll_ucg_rules_file=$rules_dir/hand.rules" \
