@@ -26,7 +26,9 @@
 #            on a single host it refuses and is left out, since it would be
 #            tuned over ob1 again and count twice in "best")
 #   ucg      --mca coll ucg,basic,libnbc,tuned,self
-#            (only if ompi_info lists "MCA coll: ucg"; skipped otherwise)
+#   ucg_ucx  the same over pml ucx (the previous module coll/ucg hands
+#            calls to is then tuned over UCX)
+#            (both only if ompi_info lists "MCA coll: ucg"; skipped otherwise)
 # The baselines also get `--mca coll ^ucg`, so that an installed coll/ucg
 # (priority 90) does not take part in them.
 # -C (repeatable) replaces this list with your own; configurations whose
@@ -113,6 +115,7 @@ if [ ${#configs[@]} -eq 0 ]; then
     han_probe=1
     if env "${pathenv[@]}" ompi_info 2>/dev/null | grep -q 'MCA coll: ucg'; then
         configs+=("ucg=${pathenv[*]} --mca coll ucg,basic,libnbc,tuned,self")
+        configs+=("ucg_ucx=${pathenv[*]} --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca coll ucg,basic,libnbc,tuned,self")
     else
         echo "bench-mpi: coll/ucg not found by ompi_info${ucg_path:+ (path $ucg_path)}:" \
              "skipping the ucg configuration"
