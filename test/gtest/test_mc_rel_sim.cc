@@ -22,7 +22,7 @@
  * them all.
  * Checked, for every scenario:
  *  - every delivery is the next message of the list, byte for byte
- *    (exactly once, in order);
+ *    (exactly once, in order), from 8-byte aligned memory;
  *  - nobody hangs: when the simulation has nothing left to do (no packet in
  *    flight, no engine deadline) every live member has either everything
  *    (receivers: all messages; root: flushed) or an error;
@@ -609,6 +609,8 @@ private:
 
         if (m->rank == sim->m_sc.root) {
             sim->violation("the root delivers");
+        } else if ((uintptr_t)data % 8 != 0) {
+            sim->violation(who + ": data not 8-byte aligned");
         } else if (k >= sim->m_next_msg) {
             sim->violation(who + ": delivered before it was sent");
         } else if ((length != sim->m_sc.msgs[k].size()) ||

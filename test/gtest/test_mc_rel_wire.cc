@@ -6,12 +6,16 @@
  */
 extern "C" {
 #include "mc_rel_def.h"
+#include "mc_rel.h"
+#include "../common/mc_rel_ep.h"
 }
 
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <deque>
 #include <functional>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -182,6 +186,10 @@ TEST(mc_rel_wire, bad_magic_version_type_flags)
     bad = UCT_MC_REL_VERSION + 1;
     expect_byte_drop(UCT_MC_REL_PKT_DATA, 2, &bad, 1,
                      UCT_MC_REL_DROP_MAGIC, "version");
+    /* version 1: AM data one byte off alignment, another message layout */
+    bad = 1;
+    expect_byte_drop(UCT_MC_REL_PKT_DATA, 2, &bad, 1,
+                     UCT_MC_REL_DROP_MAGIC, "version 1");
     for (unsigned t : {0u, (unsigned)UCT_MC_REL_PKT_LAST, 200u, 255u}) {
         bad = t;
         expect_byte_drop(UCT_MC_REL_PKT_ACK, 3, &bad, 1,
@@ -298,4 +306,129 @@ TEST(mc_rel_wire, psn_compare_wraps)
     EXPECT_TRUE(uct_mc_rel_psn_le(5, 5));
     EXPECT_TRUE(uct_mc_rel_psn_le(0xffffffffu, 0));
     EXPECT_TRUE(uct_mc_rel_psn_lt(100, 100 + 0x7fffffffu));
+}
+
+namespace {
+
+/* Two members (root 0, member 1) handing packets over through a queue;
+ * each stream's callback argument is its rank in self[] */
+struct align_pair {
+    std::deque<std::pair<unsigned, std::vector<uint8_t>>> wire;
+    unsigned                                            ndelivered = 0;
+    unsigned                                            nmisaligned = 0;
+    unsigned                                            self[2] = {0, 1};
+
+    static ucs_status_t send(void *arg, int dest, const void *hdr,
+                             const void *payload, size_t length)
+    {
+        unsigned rank = *(unsigned*)arg;
+        std::vector<uint8_t> bytes(UCT_MC_REL_HDR_LEN + length);
+
+        (void)dest; /* two members: the other one */
+        memcpy(bytes.data(), hdr, UCT_MC_REL_HDR_LEN);
+        if (length > 0) {
+            memcpy(bytes.data() + UCT_MC_REL_HDR_LEN, payload, length);
+        }
+        container(arg)->wire.emplace_back(1 - rank, bytes);
+        return UCS_OK;
+    }
+
+    static void deliver(void *arg, const void *data, size_t length)
+    {
+        align_pair *p = container(arg);
+
+        (void)length;
+        ++p->ndelivered;
+        p->nmisaligned += ((uintptr_t)data % 8) != 0;
+    }
+
+    static align_pair *container(void *arg)
+    {
+        unsigned rank = *(unsigned*)arg;
+        return (align_pair*)((char*)((unsigned*)arg - rank) -
+                             offsetof(align_pair, self));
+    }
+};
+
+} // namespace
+
+/* Where the data lands.  On the wire: the transports' 8-byte headers, the
+ * engine's 40 bytes and the transports' 8-byte AM header
+ * (UCT_MC_REL_EP_AM_HDR_LEN) put the AM data at a multiple of 8 in the
+ * datagram.  In memory: the engine hands every message over from 8-byte
+ * aligned memory whatever its MTU (one-packet messages from their slot in
+ * the window, larger ones from the reassembly buffer), so the AM data
+ * after the AM header is aligned for the AM handler (the AM id byte alone
+ * left it one byte off) */
+TEST(mc_rel_wire, payload_aligned)
+{
+    EXPECT_EQ(0u, UCT_MC_REL_HDR_LEN % 8);
+    EXPECT_EQ(0u, UCT_MC_REL_EP_AM_HDR_LEN % 8);
+
+    for (size_t mtu : {8, 9, 13, 101, 1423}) {
+        uct_mc_rel_stream_t *streams[2] = {NULL, NULL};
+        uct_mc_rel_config_t config;
+        uct_mc_rel_params_t params;
+        uct_mc_rel_ops_t ops;
+        align_pair pair;
+        uct_mc_rel_hdr_t hdr;
+        uct_mc_rel_drop_t drop;
+        std::vector<size_t> sizes = {0, 1, mtu - 1, mtu, mtu + 1, 3 * mtu + 5};
+        std::vector<uint8_t> msg(4 * mtu, 0x5a);
+        uint64_t now = 0;
+        unsigned sent = 0;
+
+        for (unsigned i = 0; i < 20; ++i) {
+            sizes.push_back(1 + i % mtu); /* one-packet messages: every
+                                             slot of the window */
+        }
+
+        uct_mc_rel_config_default(&config);
+        config.window  = 16;
+        config.mtu     = mtu;
+        config.max_msg = 4 * mtu;
+        memset(&ops, 0, sizeof(ops));
+        ops.send    = align_pair::send;
+        ops.deliver = align_pair::deliver;
+        for (unsigned r = 0; r < 2; ++r) {
+            memset(&params, 0, sizeof(params));
+            params.group_id    = 0x5151;
+            params.epoch       = 1;
+            params.num_members = 2;
+            params.my_rank     = r;
+            params.root        = 0;
+            params.init_psn    = 0xfffffffa;
+            params.config      = &config;
+            params.ops         = &ops;
+            params.arg         = &pair.self[r];
+            ASSERT_EQ(UCS_OK, uct_mc_rel_stream_create(&params, now,
+                                                       &streams[r]));
+        }
+
+        for (unsigned step = 0; (step < 100000) &&
+                                (pair.ndelivered < sizes.size()); ++step) {
+            now += 1000;
+            while ((sent < sizes.size()) &&
+                   (uct_mc_rel_send(streams[0], msg.data(), sizes[sent],
+                                    now) == UCS_OK)) {
+                ++sent;
+            }
+            uct_mc_rel_progress(streams[0], now);
+            uct_mc_rel_progress(streams[1], now);
+            while (!pair.wire.empty()) {
+                std::pair<unsigned, std::vector<uint8_t>> pkt =
+                    pair.wire.front();
+                pair.wire.pop_front();
+                ASSERT_EQ(UCS_OK, uct_mc_rel_parse(pkt.second.data(),
+                                                   pkt.second.size(), &hdr,
+                                                   &drop));
+                uct_mc_rel_recv(streams[pkt.first], pkt.second.data(),
+                                pkt.second.size(), now);
+            }
+        }
+        EXPECT_EQ(sizes.size(), pair.ndelivered) << "mtu " << mtu;
+        EXPECT_EQ(0u, pair.nmisaligned) << "mtu " << mtu;
+        uct_mc_rel_stream_destroy(streams[0]);
+        uct_mc_rel_stream_destroy(streams[1]);
+    }
 }

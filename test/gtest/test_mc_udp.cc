@@ -52,10 +52,13 @@ size_t msg_size(unsigned k, size_t max)
     return std::min(s, max);
 }
 
+/* ... exact, in order, and each handed to the AM handler 8-byte aligned
+ * (the 8-byte AM header: the AM id alone put it one byte off) */
 void check_msgs(const rx_log &log, uint64_t salt, unsigned count,
                 size_t max, const char *what)
 {
     am_msgs_check(log, salt, count, msg_size, max, what);
+    am_msgs_check_aligned(log, what);
 }
 
 /* Send message k: am_short when it fits, else am_bcopy; retried on

@@ -18,9 +18,12 @@ extern "C" {
 
 namespace o2m_test {
 
-/* Received messages: AM data copied, in arrival order */
+/* Received messages: AM data copied, in arrival order; how many came at
+ * an address that is not 8-byte aligned (the multicast transports keep
+ * their AM data aligned: am_msgs_check_aligned) */
 struct am_rx_log {
     std::vector<std::vector<uint8_t>> msgs;
+    unsigned                          misaligned = 0;
 
     static ucs_status_t cb(void *arg, void *data, size_t length,
                            unsigned flags)
@@ -29,6 +32,7 @@ struct am_rx_log {
         auto p   = static_cast<uint8_t*>(data);
 
         log->msgs.emplace_back(p, p + length);
+        log->misaligned += ((uintptr_t)data % 8) != 0;
         return UCS_OK;
     }
 };
@@ -118,6 +122,15 @@ static inline void am_msgs_check(const am_rx_log &log, uint64_t salt,
         CHILD_CHECK(bad == m.size() - 8, "%s: message %u: wrong byte at %zu",
                     what, k, bad + 8);
     }
+}
+
+/* Every message of @a log came 8-byte aligned to the AM handler; a
+ * CHILD_CHECK failure else */
+static inline void am_msgs_check_aligned(const am_rx_log &log,
+                                         const char *what)
+{
+    CHILD_CHECK(log.misaligned == 0, "%s: %u of %zu messages' data not "
+                "8-byte aligned", what, log.misaligned, log.msgs.size());
 }
 
 } // namespace o2m_test

@@ -219,7 +219,7 @@ static ucs_status_t uct_mc_ib_rel_send(void *arg, int dest,
                              UCT_MC_REL_HDR_LEN, payload, length);
 }
 
-/* Engine callback: a whole message, AM id first */
+/* Engine callback: a whole message, AM header first */
 static void uct_mc_ib_rel_deliver(void *arg, const void *data,
                                   size_t length)
 {
@@ -576,7 +576,11 @@ static ucs_status_t uct_mc_ib_ep_qp_create(uct_mc_ib_ep_t *ep)
     int ret;
 
     num_slots    = UCT_MC_IB_TX_SLOTS + UCT_MC_IB_RX_SLOTS;
-    ep->slot_len = UCT_IB_GRH_LEN + ep->groups->dgram_len;
+    /* A multiple of 8: every slot's datagram, after the 40-byte GRH,
+     * starts 8-byte aligned, and so do the engine header and the AM data
+     * in it (UCT_MC_REL_EP_AM_HDR_LEN) */
+    ep->slot_len = ucs_align_up_pow2(UCT_IB_GRH_LEN + ep->groups->dgram_len,
+                                     8);
     size         = (size_t)num_slots * ep->slot_len;
     if (ucs_posix_memalign(&ep->buf, ucs_get_page_size(), size,
                            "mc_ib slots") != 0) {
@@ -1118,7 +1122,8 @@ ucs_status_t uct_mc_ib_groups_init(uct_mc_ib_groups_t *groups,
     groups->mc_base   = ntohl(base.s_addr);
     groups->mc_count  = config->super.mcast_count;
     groups->seg_size  = config->super.seg_size;
-    groups->seg_frags = (config->super.seg_size + rel->mtu) / rel->mtu;
+    groups->seg_frags = uct_mc_rel_ep_frags(config->super.seg_size,
+                                            rel->mtu);
     groups->dgram_len = mtu;
     groups->drop      = config->drop;
     groups->is_roce   = uct_ib_iface_is_roce(ib_iface);

@@ -30,7 +30,7 @@ ucs_status_t uct_mc_rel_ep_config_rel(const uct_mc_rel_ep_config_t *config,
     rel->window        = config->window;
     rel->radix         = config->radix;
     rel->mtu           = mtu - overhead;
-    rel->max_msg       = config->seg_size + 1;
+    rel->max_msg       = config->seg_size + UCT_MC_REL_EP_AM_HDR_LEN;
     rel->rto_min       = (uint64_t)(config->rto_min * 1e9);
     rel->rto_max       = (uint64_t)(config->rto_max * 1e9);
     rel->reorder_slack = (uint64_t)(config->reorder_slack * 1e9);
@@ -49,7 +49,7 @@ ucs_status_t uct_mc_rel_ep_config_rel(const uct_mc_rel_ep_config_t *config,
         return UCS_ERR_INVALID_PARAM;
     }
     /* A message is in the window whole */
-    if ((config->seg_size + rel->mtu) / rel->mtu > rel->window) {
+    if (uct_mc_rel_ep_frags(config->seg_size, rel->mtu) > rel->window) {
         ucs_error("%s: %sSEG_SIZE %zu does not fit a window of %u packets of "
                   "%zu bytes", tl, prefix, config->seg_size, rel->window,
                   rel->mtu);
@@ -69,8 +69,9 @@ ucs_status_t uct_mc_rel_ep_init(uct_mc_rel_ep_t *ep, size_t seg_size,
     ucs_queue_head_init(&ep->pending);
     ucs_queue_head_init(&ep->flushes);
 
-    /* The AM id and the largest payload, as one engine message */
-    ep->tx_msg = ucs_malloc(seg_size + 1, "mc_rel_ep tx");
+    /* The AM header and the largest payload, as one engine message */
+    ep->tx_msg = ucs_malloc(seg_size + UCT_MC_REL_EP_AM_HDR_LEN,
+                            "mc_rel_ep tx");
     if (ep->tx_msg == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
@@ -136,15 +137,30 @@ unsigned uct_mc_rel_ep_progress(uct_mc_rel_ep_t *ep)
 ucs_status_t uct_mc_rel_ep_deliver(uct_base_iface_t *iface, const void *data,
                                    size_t length)
 {
-    uint8_t am_id;
+    static const uint8_t zero[UCT_MC_REL_EP_AM_HDR_LEN - 1] = {0};
+    const uint8_t *hdr = data;
 
-    if ((length < 1) || ((am_id = *(const uint8_t*)data) >= UCT_AM_ID_MAX)) {
+    /* the id, and the padding 0 as sent: anything else is not ours */
+    if ((length < UCT_MC_REL_EP_AM_HDR_LEN) || (hdr[0] >= UCT_AM_ID_MAX) ||
+        (memcmp(hdr + 1, zero, sizeof(zero)) != 0)) {
         return UCS_ERR_INVALID_PARAM;
     }
 
-    uct_iface_invoke_am(iface, am_id, (void*)UCS_PTR_BYTE_OFFSET(data, 1),
-                        length - 1, 0);
+    uct_iface_invoke_am(iface, hdr[0],
+                        (void*)UCS_PTR_BYTE_OFFSET(data,
+                                                   UCT_MC_REL_EP_AM_HDR_LEN),
+                        length - UCT_MC_REL_EP_AM_HDR_LEN, 0);
     return UCS_OK;
+}
+
+/* The AM header of message @a id in the send buffer */
+static uint8_t *uct_mc_rel_ep_am_hdr(uct_mc_rel_ep_t *ep, uint8_t id)
+{
+    uint8_t *buf = ep->tx_msg;
+
+    buf[0] = id;
+    memset(buf + 1, 0, UCT_MC_REL_EP_AM_HDR_LEN - 1);
+    return buf + UCT_MC_REL_EP_AM_HDR_LEN;
 }
 
 static ucs_status_t uct_mc_rel_ep_send(uct_mc_rel_ep_t *ep, size_t length)
@@ -160,7 +176,8 @@ static ucs_status_t uct_mc_rel_ep_send(uct_mc_rel_ep_t *ep, size_t length)
 
     status = uct_mc_rel_send(ep->rel, ep->tx_msg, length,
                              uct_mc_rel_ep_now());
-    if ((status == UCS_ERR_INVALID_PARAM) && (length > ep->seg_size + 1)) {
+    if ((status == UCS_ERR_INVALID_PARAM) &&
+        (length > ep->seg_size + UCT_MC_REL_EP_AM_HDR_LEN)) {
         return UCS_ERR_EXCEEDS_LIMIT;
     }
     return status;
@@ -171,23 +188,24 @@ ucs_status_t uct_mc_rel_ep_am_short(uct_ep_h tl_ep, uint8_t id,
                                     unsigned length)
 {
     uct_mc_rel_ep_t *ep = ucs_derived_of(tl_ep, uct_mc_rel_ep_t);
-    uint8_t *buf        = ep->tx_msg;
+    uint8_t *buf;
 
     if ((id >= UCT_AM_ID_MAX) || (ep->rel == NULL) ||
-        (length + sizeof(header) > ep->mtu - 1)) {
+        (length + sizeof(header) > ep->mtu - UCT_MC_REL_EP_AM_HDR_LEN)) {
         return UCS_ERR_INVALID_PARAM;
     }
     if (!ucs_queue_is_empty(&ep->pending)) {
         return UCS_ERR_NO_RESOURCE;
     }
 
-    buf[0] = id;
-    memcpy(buf + 1, &header, sizeof(header));
+    buf = uct_mc_rel_ep_am_hdr(ep, id);
+    memcpy(buf, &header, sizeof(header));
     /* A zero-length payload may come as NULL: memcpy must not see it */
     if (length > 0) {
-        memcpy(buf + 1 + sizeof(header), payload, length);
+        memcpy(buf + sizeof(header), payload, length);
     }
-    return uct_mc_rel_ep_send(ep, 1 + sizeof(header) + length);
+    return uct_mc_rel_ep_send(ep, UCT_MC_REL_EP_AM_HDR_LEN + sizeof(header) +
+                                  length);
 }
 
 ssize_t uct_mc_rel_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
@@ -195,7 +213,6 @@ ssize_t uct_mc_rel_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
                                unsigned flags)
 {
     uct_mc_rel_ep_t *ep = ucs_derived_of(tl_ep, uct_mc_rel_ep_t);
-    uint8_t *buf        = ep->tx_msg;
     ucs_status_t status;
     size_t length;
 
@@ -214,13 +231,12 @@ ssize_t uct_mc_rel_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
         return UCS_ERR_NO_RESOURCE;
     }
 
-    buf[0] = id;
-    length = pack_cb(buf + 1, arg);
+    length = pack_cb(uct_mc_rel_ep_am_hdr(ep, id), arg);
     if (length > ep->seg_size) {
         return UCS_ERR_EXCEEDS_LIMIT;
     }
 
-    status = uct_mc_rel_ep_send(ep, 1 + length);
+    status = uct_mc_rel_ep_send(ep, UCT_MC_REL_EP_AM_HDR_LEN + length);
     return (status == UCS_OK) ? (ssize_t)length : status;
 }
 

@@ -1,8 +1,9 @@
 /**
  * ucx-o2m: the engine-backed endpoint - what a multicast transport's
  * endpoint does on a stream of the reliable multicast engine (mc/rel/),
- * the same in mc_udp and mc_verbs: active messages (AM id, then the data,
- * as one engine message), pending requests while the window is full,
+ * the same in mc_udp and mc_verbs: active messages (an 8-byte AM header,
+ * then the data, as one engine message), pending requests while the window
+ * is full,
  * flushes completed when every member acknowledged, state and expect.
  *
  * A transport's endpoint embeds uct_mc_rel_ep_t as its first member (its
@@ -21,6 +22,15 @@
 #include <ucs/datastruct/queue.h>
 
 #include <time.h>
+
+
+/*
+ * An engine message of an active message: the AM id, 7 bytes 0, then the
+ * AM data.  The header's 8 bytes keep the data 8-byte aligned: in the
+ * datagram (the transports' headers and the engine's are multiples of 8)
+ * and in the engine's buffers, from which the AM handler gets it.
+ */
+#define UCT_MC_REL_EP_AM_HDR_LEN 8
 
 
 /* The knobs of the engine and of the groups' addresses, the same in the
@@ -46,7 +56,7 @@ typedef struct uct_mc_rel_ep {
     uct_mc_rel_stream_t *rel;       /* NULL: its interface was closed */
     ucs_queue_head_t    pending;    /* uct_pending_req_t */
     ucs_queue_head_t    flushes;    /* uct_mc_rel_ep_flush_t */
-    void                *tx_msg;    /* a message: AM id + data */
+    void                *tx_msg;    /* a message: AM header + data */
     size_t              seg_size;   /* largest AM payload (am_bcopy) */
     unsigned            seg_frags;  /* packets of the largest message */
     size_t              mtu;        /* engine payload of one packet */
@@ -71,6 +81,13 @@ ucs_status_t uct_mc_rel_ep_config_rel(const uct_mc_rel_ep_config_t *config,
                                       size_t mtu, size_t overhead,
                                       uct_mc_rel_config_t *rel);
 
+/* Packets of an engine message of @a seg_size bytes of AM data, in
+ * packets of @a mtu bytes of engine payload */
+static inline unsigned uct_mc_rel_ep_frags(size_t seg_size, size_t mtu)
+{
+    return (seg_size + UCT_MC_REL_EP_AM_HDR_LEN + mtu - 1) / mtu;
+}
+
 /* Fields and buffers; the transport sets @a ep->rel once its stream
  * exists (and back to NULL when its interface closes first) */
 ucs_status_t uct_mc_rel_ep_init(uct_mc_rel_ep_t *ep, size_t seg_size,
@@ -90,8 +107,8 @@ unsigned uct_mc_rel_ep_progress(uct_mc_rel_ep_t *ep);
 /* Whether a whole message fits the window now (or the stream failed) */
 int uct_mc_rel_ep_has_room(const uct_mc_rel_ep_t *ep);
 
-/* Engine callback's common part: a whole message, AM id first, invoked on
- * @a iface; UCS_ERR_INVALID_PARAM when it is not a valid message (only a
+/* Engine callback's common part: a whole message, AM header first, invoked
+ * on @a iface; UCS_ERR_INVALID_PARAM when it is not a valid message (only a
  * broken or forged root sends that) */
 ucs_status_t uct_mc_rel_ep_deliver(uct_base_iface_t *iface, const void *data,
                                    size_t length);

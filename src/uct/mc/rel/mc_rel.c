@@ -805,6 +805,7 @@ ucs_status_t uct_mc_rel_stream_create(const uct_mc_rel_params_t *params,
     ucs_status_t status;
     unsigned i, first, window, v;
     uint64_t reach, level;
+    size_t stride;
 
     status = uct_mc_rel_check_params(params);
     if (status != UCS_OK) {
@@ -852,7 +853,12 @@ ucs_status_t uct_mc_rel_stream_create(const uct_mc_rel_params_t *params,
     s->children = ucs_calloc(ucs_max(s->nchildren, 1), sizeof(*s->children),
                              "mc_rel_children");
     s->slots    = ucs_calloc(window, sizeof(*s->slots), "mc_rel_slots");
-    s->storage  = ucs_malloc((size_t)window * s->cfg.mtu, "mc_rel_storage");
+    /* Each packet's data starts 8-byte aligned (the stride rounded up):
+     * a message of one packet is delivered from its slot, and a
+     * transport's framing that keeps its payload aligned in the packet
+     * (mc_rel_ep's AM header) keeps it aligned for its user */
+    stride      = ucs_align_up_pow2(s->cfg.mtu, 8);
+    s->storage  = ucs_malloc((size_t)window * stride, "mc_rel_storage");
     if (s->is_root) {
         s->nack_count = ucs_calloc((size_t)window * ucs_max(s->nchildren, 1),
                                    sizeof(*s->nack_count),
@@ -865,7 +871,7 @@ ucs_status_t uct_mc_rel_stream_create(const uct_mc_rel_params_t *params,
     }
 
     for (i = 0; i < window; ++i) {
-        s->slots[i].data = s->storage + (size_t)i * s->cfg.mtu;
+        s->slots[i].data = s->storage + (size_t)i * stride;
     }
     for (i = 0; i < s->nchildren; ++i) {
         s->children[i].rank       = uct_mc_rel_rank(s, first + i);

@@ -95,7 +95,8 @@ typedef struct uct_mc_rel_ops {
                          const void *payload, size_t length);
 
     /**
-     * A whole message, in order: @a data is valid only during the call.
+     * A whole message, in order: @a data is valid only during the call,
+     * and 8-byte aligned.
      */
     void         (*deliver)(void *arg, const void *data, size_t length);
 

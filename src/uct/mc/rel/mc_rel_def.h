@@ -19,7 +19,9 @@
 
 
 #define UCT_MC_REL_MAGIC       0x4c52  /* "RL" little-endian */
-#define UCT_MC_REL_VERSION     1
+#define UCT_MC_REL_VERSION     2       /* 2: the transports' messages
+                                          carry an 8-byte AM header
+                                          (mc_rel_ep.h), the data aligned */
 #define UCT_MC_REL_HDR_LEN     40
 #define UCT_MC_REL_MAX_MEMBERS 65535   /* ranks are 16 bits */
 #define UCT_MC_REL_NACK_BITS   64      /* PSNs one NACK can name */

@@ -10,8 +10,9 @@
  *
  * Every datagram is an 8-byte transport header (uct_mc_udp_hdr_t) followed
  * by an engine packet (or a small control payload for WHO, HELLO, PING).
- * A message is the AM id byte followed by the AM data; the engine
- * fragments it.
+ * A message is an 8-byte AM header (the id, 7 bytes 0:
+ * UCT_MC_REL_EP_AM_HDR_LEN, so that the data stays 8-byte aligned)
+ * followed by the AM data; the engine fragments it.
  *
  *  - point-to-point (uct_ep_create to an interface address): a stream of
  *    two members, the creator root (rank 0); the receiver opens its end
@@ -426,7 +427,7 @@ static ucs_status_t uct_mc_udp_rel_send(void *arg, int dest, const void *hdr,
                             UCT_MC_REL_HDR_LEN, payload, length);
 }
 
-/* Engine callback: a whole message, AM id first */
+/* Engine callback: a whole message, AM header first */
 static void uct_mc_udp_rel_deliver(void *arg, const void *data,
                                    size_t length)
 {
@@ -1418,8 +1419,8 @@ static ucs_status_t uct_mc_udp_iface_query(uct_iface_h tl_iface,
                             UCT_IFACE_FLAG_EVENT_RECV |
                             UCT_IFACE_FLAG_EVENT_FD;
 
-    /* A short message is one packet: id byte + 8-byte header + data */
-    attr->cap.am.max_short       = iface->rel.mtu - 1;
+    /* A short message is one packet: AM header + 8-byte header + data */
+    attr->cap.am.max_short       = iface->rel.mtu - UCT_MC_REL_EP_AM_HDR_LEN;
     attr->cap.am.max_bcopy       = iface->seg_size;
     attr->cap.am.min_zcopy       = 0;
     attr->cap.am.max_zcopy       = 0;
@@ -1739,8 +1740,8 @@ static UCS_CLASS_INIT_FUNC(uct_mc_udp_iface_t, uct_md_h md,
     iface->seg_size       = config->mc.seg_size;
     iface->max_conns      = config->max_conns;
     iface->rcvbuf         = config->rcvbuf;
-    iface->seg_frags      = (iface->seg_size + 1 + iface->rel.mtu - 1) /
-                            iface->rel.mtu;
+    iface->seg_frags      = uct_mc_rel_ep_frags(iface->seg_size,
+                                                iface->rel.mtu);
     iface->num_rconns     = 0;
     iface->nonce          = (uint32_t)ucs_generate_uuid((uintptr_t)iface);
     iface->next_conn      = 0;
