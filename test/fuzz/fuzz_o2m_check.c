@@ -32,6 +32,14 @@ static void fuzz_touch(const void *ptr, size_t length)
     }
 }
 
+/* The handler table uct_iface_invoke_am indexes with an accepted am_id */
+static uint8_t fuzz_am_table[UCT_AM_ID_MAX];
+
+static void fuzz_touch_am(uint8_t am_id)
+{
+    fuzz_touch(&fuzz_am_table[am_id], 1);
+}
+
 /* What uct_o2m_zcopy_read writes for an accepted descriptor */
 static void fuzz_zcopy(const uct_o2m_zdesc_t *zdesc)
 {
@@ -101,6 +109,7 @@ static void fuzz_elem(const uint8_t *data, size_t size)
     if (uct_o2m_elem_parse((uct_o2m_elem_t*)elem,
                            stride - sizeof(uct_o2m_elem_t), &info,
                            &why) == UCS_OK) {
+        fuzz_touch_am(info.am_id);
         if (!(info.flags & UCT_O2M_ELEM_FLAG_ZCOPY)) {
             fuzz_touch(UCT_O2M_ELEM_DATA(elem), info.length);
         } else if (uct_o2m_zdesc_copy(UCT_O2M_ELEM_DATA(elem), 1u << 20,
@@ -195,6 +204,7 @@ static void fuzz_group_geom(const uint8_t *data, size_t size)
     dt_size = 1u << (flags >> 6); /* 1, 2, 4 or 8 */
     if (uct_o2m_slot_parse((uct_o2m_elem_t*)slot, &geom, dt_size, 1u << 20,
                            &info, &why) == UCS_OK) {
+        fuzz_touch_am(info.am_id);
         if (info.flags & UCT_O2M_ELEM_FLAG_ZCOPY) {
             if ((uct_o2m_zdesc_copy(UCT_O2M_ELEM_DATA(slot), info.length,
                                     &zdesc, &why) == UCS_OK) &&

@@ -265,6 +265,12 @@ std::vector<elem_fault> elem_faults()
              e->length = 0xfffffff0u;
              e->flags  = 0;
          }},
+        {"elem_am_id", [](uct_o2m_elem_t *e) {
+             /* past the interface's handler table */
+             e->length = 16;
+             e->flags  = 0;
+             e->am_id  = 200;
+         }},
         {"elem_flags", [](uct_o2m_elem_t *e) {
              e->length = 16;
              e->flags  = 0x80;

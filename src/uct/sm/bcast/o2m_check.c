@@ -191,6 +191,8 @@ ucs_status_t uct_o2m_elem_parse(const uct_o2m_elem_t *elem, size_t max_inline,
     info->am_id  = velem->am_id;
     info->flags  = velem->flags;
 
+    /* The interface's handler table has UCT_AM_ID_MAX entries */
+    UCT_O2M_CHECK(info->am_id < UCT_AM_ID_MAX, "element am_id invalid");
     UCT_O2M_CHECK(!(info->flags & ~UCT_O2M_ELEM_FLAG_ZCOPY),
                   "element flags invalid");
     UCT_O2M_CHECK((info->flags & UCT_O2M_ELEM_FLAG_ZCOPY) ||
@@ -210,6 +212,7 @@ ucs_status_t uct_o2m_slot_parse(const uct_o2m_elem_t *slot,
     info->am_id  = vslot->am_id;
     info->flags  = vslot->flags;
 
+    UCT_O2M_CHECK(info->am_id < UCT_AM_ID_MAX, "slot am_id invalid");
     if (info->flags == UCT_O2M_ELEM_FLAG_ZCOPY) {
         /* The element's 32-bit length field may be truncated */
         zdesc        = UCT_O2M_ELEM_DATA(slot);

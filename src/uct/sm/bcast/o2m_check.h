@@ -61,18 +61,20 @@ ucs_status_t uct_o2m_zdesc_copy(const void *shm, size_t max_length,
 
 /**
  * Copy the header of the element @a elem (a fan-out ring element or a
- * point-to-point FIFO element) into @a info and check it: known flags only,
- * an inline message at most @a max_inline bytes.  For a zcopy element the
- * caller then copies and checks the descriptor, whose length counts.
+ * point-to-point FIFO element) into @a info and check it: an active-message
+ * id below UCT_AM_ID_MAX, known flags only, an inline message at most
+ * @a max_inline bytes.  For a zcopy element the caller then copies and
+ * checks the descriptor, whose length counts.
  */
 ucs_status_t uct_o2m_elem_parse(const uct_o2m_elem_t *elem, size_t max_inline,
                                 uct_o2m_elem_info_t *info, const char **why_p);
 
 /**
  * Copy the header of the fan-in sender slot @a slot into @a info and check
- * it against the group geometry: flags that fit the mode, an inline length
- * that fits where its data is, and at least @a geom->hdr_len bytes followed
- * by whole elements of @a dt_size bytes.  A zcopy slot's length is its
+ * it against the group geometry: an active-message id below UCT_AM_ID_MAX,
+ * flags that fit the mode, an inline length that fits where its data is,
+ * and at least @a geom->hdr_len bytes followed by whole elements of
+ * @a dt_size bytes.  A zcopy slot's length is its
  * descriptor's (64 bits), at most @a max_zcopy.
  */
 ucs_status_t uct_o2m_slot_parse(const uct_o2m_elem_t *slot,
