@@ -12,8 +12,8 @@
 #             communicators)
 #   -v        print every mismatch, not only the first per collective
 #   -x        skip the extra tests: coll_test -F (the Fortran types and
-#             C bool), late_rank and comm_churn (about 40 s), and, with
-#             coll/ucg, coll_fault
+#             C bool), coll_nb (nonblocking collectives), late_rank and
+#             comm_churn (about 40 s), and, with coll/ucg, coll_fault
 #   --build-dir DIR  the configured build tree whose test/mpi programs run
 #             (built there with make); default build/, or the source tree
 #             when it was configured in place
@@ -284,6 +284,23 @@ if [ "$extra_tests" = 1 ]; then
     run_extra "coll_test -F np=3 (Fortran types, C bool)" 3 "$fpat" \
         ${fnot:+--not "$fnot"} -- "$mpi_bin/coll_test" -F "${targs[@]}" ||
         fail=1
+fi
+
+# Nonblocking collectives (coll_nb): many outstanding on three
+# communicators, completed in any order, results checked; with coll/ucg,
+# every one of them served by UCG
+if [ "$extra_tests" = 1 ]; then
+    mpi_bin_make "$build_dir" coll_nb || exit 1
+    npat='coll_nb: OK'
+    nnot=''
+    if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ]; then
+        npat='coll:ucg: .* iallgather ucg=[1-9]'
+        nnot='coll:ucg: .* i[a-z]+ ucg=[0-9]+ delegated=[1-9]'
+    fi
+    for np in 2 3; do
+        run_extra "coll_nb np=$np (nonblocking collectives)" "$np" "$npat" \
+            ${nnot:+--not "$nnot"} -- "$mpi_bin/coll_nb" 30 || fail=1
+    done
 fi
 
 # Slow is not dead, finished is not failed, side

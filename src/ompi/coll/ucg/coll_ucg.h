@@ -13,6 +13,7 @@
 
 #include <ucg.h>
 #include <ucg_rules.h>
+#include <ucs/datastruct/list.h>
 
 BEGIN_C_DECLS
 
@@ -25,6 +26,14 @@ enum {
     COLL_UCG_GATHER,
     COLL_UCG_SCATTER,
     COLL_UCG_ALLGATHER,
+    /* nonblocking forms (coll_ucg_nb.c), in the same order */
+    COLL_UCG_IBCAST,
+    COLL_UCG_IALLREDUCE,
+    COLL_UCG_IREDUCE,
+    COLL_UCG_IBARRIER,
+    COLL_UCG_IGATHER,
+    COLL_UCG_ISCATTER,
+    COLL_UCG_IALLGATHER,
     COLL_UCG_NUM
 };
 
@@ -62,6 +71,10 @@ typedef struct mca_coll_ucg_component {
     unsigned long                   test_agreed_calls;
     unsigned long                   test_created;    /* groups */
     unsigned long                   test_started;    /* calls on UCG */
+    /* Nonblocking calls running on UCG (coll_ucg_nb.c), of all modules */
+    ucs_list_link_t                 nb_active;
+    bool                            nb_progress;     /* its callback is
+                                                        registered */
 } mca_coll_ucg_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_ucg_component_t mca_coll_ucg_component;
@@ -105,6 +118,10 @@ typedef struct mca_coll_ucg_module {
     unsigned               num_known[COLL_UCG_NUM];
     unsigned               next_known[COLL_UCG_NUM];  /* to replace next */
 
+    /* The nonblocking collectives all go to the previous module (this Open
+     * MPI's request layout is not the one coll_ucg_nb.c knows) */
+    bool                   nb_disabled;
+
     /* Pack buffers for calls that need no agreement */
     void                   *scratch[2];
 
@@ -123,6 +140,20 @@ typedef struct mca_coll_ucg_module {
     mca_coll_base_module_t              *prev_scatter_module;
     mca_coll_base_module_allgather_fn_t prev_allgather;
     mca_coll_base_module_t              *prev_allgather_module;
+    mca_coll_base_module_ibcast_fn_t     prev_ibcast;
+    mca_coll_base_module_t               *prev_ibcast_module;
+    mca_coll_base_module_iallreduce_fn_t prev_iallreduce;
+    mca_coll_base_module_t               *prev_iallreduce_module;
+    mca_coll_base_module_ireduce_fn_t    prev_ireduce;
+    mca_coll_base_module_t               *prev_ireduce_module;
+    mca_coll_base_module_ibarrier_fn_t   prev_ibarrier;
+    mca_coll_base_module_t               *prev_ibarrier_module;
+    mca_coll_base_module_igather_fn_t    prev_igather;
+    mca_coll_base_module_t               *prev_igather_module;
+    mca_coll_base_module_iscatter_fn_t   prev_iscatter;
+    mca_coll_base_module_t               *prev_iscatter_module;
+    mca_coll_base_module_iallgather_fn_t prev_iallgather;
+    mca_coll_base_module_t               *prev_iallgather_module;
 } mca_coll_ucg_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_ucg_module_t);

@@ -1,7 +1,7 @@
 /**
  * coll/ucg component: MCA parameters and the process-wide UCG context.
  */
-#include "coll_ucg.h"
+#include "coll_ucg_int.h"
 #include "opal/runtime/opal_progress.h"
 
 #include "opal/util/output.h"
@@ -17,7 +17,14 @@ const char *mca_coll_ucg_coll_names[COLL_UCG_NUM] = {
     [COLL_UCG_BARRIER]   = "barrier",
     [COLL_UCG_GATHER]    = "gather",
     [COLL_UCG_SCATTER]   = "scatter",
-    [COLL_UCG_ALLGATHER] = "allgather"
+    [COLL_UCG_ALLGATHER] = "allgather",
+    [COLL_UCG_IBCAST]     = "ibcast",
+    [COLL_UCG_IALLREDUCE] = "iallreduce",
+    [COLL_UCG_IREDUCE]    = "ireduce",
+    [COLL_UCG_IBARRIER]   = "ibarrier",
+    [COLL_UCG_IGATHER]    = "igather",
+    [COLL_UCG_ISCATTER]   = "iscatter",
+    [COLL_UCG_IALLGATHER] = "iallgather"
 };
 
 static int coll_ucg_register(void);
@@ -147,6 +154,8 @@ static int coll_ucg_open(void)
     mca_coll_ucg_component.test_agreed_calls = 0;
     mca_coll_ucg_component.rules_loaded      = false;
     mca_coll_ucg_component.rules_mismatch_warned = false;
+    mca_coll_ucg_component.nb_progress    = false;
+    ucs_list_head_init(&mca_coll_ucg_component.nb_active);
     return OMPI_SUCCESS;
 }
 
@@ -169,6 +178,7 @@ static int coll_ucg_close(void)
 {
     mca_coll_ucg_component_t *c = &mca_coll_ucg_component;
 
+    coll_ucg_nb_close();
     if (c->ucg_context == NULL) {
         return OMPI_SUCCESS;
     }

@@ -6,7 +6,7 @@
  * rules (agreed by all ranks at creation), so all ranks take the same path; what one rank alone can fail at is prepared before
  * communicating and agreed on (see "one call" below).
  */
-#include "coll_ucg.h"
+#include "coll_ucg_int.h"
 
 #include "opal/util/output.h"
 #include "opal/runtime/opal_progress.h"
@@ -17,8 +17,6 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define UCG_MOD(_m) ((mca_coll_ucg_module_t*)(_m))
 
 /* UCG polls between two opal_progress() calls while a collective waits */
 #define COLL_UCG_OPAL_PROGRESS_POLLS 32
@@ -211,10 +209,6 @@ static ucg_op_t coll_ucg_op(MPI_Op op)
     return UCG_OP_LAST;
 }
 
-typedef struct {
-    MPI_Op       op;
-    MPI_Datatype dtype;
-} coll_ucg_user_op_arg_t;
 
 static void coll_ucg_user_op_cb(void *arg, const void *in, void *inout,
                                 size_t count)
@@ -230,10 +224,10 @@ static void coll_ucg_user_op_cb(void *arg, const void *in, void *inout,
  * Fill the type/op fields of @a params for a reduction, or return false to
  * delegate.  Depends only on @a dtype, @a op (equal on all ranks in MPI).
  */
-static bool coll_ucg_reduce_params(struct ompi_datatype_t *dtype,
-                                   struct ompi_op_t *op,
-                                   coll_ucg_user_op_arg_t *user_arg,
-                                   ucg_coll_params_t *params)
+bool coll_ucg_reduce_params(struct ompi_datatype_t *dtype,
+                            struct ompi_op_t *op,
+                            coll_ucg_user_op_arg_t *user_arg,
+                            ucg_coll_params_t *params)
 {
     ptrdiff_t lb, extent;
     size_t size;
@@ -289,17 +283,25 @@ static const ucg_coll_type_t coll_ucg_types[COLL_UCG_NUM] = {
     [COLL_UCG_BARRIER]   = UCG_COLL_BARRIER,
     [COLL_UCG_GATHER]    = UCG_COLL_GATHER,
     [COLL_UCG_SCATTER]   = UCG_COLL_SCATTER,
-    [COLL_UCG_ALLGATHER] = UCG_COLL_ALLGATHER
+    [COLL_UCG_ALLGATHER] = UCG_COLL_ALLGATHER,
+    [COLL_UCG_IBCAST]     = UCG_COLL_BCAST,
+    [COLL_UCG_IALLREDUCE] = UCG_COLL_ALLREDUCE,
+    [COLL_UCG_IREDUCE]    = UCG_COLL_REDUCE,
+    [COLL_UCG_IBARRIER]   = UCG_COLL_BARRIER,
+    [COLL_UCG_IGATHER]    = UCG_COLL_GATHER,
+    [COLL_UCG_ISCATTER]   = UCG_COLL_SCATTER,
+    [COLL_UCG_IALLGATHER] = UCG_COLL_ALLGATHER
 };
 
 /* Whether UCG can and may run this collective of @a bytes per member (the
  * MCA parameters) */
-static bool coll_ucg_use(mca_coll_ucg_module_t *m, int coll, size_t bytes)
+bool coll_ucg_use(mca_coll_ucg_module_t *m, int coll, size_t bytes)
 {
     mca_coll_ucg_component_t *c = &mca_coll_ucg_component;
 
     return (m->group != NULL) && c->coll_enable[coll] &&
-           ((coll == COLL_UCG_BARRIER) || (bytes > 0)) &&
+           ((coll == COLL_UCG_BARRIER) || (coll == COLL_UCG_IBARRIER) ||
+            (bytes > 0)) &&
            ((c->coll_max_bytes[coll] == 0) ||
             (bytes <= c->coll_max_bytes[coll]));
 }
@@ -321,7 +323,18 @@ static ucg_rule_action_t coll_ucg_rule(mca_coll_ucg_module_t *m, int coll,
     return action;
 }
 
-static size_t coll_ucg_bytes(struct ompi_datatype_t *dtype, int count)
+/* The tuning rules' choice for a call into call->plan; false when they hand
+ * it to the previous module */
+static bool coll_ucg_rule_plan(mca_coll_ucg_module_t *m, int coll,
+                               size_t bytes, coll_ucg_call_t *call)
+{
+    ucg_rule_action_t action = coll_ucg_rule(m, coll, bytes);
+
+    call->plan = (action == UCG_RULE_FLAT) ? UCG_PLAN_FLAT : UCG_PLAN_AUTO;
+    return action != UCG_RULE_PREV;
+}
+
+size_t coll_ucg_bytes(struct ompi_datatype_t *dtype, int count)
 {
     size_t size;
 
@@ -379,22 +392,6 @@ static void coll_ucg_uncache(mca_coll_ucg_module_t *m, int coll)
  * the scratch buffers.
  */
 
-/* Size of each of the module's two pack buffers (allocated at enable) */
-#define COLL_UCG_SCRATCH_SIZE (64 * 1024)
-
-typedef struct {
-    void *tmp;    /* packed copy, NULL when the user buffer is used */
-    bool owned;   /* tmp was allocated for this call (not the scratch) */
-} coll_ucg_buf_t;
-
-typedef struct {
-    ucg_coll_params_t params;
-    coll_ucg_buf_t    sb, rb;
-    ucg_coll_h        req;
-    ucg_plan_choice_t plan;   /* UCG_PLAN_FLAT: the rules' "flat" */
-    bool              agree;  /* all ranks agree before communicating */
-    bool              ok;     /* this rank's preparation succeeded */
-} coll_ucg_call_t;
 
 /* Whether all ranks prepared a call of these parameters before */
 static bool coll_ucg_known(mca_coll_ucg_module_t *m, int coll,
@@ -425,10 +422,10 @@ static void coll_ucg_call_init(mca_coll_ucg_module_t *m, int coll,
  * bytes: the user buffer when contiguous, else a packed copy (made when @a
  * copy) in scratch buffer @a slot or, beyond it, in a new allocation.
  * NULL on failure (call->ok is then false) */
-static void *coll_ucg_buf_in(mca_coll_ucg_module_t *m, coll_ucg_call_t *call,
-                             int slot, const void *buf, int count,
-                             struct ompi_datatype_t *dtype, size_t bytes,
-                             bool copy)
+void *coll_ucg_buf_in(mca_coll_ucg_module_t *m, coll_ucg_call_t *call,
+                      int slot, const void *buf, int count,
+                      struct ompi_datatype_t *dtype, size_t bytes,
+                      bool copy)
 {
     coll_ucg_buf_t *b = (slot == 0) ? &call->sb : &call->rb;
     ptrdiff_t true_lb, true_extent;
@@ -442,7 +439,8 @@ static void *coll_ucg_buf_in(mca_coll_ucg_module_t *m, coll_ucg_call_t *call,
         opal_output(0, "coll:ucg: cannot pack %zu bytes", bytes);
         goto err;
     }
-    if ((bytes <= COLL_UCG_SCRATCH_SIZE) && (m->scratch[slot] != NULL)) {
+    if ((bytes <= COLL_UCG_SCRATCH_SIZE) && (m->scratch[slot] != NULL) &&
+        !call->nb) {
         b->tmp = m->scratch[slot];
     } else {
         b->tmp   = malloc(bytes);
@@ -467,9 +465,8 @@ err:
 
 /* Unpack into the user buffer (if a packed copy was used and @a copy) and
  * release the copy */
-static int coll_ucg_buf_out(void *buf, int count,
-                            struct ompi_datatype_t *dtype, size_t bytes,
-                            bool copy, coll_ucg_buf_t *b)
+int coll_ucg_buf_out(void *buf, int count, struct ompi_datatype_t *dtype,
+                     size_t bytes, bool copy, coll_ucg_buf_t *b)
 {
     int pos = 0, ret = MPI_SUCCESS;
 
@@ -491,9 +488,9 @@ static int coll_ucg_buf_out(void *buf, int count,
 /* Pack block @a idx of @a rbuf (@a rcount elements of @a rdtype) into the
  * packed receive buffer, @a bytes a block: the own block of an in-place
  * gather (root) or allgather that UCG finds there */
-static void coll_ucg_pack_own_block(coll_ucg_call_t *call, const void *rbuf,
-                                    int rcount, struct ompi_datatype_t *rdtype,
-                                    size_t bytes, int idx)
+void coll_ucg_pack_own_block(coll_ucg_call_t *call, const void *rbuf,
+                             int rcount, struct ompi_datatype_t *rdtype,
+                             size_t bytes, int idx)
 {
     ptrdiff_t lb, extent;
     int pos = 0;
@@ -529,7 +526,7 @@ static bool coll_ucg_test_fail(void)
 }
 
 /* Test only (coll_ucg_test_fail_point start): whether the start of this
- * call, which all ranks decided to run on UCG, is made to fail */
+ * blocking call, which all ranks decided to run on UCG, is made to fail */
 static bool coll_ucg_test_fail_start(void)
 {
     mca_coll_ucg_component_t *c = &mca_coll_ucg_component;
@@ -588,8 +585,8 @@ static void coll_ucg_prepare_req(mca_coll_ucg_module_t *m, int coll,
 }
 
 /* Release the request of a call that does not run */
-static void coll_ucg_release_req(mca_coll_ucg_module_t *m, int coll,
-                                 coll_ucg_call_t *call)
+void coll_ucg_release_req(mca_coll_ucg_module_t *m, int coll,
+                          coll_ucg_call_t *call)
 {
     if (call->req == NULL) {
         return;
@@ -738,19 +735,14 @@ static bool coll_ucg_bytes_call(mca_coll_ucg_module_t *m, int coll,
                                 ucg_coll_type_t type, size_t bytes, int root,
                                 size_t pack_bound, coll_ucg_call_t *call)
 {
-    ucg_rule_action_t action;
-
     if (!coll_ucg_use(m, coll, bytes)) {
         ++m->n_delegated[coll];
         return false;
     }
-    action = coll_ucg_rule(m, coll, bytes);
-    if (action == UCG_RULE_PREV) {
+    if (!coll_ucg_rule_plan(m, coll, bytes, call)) {
         return false;
     }
 
-    call->plan         = (action == UCG_RULE_FLAT) ? UCG_PLAN_FLAT :
-                                                     UCG_PLAN_AUTO;
     call->params.type  = type;
     call->params.count = bytes;
     call->params.dtype = UCG_DT_UINT8;
@@ -759,90 +751,220 @@ static bool coll_ucg_bytes_call(mca_coll_ucg_module_t *m, int coll,
     return true;
 }
 
-/* Run a block collective (gather, scatter, allgather) and unpack what it
- * received: @a rcount elements of @a rdtype at @a rbuf, @a rbytes packed */
-static int coll_ucg_go_blocks(mca_coll_ucg_module_t *m, int coll,
-                              struct ompi_communicator_t *comm,
-                              coll_ucg_call_t *call, void *rbuf, int rcount,
-                              struct ompi_datatype_t *rdtype, size_t rbytes)
+/* What this rank finds in @a buf after the call (@a count elements of
+ * @a dtype, @a bytes packed): unpacked there from the packed copy, if any */
+static void coll_ucg_call_out(coll_ucg_call_t *call, void *buf, int count,
+                              struct ompi_datatype_t *dtype, size_t bytes)
 {
-    int ret;
+    call->out.buf   = buf;
+    call->out.count = count;
+    call->out.dtype = dtype;
+    call->out.bytes = bytes;
+    call->out.recv  = true;
+}
 
-    ret = coll_ucg_go(m, coll, comm, call);
+int coll_ucg_call_finish(coll_ucg_call_t *call, int ret)
+{
     coll_ucg_buf_out(NULL, 0, NULL, 0, false, &call->sb);
-    if (coll_ucg_buf_out(rbuf, rcount, rdtype, rbytes, ret == OMPI_SUCCESS,
+    if (coll_ucg_buf_out(call->out.buf, call->out.count, call->out.dtype,
+                         call->out.bytes,
+                         (ret == OMPI_SUCCESS) && call->out.recv,
                          &call->rb) != OMPI_SUCCESS) {
-        ret = OMPI_ERROR;
+        return OMPI_ERROR;
     }
     return ret;
 }
 
 
+/* ---- collectives: preparation (shared with the nonblocking ones) -------- */
+
+bool coll_ucg_bcast_prep(mca_coll_ucg_module_t *m, int coll, void *buff,
+                         int count, struct ompi_datatype_t *dtype, int root,
+                         coll_ucg_call_t *call)
+{
+    size_t bytes = coll_ucg_bytes(dtype, count);
+
+    if (!coll_ucg_bytes_call(m, coll, UCG_COLL_BCAST, bytes, root, bytes,
+                             call)) {
+        return false;
+    }
+    call->params.rbuf = coll_ucg_buf_in(m, call, 1, buff, count, dtype, bytes,
+                                        m->comm_rank == root);
+    if (m->comm_rank != root) {
+        coll_ucg_call_out(call, buff, count, dtype, bytes);
+    }
+    return true;
+}
+
+/* Allreduce and reduce (root: reduce's); false when UCG does not take them
+ * (size, datatype or operation) */
+bool coll_ucg_reduction_prep(mca_coll_ucg_module_t *m, int coll,
+                             ucg_coll_type_t type, const void *sbuf,
+                             void *rbuf, int count,
+                             struct ompi_datatype_t *dtype,
+                             struct ompi_op_t *op, int root,
+                             coll_ucg_call_t *call)
+{
+    size_t bytes = coll_ucg_bytes(dtype, count);
+
+    if (!coll_ucg_use(m, coll, bytes) ||
+        !coll_ucg_reduce_params(dtype, op, &call->user_arg, &call->params)) {
+        ++m->n_delegated[coll];
+        return false;
+    }
+    if (!coll_ucg_rule_plan(m, coll, bytes, call)) {
+        return false;
+    }
+
+    call->params.type  = type;
+    call->params.root  = root;
+    call->params.count = count;
+    coll_ucg_call_init(m, coll, call, 0);
+    call->params.sbuf  = (sbuf == MPI_IN_PLACE) ? UCG_IN_PLACE : sbuf;
+    call->params.rbuf  = rbuf;
+    return true;
+}
+
+bool coll_ucg_barrier_prep(mca_coll_ucg_module_t *m, int coll,
+                           coll_ucg_call_t *call)
+{
+    if (!coll_ucg_use(m, coll, 0)) {
+        ++m->n_delegated[coll];
+        return false;
+    }
+    if (!coll_ucg_rule_plan(m, coll, 0, call)) {
+        return false;
+    }
+    call->params.type  = UCG_COLL_BARRIER;
+    call->params.dtype = UCG_DT_UINT8;
+    coll_ucg_call_init(m, coll, call, 0);
+    return true;
+}
+
+bool coll_ucg_gather_prep(mca_coll_ucg_module_t *m, int coll,
+                          const void *sbuf, int scount,
+                          struct ompi_datatype_t *sdtype, void *rbuf,
+                          int rcount, struct ompi_datatype_t *rdtype,
+                          int root, coll_ucg_call_t *call)
+{
+    int is_root = (m->comm_rank == root);
+    size_t bytes;
+
+    /* the block size in bytes is the same everywhere; the layouts are not */
+    bytes = (is_root) ? coll_ucg_bytes(rdtype, rcount) :
+                        coll_ucg_bytes(sdtype, scount);
+    if (!coll_ucg_bytes_call(m, coll, UCG_COLL_GATHER, bytes, root,
+                             bytes * m->comm_size, call)) {
+        return false;
+    }
+
+    if (is_root) {
+        call->params.rbuf = coll_ucg_buf_in(m, call, 1, rbuf,
+                                            rcount * m->comm_size, rdtype,
+                                            bytes * m->comm_size, false);
+        coll_ucg_call_out(call, rbuf, rcount * m->comm_size, rdtype,
+                          bytes * m->comm_size);
+        if (sbuf == MPI_IN_PLACE) {
+            coll_ucg_pack_own_block(call, rbuf, rcount, rdtype, bytes, root);
+        }
+    }
+    if (sbuf == MPI_IN_PLACE) {
+        call->params.sbuf = UCG_IN_PLACE;
+    } else {
+        call->params.sbuf = coll_ucg_buf_in(m, call, 0, sbuf, scount, sdtype,
+                                            bytes, true);
+    }
+    return true;
+}
+
+bool coll_ucg_scatter_prep(mca_coll_ucg_module_t *m, int coll,
+                           const void *sbuf, int scount,
+                           struct ompi_datatype_t *sdtype, void *rbuf,
+                           int rcount, struct ompi_datatype_t *rdtype,
+                           int root, coll_ucg_call_t *call)
+{
+    int is_root = (m->comm_rank == root);
+    size_t bytes;
+
+    bytes = (is_root) ? coll_ucg_bytes(sdtype, scount) :
+                        coll_ucg_bytes(rdtype, rcount);
+    if (!coll_ucg_bytes_call(m, coll, UCG_COLL_SCATTER, bytes, root,
+                             bytes * m->comm_size, call)) {
+        return false;
+    }
+
+    if (is_root) {
+        call->params.sbuf = coll_ucg_buf_in(m, call, 0, sbuf,
+                                            scount * m->comm_size, sdtype,
+                                            bytes * m->comm_size, true);
+    }
+    if (rbuf == MPI_IN_PLACE) {
+        call->params.rbuf = UCG_IN_PLACE;
+    } else {
+        call->params.rbuf = coll_ucg_buf_in(m, call, 1, rbuf, rcount, rdtype,
+                                            bytes, false);
+        coll_ucg_call_out(call, rbuf, rcount, rdtype, bytes);
+    }
+    return true;
+}
+
+bool coll_ucg_allgather_prep(mca_coll_ucg_module_t *m, int coll,
+                             const void *sbuf, int scount,
+                             struct ompi_datatype_t *sdtype, void *rbuf,
+                             int rcount, struct ompi_datatype_t *rdtype,
+                             coll_ucg_call_t *call)
+{
+    size_t bytes = coll_ucg_bytes(rdtype, rcount);
+
+    if (!coll_ucg_bytes_call(m, coll, UCG_COLL_ALLGATHER, bytes, 0,
+                             bytes * m->comm_size, call)) {
+        return false;
+    }
+
+    call->params.rbuf = coll_ucg_buf_in(m, call, 1, rbuf,
+                                        rcount * m->comm_size, rdtype,
+                                        bytes * m->comm_size, false);
+    coll_ucg_call_out(call, rbuf, rcount * m->comm_size, rdtype,
+                      bytes * m->comm_size);
+    if (sbuf == MPI_IN_PLACE) {
+        call->params.sbuf = UCG_IN_PLACE;
+        coll_ucg_pack_own_block(call, rbuf, rcount, rdtype, bytes,
+                                m->comm_rank);
+    } else {
+        call->params.sbuf = coll_ucg_buf_in(m, call, 0, sbuf, scount, sdtype,
+                                            bytes, true);
+    }
+    return true;
+}
+
+
 /* ---- collectives ------------------------------------------------------- */
+
+/* Run a prepared call: OMPI_SUCCESS/error of the UCG run (what this rank
+ * receives unpacked), or COLL_UCG_DELEGATE when the caller delegates */
+static int coll_ucg_go_out(mca_coll_ucg_module_t *m, int coll,
+                           struct ompi_communicator_t *comm,
+                           coll_ucg_call_t *call)
+{
+    return coll_ucg_call_finish(call, coll_ucg_go(m, coll, comm, call));
+}
 
 static int coll_ucg_bcast(void *buff, int count, struct ompi_datatype_t *dtype,
                           int root, struct ompi_communicator_t *comm,
                           mca_coll_base_module_t *module)
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
-    size_t bytes             = coll_ucg_bytes(dtype, count);
     coll_ucg_call_t call     = {{0}};
     int ret;
 
-    if (!coll_ucg_bytes_call(m, COLL_UCG_BCAST, UCG_COLL_BCAST, bytes, root,
-                             bytes, &call)) {
-        goto delegate;
+    if (coll_ucg_bcast_prep(m, COLL_UCG_BCAST, buff, count, dtype, root,
+                            &call)) {
+        ret = coll_ucg_go_out(m, COLL_UCG_BCAST, comm, &call);
+        if (ret != COLL_UCG_DELEGATE) {
+            return ret;
+        }
     }
-
-    call.params.rbuf = coll_ucg_buf_in(m, &call, 1, buff, count, dtype, bytes,
-                                       m->comm_rank == root);
-    ret = coll_ucg_go(m, COLL_UCG_BCAST, comm, &call);
-    if (coll_ucg_buf_out(buff, count, dtype, bytes,
-                         (ret == OMPI_SUCCESS) && (m->comm_rank != root),
-                         &call.rb) != OMPI_SUCCESS) {
-        ret = OMPI_ERROR;
-    }
-    if (ret != COLL_UCG_DELEGATE) {
-        return ret;
-    }
-delegate:
     return m->prev_bcast(buff, count, dtype, root, comm, m->prev_bcast_module);
-}
-
-/* Allreduce and reduce on UCG (root: reduce's), or COLL_UCG_DELEGATE when
- * UCG does not take them (size, datatype or operation) */
-static int coll_ucg_reduction(mca_coll_ucg_module_t *m, int coll,
-                              ucg_coll_type_t type, const void *sbuf,
-                              void *rbuf, int count,
-                              struct ompi_datatype_t *dtype,
-                              struct ompi_op_t *op, int root,
-                              struct ompi_communicator_t *comm)
-{
-    coll_ucg_call_t call = {{0}};
-    coll_ucg_user_op_arg_t user_arg; /* used by UCG until coll_ucg_go ends */
-    size_t bytes         = coll_ucg_bytes(dtype, count);
-    ucg_rule_action_t action;
-
-    if (!coll_ucg_use(m, coll, bytes) ||
-        !coll_ucg_reduce_params(dtype, op, &user_arg, &call.params)) {
-        ++m->n_delegated[coll];
-        return COLL_UCG_DELEGATE;
-    }
-    action = coll_ucg_rule(m, coll, bytes);
-    if (action == UCG_RULE_PREV) {
-        return COLL_UCG_DELEGATE;
-    }
-
-    call.plan         = (action == UCG_RULE_FLAT) ? UCG_PLAN_FLAT :
-                                                    UCG_PLAN_AUTO;
-
-    call.params.type  = type;
-    call.params.root  = root;
-    call.params.count = count;
-    coll_ucg_call_init(m, coll, &call, 0);
-    call.params.sbuf  = (sbuf == MPI_IN_PLACE) ? UCG_IN_PLACE : sbuf;
-    call.params.rbuf  = rbuf;
-    return coll_ucg_go(m, coll, comm, &call);
 }
 
 static int coll_ucg_allreduce(const void *sbuf, void *rbuf, int count,
@@ -852,12 +974,15 @@ static int coll_ucg_allreduce(const void *sbuf, void *rbuf, int count,
                               mca_coll_base_module_t *module)
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
+    coll_ucg_call_t call     = {{0}};
     int ret;
 
-    ret = coll_ucg_reduction(m, COLL_UCG_ALLREDUCE, UCG_COLL_ALLREDUCE, sbuf,
-                             rbuf, count, dtype, op, 0, comm);
-    if (ret != COLL_UCG_DELEGATE) {
-        return ret;
+    if (coll_ucg_reduction_prep(m, COLL_UCG_ALLREDUCE, UCG_COLL_ALLREDUCE,
+                                sbuf, rbuf, count, dtype, op, 0, &call)) {
+        ret = coll_ucg_go_out(m, COLL_UCG_ALLREDUCE, comm, &call);
+        if (ret != COLL_UCG_DELEGATE) {
+            return ret;
+        }
     }
     return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm,
                              m->prev_allreduce_module);
@@ -869,12 +994,15 @@ static int coll_ucg_reduce(const void *sbuf, void *rbuf, int count,
                            mca_coll_base_module_t *module)
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
+    coll_ucg_call_t call     = {{0}};
     int ret;
 
-    ret = coll_ucg_reduction(m, COLL_UCG_REDUCE, UCG_COLL_REDUCE, sbuf, rbuf,
-                             count, dtype, op, root, comm);
-    if (ret != COLL_UCG_DELEGATE) {
-        return ret;
+    if (coll_ucg_reduction_prep(m, COLL_UCG_REDUCE, UCG_COLL_REDUCE, sbuf,
+                                rbuf, count, dtype, op, root, &call)) {
+        ret = coll_ucg_go_out(m, COLL_UCG_REDUCE, comm, &call);
+        if (ret != COLL_UCG_DELEGATE) {
+            return ret;
+        }
     }
     return m->prev_reduce(sbuf, rbuf, count, dtype, op, root, comm,
                           m->prev_reduce_module);
@@ -885,27 +1013,14 @@ static int coll_ucg_barrier(struct ompi_communicator_t *comm,
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
     coll_ucg_call_t call     = {{0}};
-    ucg_rule_action_t action;
     int ret;
 
-    if (!coll_ucg_use(m, COLL_UCG_BARRIER, 0)) {
-        ++m->n_delegated[COLL_UCG_BARRIER];
-        goto delegate;
+    if (coll_ucg_barrier_prep(m, COLL_UCG_BARRIER, &call)) {
+        ret = coll_ucg_go_out(m, COLL_UCG_BARRIER, comm, &call);
+        if (ret != COLL_UCG_DELEGATE) {
+            return ret;
+        }
     }
-    action = coll_ucg_rule(m, COLL_UCG_BARRIER, 0);
-    if (action == UCG_RULE_PREV) {
-        goto delegate;
-    }
-    call.plan         = (action == UCG_RULE_FLAT) ? UCG_PLAN_FLAT :
-                                                    UCG_PLAN_AUTO;
-    call.params.type  = UCG_COLL_BARRIER;
-    call.params.dtype = UCG_DT_UINT8;
-    coll_ucg_call_init(m, COLL_UCG_BARRIER, &call, 0);
-    ret = coll_ucg_go(m, COLL_UCG_BARRIER, comm, &call);
-    if (ret != COLL_UCG_DELEGATE) {
-        return ret;
-    }
-delegate:
     return m->prev_barrier(comm, m->prev_barrier_module);
 }
 
@@ -916,40 +1031,16 @@ static int coll_ucg_gather(const void *sbuf, int scount,
                            mca_coll_base_module_t *module)
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
-    int is_root              = (m->comm_rank == root);
     coll_ucg_call_t call     = {{0}};
-    size_t bytes;
     int ret;
 
-    /* the block size in bytes is the same everywhere; the layouts are not */
-    bytes = (is_root) ? coll_ucg_bytes(rdtype, rcount) :
-                        coll_ucg_bytes(sdtype, scount);
-    if (!coll_ucg_bytes_call(m, COLL_UCG_GATHER, UCG_COLL_GATHER, bytes, root,
-                             bytes * m->comm_size, &call)) {
-        goto delegate;
-    }
-
-    if (is_root) {
-        call.params.rbuf = coll_ucg_buf_in(m, &call, 1, rbuf,
-                                           rcount * m->comm_size, rdtype,
-                                           bytes * m->comm_size, false);
-        if (sbuf == MPI_IN_PLACE) {
-            coll_ucg_pack_own_block(&call, rbuf, rcount, rdtype, bytes, root);
+    if (coll_ucg_gather_prep(m, COLL_UCG_GATHER, sbuf, scount, sdtype, rbuf,
+                             rcount, rdtype, root, &call)) {
+        ret = coll_ucg_go_out(m, COLL_UCG_GATHER, comm, &call);
+        if (ret != COLL_UCG_DELEGATE) {
+            return ret;
         }
     }
-    if (sbuf == MPI_IN_PLACE) {
-        call.params.sbuf = UCG_IN_PLACE;
-    } else {
-        call.params.sbuf = coll_ucg_buf_in(m, &call, 0, sbuf, scount, sdtype,
-                                           bytes, true);
-    }
-    ret = coll_ucg_go_blocks(m, COLL_UCG_GATHER, comm, &call, rbuf,
-                             rcount * m->comm_size, rdtype,
-                             bytes * m->comm_size);
-    if (ret != COLL_UCG_DELEGATE) {
-        return ret;
-    }
-delegate:
     return m->prev_gather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
                           comm, m->prev_gather_module);
 }
@@ -961,35 +1052,16 @@ static int coll_ucg_scatter(const void *sbuf, int scount,
                             mca_coll_base_module_t *module)
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
-    int is_root              = (m->comm_rank == root);
     coll_ucg_call_t call     = {{0}};
-    size_t bytes;
     int ret;
 
-    bytes = (is_root) ? coll_ucg_bytes(sdtype, scount) :
-                        coll_ucg_bytes(rdtype, rcount);
-    if (!coll_ucg_bytes_call(m, COLL_UCG_SCATTER, UCG_COLL_SCATTER, bytes,
-                             root, bytes * m->comm_size, &call)) {
-        goto delegate;
+    if (coll_ucg_scatter_prep(m, COLL_UCG_SCATTER, sbuf, scount, sdtype, rbuf,
+                              rcount, rdtype, root, &call)) {
+        ret = coll_ucg_go_out(m, COLL_UCG_SCATTER, comm, &call);
+        if (ret != COLL_UCG_DELEGATE) {
+            return ret;
+        }
     }
-
-    if (is_root) {
-        call.params.sbuf = coll_ucg_buf_in(m, &call, 0, sbuf,
-                                           scount * m->comm_size, sdtype,
-                                           bytes * m->comm_size, true);
-    }
-    if (rbuf == MPI_IN_PLACE) {
-        call.params.rbuf = UCG_IN_PLACE;
-    } else {
-        call.params.rbuf = coll_ucg_buf_in(m, &call, 1, rbuf, rcount, rdtype,
-                                           bytes, false);
-    }
-    ret = coll_ucg_go_blocks(m, COLL_UCG_SCATTER, comm, &call, rbuf, rcount,
-                             rdtype, bytes);
-    if (ret != COLL_UCG_DELEGATE) {
-        return ret;
-    }
-delegate:
     return m->prev_scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
                            comm, m->prev_scatter_module);
 }
@@ -1002,33 +1074,15 @@ static int coll_ucg_allgather(const void *sbuf, int scount,
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
     coll_ucg_call_t call     = {{0}};
-    size_t bytes;
     int ret;
 
-    bytes = coll_ucg_bytes(rdtype, rcount);
-    if (!coll_ucg_bytes_call(m, COLL_UCG_ALLGATHER, UCG_COLL_ALLGATHER, bytes,
-                             0, bytes * m->comm_size, &call)) {
-        goto delegate;
+    if (coll_ucg_allgather_prep(m, COLL_UCG_ALLGATHER, sbuf, scount, sdtype,
+                                rbuf, rcount, rdtype, &call)) {
+        ret = coll_ucg_go_out(m, COLL_UCG_ALLGATHER, comm, &call);
+        if (ret != COLL_UCG_DELEGATE) {
+            return ret;
+        }
     }
-
-    call.params.rbuf = coll_ucg_buf_in(m, &call, 1, rbuf,
-                                       rcount * m->comm_size, rdtype,
-                                       bytes * m->comm_size, false);
-    if (sbuf == MPI_IN_PLACE) {
-        call.params.sbuf = UCG_IN_PLACE;
-        coll_ucg_pack_own_block(&call, rbuf, rcount, rdtype, bytes,
-                                m->comm_rank);
-    } else {
-        call.params.sbuf = coll_ucg_buf_in(m, &call, 0, sbuf, scount, sdtype,
-                                           bytes, true);
-    }
-    ret = coll_ucg_go_blocks(m, COLL_UCG_ALLGATHER, comm, &call, rbuf,
-                             rcount * m->comm_size, rdtype,
-                             bytes * m->comm_size);
-    if (ret != COLL_UCG_DELEGATE) {
-        return ret;
-    }
-delegate:
     return m->prev_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
                              m->prev_allgather_module);
 }
@@ -1210,15 +1264,6 @@ static int coll_ucg_agree_rules(mca_coll_ucg_module_t *m,
     return OMPI_SUCCESS;
 }
 
-#define COLL_UCG_SAVE(_m, _comm, _coll) \
-    do { \
-        (_m)->prev_##_coll          = (_comm)->c_coll->coll_##_coll; \
-        (_m)->prev_##_coll##_module = (_comm)->c_coll->coll_##_coll##_module; \
-        if ((_m)->prev_##_coll##_module == NULL) { \
-            return OMPI_ERROR; \
-        } \
-        OBJ_RETAIN((_m)->prev_##_coll##_module); \
-    } while (0)
 
 static int coll_ucg_module_enable(mca_coll_base_module_t *module,
                                   struct ompi_communicator_t *comm)
@@ -1242,6 +1287,10 @@ static int coll_ucg_module_enable(mca_coll_base_module_t *module,
     m->comm_rank = ompi_comm_rank(comm);
     m->comm_cid  = ompi_comm_get_cid(comm);
     snprintf(m->comm_name, sizeof(m->comm_name), "%s", comm->c_name);
+    ret = coll_ucg_nb_enable(m, comm);
+    if (ret != OMPI_SUCCESS) {
+        return ret;
+    }
 
     /* all ranks create the group, or none does (then all delegate) */
     ctx      = mca_coll_ucg_get_context();
@@ -1347,18 +1396,14 @@ static void coll_ucg_module_destruct(mca_coll_ucg_module_t *m)
     }
     free(m->scratch[0]);
     free(m->scratch[1]);
-#define COLL_UCG_RELEASE(_coll) \
-    if (m->prev_##_coll##_module != NULL) { \
-        OBJ_RELEASE(m->prev_##_coll##_module); \
-    }
-    COLL_UCG_RELEASE(bcast)
-    COLL_UCG_RELEASE(allreduce)
-    COLL_UCG_RELEASE(reduce)
-    COLL_UCG_RELEASE(barrier)
-    COLL_UCG_RELEASE(gather)
-    COLL_UCG_RELEASE(scatter)
-    COLL_UCG_RELEASE(allgather)
-#undef COLL_UCG_RELEASE
+    COLL_UCG_RELEASE_PREV(m, bcast);
+    COLL_UCG_RELEASE_PREV(m, allreduce);
+    COLL_UCG_RELEASE_PREV(m, reduce);
+    COLL_UCG_RELEASE_PREV(m, barrier);
+    COLL_UCG_RELEASE_PREV(m, gather);
+    COLL_UCG_RELEASE_PREV(m, scatter);
+    COLL_UCG_RELEASE_PREV(m, allgather);
+    coll_ucg_nb_release_prev(m);
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_ucg_module_t, mca_coll_base_module_t,
@@ -1386,6 +1431,7 @@ mca_coll_ucg_comm_query(struct ompi_communicator_t *comm, int *priority)
     m->super.coll_gather        = coll_ucg_gather;
     m->super.coll_scatter       = coll_ucg_scatter;
     m->super.coll_allgather     = coll_ucg_allgather;
+    coll_ucg_nb_set_ops(m);
     *priority = mca_coll_ucg_component.priority;
     return &m->super;
 }

@@ -1,0 +1,134 @@
+/**
+ * coll/ucg internals shared by the blocking collectives (coll_ucg_module.c)
+ * and the nonblocking ones (coll_ucg_nb.c): the preparation of one call
+ * (parameters, packed copies of non-contiguous buffers) and what remains
+ * after UCG ran it (unpacking what this rank received).
+ */
+#ifndef MCA_COLL_UCG_INT_H_
+#define MCA_COLL_UCG_INT_H_
+
+#include "coll_ucg.h"
+
+#define UCG_MOD(_m) ((mca_coll_ucg_module_t*)(_m))
+
+/* Keep the previous module's @a _coll (at enable): OMPI_ERROR from the
+ * enclosing function when there is none */
+#define COLL_UCG_SAVE(_m, _comm, _coll) \
+    do { \
+        (_m)->prev_##_coll          = (_comm)->c_coll->coll_##_coll; \
+        (_m)->prev_##_coll##_module = (_comm)->c_coll->coll_##_coll##_module; \
+        if ((_m)->prev_##_coll##_module == NULL) { \
+            return OMPI_ERROR; \
+        } \
+        OBJ_RETAIN((_m)->prev_##_coll##_module); \
+    } while (0)
+
+#define COLL_UCG_RELEASE_PREV(_m, _coll) \
+    do { \
+        if ((_m)->prev_##_coll##_module != NULL) { \
+            OBJ_RELEASE((_m)->prev_##_coll##_module); \
+        } \
+    } while (0)
+
+/* Size of each of the module's two pack buffers (allocated at enable) */
+#define COLL_UCG_SCRATCH_SIZE (64 * 1024)
+
+typedef struct {
+    void *tmp;    /* packed copy, NULL when the user buffer is used */
+    bool owned;   /* tmp was allocated for this call (not the scratch) */
+} coll_ucg_buf_t;
+
+/* A user op applied through MPI_Reduce_local */
+typedef struct {
+    MPI_Op       op;
+    MPI_Datatype dtype;
+} coll_ucg_user_op_arg_t;
+
+/* Where what this rank receives goes once the call completed */
+typedef struct {
+    void                   *buf;
+    int                    count;
+    struct ompi_datatype_t *dtype;
+    size_t                 bytes;  /* packed */
+    bool                   recv;   /* unpack into buf from the packed copy */
+} coll_ucg_out_t;
+
+typedef struct {
+    ucg_coll_params_t      params;
+    coll_ucg_buf_t         sb, rb;
+    coll_ucg_out_t         out;
+    coll_ucg_user_op_arg_t user_arg; /* params.user_op.arg points here */
+    ucg_coll_h             req;
+    ucg_plan_choice_t      plan;   /* UCG_PLAN_FLAT: the rules' "flat" */
+    bool                   agree;  /* all ranks agree before communicating */
+    bool                   ok;     /* this rank's preparation succeeded */
+    bool                   nb;     /* nonblocking: packs into its own
+                                      buffers (not the module's scratch) */
+} coll_ucg_call_t;
+
+/*
+ * Preparation of each collective on this rank, into @a call (zeroed by the
+ * caller, with call->nb set for a nonblocking one): false when UCG does
+ * not take it (counted as delegated under @a coll); else call->ok says
+ * whether this rank could prepare it.
+ */
+bool coll_ucg_bcast_prep(mca_coll_ucg_module_t *m, int coll, void *buff,
+                         int count, struct ompi_datatype_t *dtype, int root,
+                         coll_ucg_call_t *call);
+bool coll_ucg_reduction_prep(mca_coll_ucg_module_t *m, int coll,
+                             ucg_coll_type_t type, const void *sbuf,
+                             void *rbuf, int count,
+                             struct ompi_datatype_t *dtype,
+                             struct ompi_op_t *op, int root,
+                             coll_ucg_call_t *call);
+bool coll_ucg_barrier_prep(mca_coll_ucg_module_t *m, int coll,
+                           coll_ucg_call_t *call);
+bool coll_ucg_gather_prep(mca_coll_ucg_module_t *m, int coll,
+                          const void *sbuf, int scount,
+                          struct ompi_datatype_t *sdtype, void *rbuf,
+                          int rcount, struct ompi_datatype_t *rdtype,
+                          int root, coll_ucg_call_t *call);
+bool coll_ucg_scatter_prep(mca_coll_ucg_module_t *m, int coll,
+                           const void *sbuf, int scount,
+                           struct ompi_datatype_t *sdtype, void *rbuf,
+                           int rcount, struct ompi_datatype_t *rdtype,
+                           int root, coll_ucg_call_t *call);
+bool coll_ucg_allgather_prep(mca_coll_ucg_module_t *m, int coll,
+                             const void *sbuf, int scount,
+                             struct ompi_datatype_t *sdtype, void *rbuf,
+                             int rcount, struct ompi_datatype_t *rdtype,
+                             coll_ucg_call_t *call);
+
+/* After the call ran (@a ret: OMPI_SUCCESS or not): unpack what this rank
+ * received, release the packed copies; @a ret, or an error if unpacking
+ * failed */
+int coll_ucg_call_finish(coll_ucg_call_t *call, int ret);
+
+/* Release the UCG request of a call that does not run (or ran) */
+void coll_ucg_release_req(mca_coll_ucg_module_t *m, int coll,
+                          coll_ucg_call_t *call);
+
+bool coll_ucg_reduce_params(struct ompi_datatype_t *dtype,
+                            struct ompi_op_t *op,
+                            coll_ucg_user_op_arg_t *user_arg,
+                            ucg_coll_params_t *params);
+bool coll_ucg_use(mca_coll_ucg_module_t *m, int coll, size_t bytes);
+size_t coll_ucg_bytes(struct ompi_datatype_t *dtype, int count);
+void *coll_ucg_buf_in(mca_coll_ucg_module_t *m, coll_ucg_call_t *call,
+                      int slot, const void *buf, int count,
+                      struct ompi_datatype_t *dtype, size_t bytes,
+                      bool copy);
+int coll_ucg_buf_out(void *buf, int count, struct ompi_datatype_t *dtype,
+                     size_t bytes, bool copy, coll_ucg_buf_t *b);
+void coll_ucg_pack_own_block(coll_ucg_call_t *call, const void *rbuf,
+                             int rcount, struct ompi_datatype_t *rdtype,
+                             size_t bytes, int idx);
+
+/* Nonblocking collectives (coll_ucg_nb.c) */
+int coll_ucg_nb_enable(mca_coll_ucg_module_t *m,
+                       struct ompi_communicator_t *comm);
+void coll_ucg_nb_set_ops(mca_coll_ucg_module_t *m);
+void coll_ucg_nb_release_prev(mca_coll_ucg_module_t *m);
+void coll_ucg_nb_close(void);
+
+#endif
