@@ -432,3 +432,25 @@ TEST(mc_rel_wire, payload_aligned)
         uct_mc_rel_stream_destroy(streams[1]);
     }
 }
+
+/* The loss hook's decision (config test_drop) */
+TEST(mc_rel_wire, test_drop)
+{
+    unsigned dropped = 0, same = 0;
+
+    for (uint32_t i = 0; i < 10000; ++i) {
+        EXPECT_FALSE(uct_mc_rel_test_drop(1, i, 0));
+        EXPECT_TRUE(uct_mc_rel_test_drop(1, i, 1000));
+        /* The same decision on every call */
+        EXPECT_EQ(uct_mc_rel_test_drop(2, i, 100),
+                  uct_mc_rel_test_drop(2, i, 100));
+        dropped += uct_mc_rel_test_drop(2, i + 0xfffff000u, 100);
+        /* Members drop different packets: a parent can repair its child */
+        same    += uct_mc_rel_test_drop(1, i, 100) &&
+                   uct_mc_rel_test_drop(2, i, 100);
+    }
+    /* About 10 %, also across the index wrap */
+    EXPECT_GT(dropped, 800u);
+    EXPECT_LT(dropped, 1200u);
+    EXPECT_LT(same, 300u);
+}

@@ -4,6 +4,7 @@
  */
 #include "ib_mc.h"
 #include "am_msgs.h"
+#include "log_capture.h"
 #include "tools.h"
 #include "traffic.h"
 #include "ucp_pair.h"
@@ -513,6 +514,235 @@ void ib_mc_test::check_ucp_tag()
         ucp_worker_destroy(worker);
         ucp_cleanup(context);
     }, 120);
+}
+
+namespace {
+
+/* What the members of a peer timeout test share */
+struct timeout_shared {
+    volatile int phase;       /* root: 1 after the first batch's flush, 2
+                                 after the idle time / the member stopped */
+    volatile int done;        /* root: finished (its last flush ended) */
+    volatile int failed[4];   /* member: its endpoint failed as expected */
+};
+
+struct flush_comp {
+    uct_completion_t comp;
+    volatile int     done;
+
+    static void cb(uct_completion_t *c)
+    {
+        ucs_container_of(c, flush_comp, comp)->done = 1;
+    }
+};
+
+/* The lines of @a cap naming GROUP_PEER_TIMEOUT */
+unsigned timeout_lines(const scoped_log_capture &cap)
+{
+    unsigned n = 0;
+
+    for (const std::string &line : cap.lines()) {
+        n += (line.find("GROUP_PEER_TIMEOUT") != std::string::npos);
+    }
+    return n;
+}
+
+} // namespace
+
+/* A member that stops responding (SIGSTOP: alive, but silent) while the
+ * root waits for its ACKs: once GROUP_PEER_TIMEOUT passes, the group fails
+ * with UCS_ERR_TIMED_OUT on every member - the root's flush completes with
+ * it, the other member that waits for a message learns it (ABORT), and
+ * the stopped one too once continued - with one log line each */
+void ib_mc_test::check_peer_timeout_stopped()
+{
+    proc_group pg(3);
+    auto sh            = static_cast<timeout_shared*>(pg.shared());
+    const size_t max   = 900; /* a message is a packet or two: the second
+                                 batch fits the window */
+    const unsigned cnt = 10;
+
+    m_salt += 0x10001;
+    pg.run_ok([&](unsigned rank) {
+        scoped_log_capture cap;
+        wait_timeout *= 2; /* member 2's waits include its stop */
+        ib_mc_env env(m_tl, m_md, m_dev,
+                      {{"GROUP_WINDOW", "32"}, {"GROUP_RADIX", "2"},
+                       {"GROUP_PEER_TIMEOUT", "4s"}});
+        uct_o2m_group_params_t p;
+        ucs_status_t status;
+        rx_log log;
+        uct_ep_h ep;
+
+        CHILD_CHECK_OK(uct_iface_set_am_handler(env.iface(), AM_ID,
+                                                rx_log::cb, &log, 0));
+        memset(&p, 0, sizeof(p));
+        p.group_id   = m_salt;
+        p.size       = 3;
+        p.my_index   = rank;
+        p.root_index = 0;
+        CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
+
+        if (rank == 0) {
+            flush_comp fc;
+
+            for (unsigned k = 0; k < cnt; ++k) {
+                CHILD_CHECK_OK(send_msg(env, ep, m_salt, k, max, 64));
+            }
+            CHILD_CHECK_OK(am_ep_flush(env, ep));
+            sh->phase = 1;
+
+            /* Member 2 stops; the next batch waits for its ACKs */
+            CHILD_CHECK(kill(pg.pids()[2], SIGSTOP) == 0, "SIGSTOP: %m");
+            sh->phase = 2;
+            for (unsigned k = cnt; k < 2 * cnt; ++k) {
+                CHILD_CHECK_OK(send_msg(env, ep, m_salt, k, max, 64));
+            }
+            fc.comp.func   = flush_comp::cb;
+            fc.comp.count  = 1;
+            fc.comp.status = UCS_OK;
+            fc.done        = 0;
+            status = uct_ep_flush(ep, 0, &fc.comp);
+            CHILD_CHECK(status == UCS_INPROGRESS, "flush: %s",
+                        ucs_status_string(status));
+            CHILD_CHECK(env.progress_until([&] { return fc.done != 0; }),
+                        "the root's flush did not complete");
+            CHILD_CHECK(fc.comp.status == UCS_ERR_TIMED_OUT,
+                        "the root's flush completed with %s",
+                        ucs_status_string(fc.comp.status));
+            CHILD_CHECK((uct_o2m_ep_state(ep, &status) ==
+                         UCT_O2M_EP_STATE_FAILED) &&
+                        (status == UCS_ERR_TIMED_OUT),
+                        "the root's endpoint: %s",
+                        ucs_status_string(status));
+            CHILD_CHECK(send_msg(env, ep, m_salt, 2 * cnt, max, 64) ==
+                        UCS_ERR_TIMED_OUT, "a send after the failure");
+            CHILD_CHECK(kill(pg.pids()[2], SIGCONT) == 0, "SIGCONT: %m");
+            /* The failed root answers the members with ABORT */
+            CHILD_CHECK(env.progress_until([&] {
+                            return sh->failed[1] && sh->failed[2]; }),
+                        "the members did not fail");
+            sh->failed[0] = 1;
+        } else {
+            /* Member 1 waits for a message all along (it pings the root,
+             * which answers while it lives); member 2 too once continued */
+            CHILD_CHECK_OK(uct_o2m_ep_expect(ep, 1));
+            CHILD_CHECK(env.progress_until([&] {
+                            return uct_o2m_ep_state(ep, NULL) ==
+                                   UCT_O2M_EP_STATE_FAILED; }),
+                        "member %u: the group did not fail (%zu messages)",
+                        rank, log.msgs.size());
+            CHILD_CHECK((uct_o2m_ep_state(ep, &status) ==
+                         UCT_O2M_EP_STATE_FAILED) &&
+                        (status == UCS_ERR_TIMED_OUT),
+                        "member %u: %s", rank, ucs_status_string(status));
+            CHILD_CHECK(sh->phase == 2, "member %u failed in phase %d",
+                        rank, sh->phase);
+            /* What it received is the root's messages, in order */
+            CHILD_CHECK(log.msgs.size() >= cnt, "member %u: %zu messages",
+                        rank, log.msgs.size());
+            check_msgs(log, m_salt, log.msgs.size(), max, "member");
+            sh->failed[rank] = 1;
+            CHILD_CHECK(env.progress_until([&] { return sh->failed[0]; }),
+                        "member %u: the root did not end", rank);
+        }
+        CHILD_CHECK(timeout_lines(cap) == 1, "member %u: %u log lines on "
+                    "the timeout:\n%s", rank, timeout_lines(cap),
+                    cap.all().c_str());
+        pg.barrier(rank);
+        uct_ep_destroy(ep);
+    }, 300);
+}
+
+/* Slow is not dead: a group idle for longer than GROUP_PEER_TIMEOUT - the
+ * root progressing without sending, one member waiting for a message all
+ * along (its pings answered), one not progressing at all - stays healthy,
+ * and its next batch is delivered exactly and flushed */
+void ib_mc_test::check_peer_timeout_idle()
+{
+    proc_group pg(3);
+    auto sh            = static_cast<timeout_shared*>(pg.shared());
+    const size_t max   = 4096;
+    const unsigned cnt = 20;
+    const double bound = 3, idle = 8;
+
+    m_salt += 0x10001;
+    pg.run_ok([&](unsigned rank) {
+        scoped_log_capture cap;
+        wait_timeout += idle; /* the root's flush waits for the idle time */
+        ib_mc_env env(m_tl, m_md, m_dev,
+                      {{"GROUP_WINDOW", "32"}, {"GROUP_RADIX", "2"},
+                       {"GROUP_SEG_SIZE", "4k"},
+                       {"GROUP_PEER_TIMEOUT", std::to_string(bound) + "s"}});
+        uct_o2m_group_params_t p;
+        ucs_status_t status;
+        rx_log log;
+        uct_ep_h ep;
+
+        CHILD_CHECK_OK(uct_iface_set_am_handler(env.iface(), AM_ID,
+                                                rx_log::cb, &log, 0));
+        memset(&p, 0, sizeof(p));
+        p.group_id   = m_salt;
+        p.size       = 3;
+        p.my_index   = rank;
+        p.root_index = 0;
+        CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
+
+        if (rank == 0) {
+            for (unsigned k = 0; k < cnt; ++k) {
+                CHILD_CHECK_OK(send_msg(env, ep, m_salt, k, max, 64));
+            }
+            CHILD_CHECK_OK(am_ep_flush(env, ep));
+            sh->phase = 1;
+            double end = now_sec() + idle;
+            while (now_sec() < end) {
+                env.progress();
+            }
+            sh->phase = 2;
+            for (unsigned k = cnt; k < 2 * cnt; ++k) {
+                CHILD_CHECK_OK(send_msg(env, ep, m_salt, k, max, 64));
+            }
+            CHILD_CHECK_OK(am_ep_flush(env, ep));
+            sh->done = 1;
+        } else {
+            CHILD_CHECK(env.progress_until([&] {
+                            return log.msgs.size() >= cnt; }),
+                        "member %u: received %zu of %u", rank,
+                        log.msgs.size(), cnt);
+            CHILD_CHECK(env.progress_until([&] { return sh->phase >= 1; }),
+                        "member %u: the first flush did not end", rank);
+            if (rank == 1) {
+                CHILD_CHECK_OK(uct_o2m_ep_expect(ep, 1));
+                CHILD_CHECK(env.progress_until([&] {
+                                return sh->phase >= 2; }),
+                            "member 1: the idle time did not end");
+                CHILD_CHECK_OK(uct_o2m_ep_expect(ep, 0));
+            } else {
+                /* Not progressing at all (bounded) */
+                double end = now_sec() + wait_timeout;
+                while ((sh->phase < 2) && (now_sec() < end)) {
+                    usleep(10000);
+                }
+                CHILD_CHECK(sh->phase >= 2, "member 2: the idle time did "
+                            "not end");
+            }
+            CHILD_CHECK(env.progress_until([&] {
+                            return log.msgs.size() >= 2 * cnt; }),
+                        "member %u: received %zu of %u", rank,
+                        log.msgs.size(), 2 * cnt);
+            CHILD_CHECK(env.progress_until([&] { return sh->done != 0; }),
+                        "member %u: the root's flush did not end", rank);
+            check_msgs(log, m_salt, 2 * cnt, max, "member");
+        }
+        CHILD_CHECK((uct_o2m_ep_state(ep, &status) ==
+                     UCT_O2M_EP_STATE_READY) && (status == UCS_OK),
+                    "member %u: %s after the idle time", rank,
+                    ucs_status_string(status));
+        CHILD_CHECK(timeout_lines(cap) == 0, "member %u:\n%s", rank,
+                    cap.all().c_str());
+        pg.barrier(rank);
+        uct_ep_destroy(ep);
+    }, 300);
 }
 
 } // namespace o2m_test

@@ -5,8 +5,9 @@
  * child process, and the device tests themselves as fixture methods: the
  * listing by `ucx_info -d`, UD's point-to-point endpoint, groups of 2..4
  * processes with every member as root and every size class (with and
- * without forced losses), the group's IP membership held and left, and
- * UCP tag send/receive with UCX_TLS=<transport>.
+ * without forced losses), the group's IP membership held and left,
+ * UCP tag send/receive with UCX_TLS=<transport>, and the peer timeout (a
+ * stopped member fails the group, an idle group stays healthy).
  */
 #ifndef O2M_TEST_IB_MC_H_
 #define O2M_TEST_IB_MC_H_
@@ -110,6 +111,15 @@ protected:
 
     /* UCP tag send/receive over the transport alone (UCX_TLS) */
     void check_ucp_tag();
+
+    /* A member stops responding (SIGSTOP) while the root waits for its
+     * ACKs: after GROUP_PEER_TIMEOUT every member fails with
+     * UCS_ERR_TIMED_OUT (the root's flush too), one log line each */
+    void check_peer_timeout_stopped();
+
+    /* A group idle for longer than GROUP_PEER_TIMEOUT stays healthy and
+     * delivers its next messages */
+    void check_peer_timeout_idle();
 
     std::string           m_tl;
     std::string           m_device_kind;

@@ -234,12 +234,22 @@ static void uct_mc_ib_rel_failed(void *arg, ucs_status_t status)
     uct_mc_ib_ep_t *ep = arg;
 
     ep->status = status;
+    if (status == UCS_ERR_TIMED_OUT) {
+        /* Its one line (the engine's says more at diag level): a member
+         * was silent past the bound, here or at the member that decided */
+        ucs_warn("%s: group 0x%x epoch %u: member %u of %u (root %u) "
+                 "fails: a member waited on was silent past "
+                 "GROUP_PEER_TIMEOUT (%.3g s)", ep->groups->tl_name,
+                 ep->conn, ep->epoch, ep->my_rank, ep->num_members,
+                 ep->root, ep->groups->rel.peer_timeout / 1e9);
+    }
 }
 
 static const uct_mc_rel_ops_t uct_mc_ib_rel_ops = {
     .send     = uct_mc_ib_rel_send,
     .deliver  = uct_mc_ib_rel_deliver,
-    .is_alive = NULL, /* no liveness on UD: PEER_TIMEOUT bounds the waits */
+    .is_alive = NULL, /* no liveness on UD: GROUP_PEER_TIMEOUT bounds the
+                         waits (the engine's pings keep a live one) */
     .failed   = uct_mc_ib_rel_failed
 };
 
@@ -338,15 +348,11 @@ static void uct_mc_ib_ep_rx(uct_mc_ib_ep_t *ep, const struct ibv_wc *wc,
         uct_mc_ib_learn(ep, rh.src, wc, grh);
     }
 
-    /* Test losses: only first transmissions (the root's multicast), so
-     * that each lost packet is repaired */
+    /* First transmissions: the root's multicast (GROUP_TEST_DROP's losses
+     * are the engine's loss hook, in uct_mc_rel_recv) */
     if ((rh.type == UCT_MC_REL_PKT_DATA) &&
         !(rh.flags & UCT_MC_REL_FLAG_REPAIR)) {
         ++ep->cnt.rx_mcast_data;
-        if (uct_mc_ib_test_drop(ep->my_rank, rh.psn, ep->groups->drop)) {
-            ++ep->cnt.rx_test_drop;
-            return;
-        }
     }
 
     (void)uct_mc_rel_recv(ep->super.rel, payload, payload_len, now);
@@ -881,6 +887,7 @@ ucs_status_t uct_mc_verbs_ep_counters(uct_ep_h tl_ep,
     *counters = ep->cnt;
     if (ep->super.rel != NULL) {
         uct_mc_rel_stats(ep->super.rel, &stats);
+        counters->rx_test_drop    = stats.test_drop;
         counters->rx_repaired     = stats.rx_repaired;
         counters->rx_dup          = stats.rx_dup;
         counters->tx_repair_ucast = stats.tx_repair_ucast;
@@ -1109,6 +1116,7 @@ ucs_status_t uct_mc_ib_groups_init(uct_mc_ib_groups_t *groups,
     if (status != UCS_OK) {
         return status;
     }
+    rel->test_drop = config->drop; /* the engine's loss hook */
 
     if ((inet_pton(AF_INET, config->super.mcast_base, &base) != 1) ||
         !IN_MULTICAST(ntohl(base.s_addr)) ||
@@ -1125,7 +1133,6 @@ ucs_status_t uct_mc_ib_groups_init(uct_mc_ib_groups_t *groups,
     groups->seg_frags = uct_mc_rel_ep_frags(config->super.seg_size,
                                             rel->mtu);
     groups->dgram_len = mtu;
-    groups->drop      = config->drop;
     groups->is_roce   = uct_ib_iface_is_roce(ib_iface);
 
     /* The GID the groups' packets come from: RoCE v2 IPv4 or link-local

@@ -35,7 +35,8 @@
 /* The group variables, the same in both transports */
 typedef struct uct_mc_ib_group_config {
     uct_mc_rel_ep_config_t super;
-    unsigned               drop;
+    unsigned               drop;      /* GROUP_TEST_DROP: the engine's
+                                         loss hook (config test_drop) */
 } uct_mc_ib_group_config_t;
 
 /* The group variables (UCX_<TL>_GROUP_<name>) of a transport's
@@ -81,10 +82,18 @@ typedef struct uct_mc_ib_group_config {
      ucs_offsetof(_type, _member.super.reorder_slack),                        \
      UCS_CONFIG_TYPE_TIME},                                                   \
                                                                               \
-    {"GROUP_PEER_TIMEOUT", "0",                                               \
+    {"GROUP_PEER_TIMEOUT", "30s",                                             \
      "How long a member waited on may stay silent before its group fails "    \
-     "(0: no bound). UD tells nothing of a peer's exit: this is the only "    \
-     "bound on a wait for a member that is gone.",                            \
+     "with UCS_ERR_TIMED_OUT on every member (0: no bound, at most 1h). UD "  \
+     "tells nothing of a peer's exit: this is the only bound on a wait for "  \
+     "a member that is gone (killed, its host down). The default is UD's "    \
+     "own peer timeout (UCX_UD_TIMEOUT, 30s): how long UCX lets a UD peer "   \
+     "leave its packets unacknowledged. Only a member the group waits for "   \
+     "is timed (a child that has not acknowledged data, the root while a "    \
+     "member expects a message, which pings it), from the start of that "     \
+     "wait: an idle group is never failed, but a process that does not "      \
+     "progress its worker for longer while it is waited on is taken for "     \
+     "gone.",                                                                 \
      ucs_offsetof(_type, _member.super.peer_timeout),                         \
      UCS_CONFIG_TYPE_TIME},                                                   \
                                                                               \
@@ -106,10 +115,10 @@ typedef struct uct_mc_ib_group_config {
      UCS_CONFIG_TYPE_UINT},                                                   \
                                                                               \
     {"GROUP_TEST_DROP", "0",                                                  \
-     "Testing: a member drops this many per mille of the first "              \
-     "transmissions of data packets it receives, the same ones on every run " \
-     "(a function of its rank and the packet's PSN); repairs are never "      \
-     "dropped. 0..1000.",                                                     \
+     "Testing only (the engine's loss hook): a member drops this many per "   \
+     "mille of the first transmissions of data packets it receives, the "     \
+     "same ones on every run (a function of its rank and the packet's index " \
+     "in the stream); repairs are never dropped. 0..1000.",                   \
      ucs_offsetof(_type, _member.drop),                                       \
      UCS_CONFIG_TYPE_UINT},
 
@@ -157,7 +166,6 @@ typedef struct uct_mc_ib_groups {
     unsigned                   seg_frags;  /* packets of the largest msg */
     size_t                     dgram_len;  /* largest datagram, headers
                                               incl. */
-    unsigned                   drop;       /* test drops, per mille */
     int                        is_roce;
     uint32_t                   bind_ip;    /* network order, 0: none */
     ucs_list_link_t            list;       /* uct_mc_ib_ep_t */

@@ -153,9 +153,3 @@ ucs_status_t uct_mc_ib_grh_sgid(const void *grh, int has_grh, int is_roce,
     memcpy(sgid->raw, bytes + 8, sizeof(sgid->raw));
     return UCS_OK;
 }
-
-int uct_mc_ib_test_drop(unsigned rank, uint32_t psn, unsigned permille)
-{
-    return (permille > 0) &&
-           ((uct_o2m_mix64(((uint64_t)rank << 32) | psn) % 1000) < permille);
-}

@@ -1,8 +1,9 @@
 /**
  * ucx-o2m: the pure parts of the IB multicast transports (mc_verbs,
  * mc_mlx5) - the datagram header, the group's multicast address from the
- * group parameters, the GID and address handle checks, the test drop
- * decision.  No verbs call and no device: the host tests run them
+ * group parameters, the GID and address handle checks (GROUP_TEST_DROP's
+ * decision is the engine's loss hook, uct_mc_rel_test_drop).  No verbs
+ * call and no device: the host tests run them
  * (test_mc_verbs.cc); mc_ib_group.c applies them.
  */
 #ifndef UCT_MC_IB_WIRE_H_
@@ -104,13 +105,5 @@ ucs_status_t uct_mc_ib_mc_ah_attr(const struct ibv_ah_attr *join,
 ucs_status_t uct_mc_ib_grh_sgid(const void *grh, int has_grh, int is_roce,
                                    const union ibv_gid *own_gid,
                                    union ibv_gid *sgid);
-
-/**
- * Test knob (GROUP_TEST_DROP): whether member @a rank drops the first transmission
- * of data packet @a psn it received by multicast: about @a permille of
- * them, the same ones on every run (a function of rank and PSN).  Repairs
- * are never dropped, so that every loss is repaired once.
- */
-int uct_mc_ib_test_drop(unsigned rank, uint32_t psn, unsigned permille);
 
 #endif

@@ -47,6 +47,7 @@ void uct_mc_rel_config_default(uct_mc_rel_config_t *config)
     config->rto_max        = 8000000;
     config->peer_timeout   = 0;
     config->remcast_thresh = 0;
+    config->test_drop      = 0;
 }
 
 uint64_t uct_mc_rel_rto(const uct_mc_rel_stream_t *s)
@@ -270,9 +271,13 @@ int uct_mc_rel_busy(const uct_mc_rel_stream_t *s)
 
 void uct_mc_rel_watch_arm(uct_mc_rel_stream_t *s, uint64_t now)
 {
+    int busy = uct_mc_rel_busy(s);
+
+    if (busy && (s->t_watch == UCT_MC_REL_TIME_INF)) {
+        s->t_busy = now; /* a wait begins: nobody owed an answer before */
+    }
     s->backoff = 0;
-    s->t_watch = uct_mc_rel_busy(s) ? (now + uct_mc_rel_rto(s)) :
-                 UCT_MC_REL_TIME_INF;
+    s->t_watch = busy ? (now + uct_mc_rel_rto(s)) : UCT_MC_REL_TIME_INF;
 }
 
 /* A child waits for news from the root */
@@ -399,6 +404,16 @@ ucs_status_t uct_mc_rel_recv_at(uct_mc_rel_stream_t *s, const void *packet,
         goto out;
     }
 
+    /* The loss hook (tests): a first transmission lost on the way in */
+    if ((s->cfg.test_drop > 0) && (hdr.type == UCT_MC_REL_PKT_DATA) &&
+        !(hdr.flags & UCT_MC_REL_FLAG_REPAIR) && !s->is_root &&
+        s->started && (s->state != UCT_MC_REL_ST_FAILED) &&
+        uct_mc_rel_test_drop(s->rank, hdr.psn - s->init_psn,
+                             s->cfg.test_drop)) {
+        ++s->stats.test_drop;
+        goto out;
+    }
+
     if (s->state == UCT_MC_REL_ST_FAILED) {
         if (hdr.type != UCT_MC_REL_PKT_ABORT) {
             /* tell any member still talking to us */
@@ -496,10 +511,15 @@ out:
     return uct_mc_rel_status(s);
 }
 
-/* A member waited on for a timeout: dead, or silent past peer_timeout? */
+/* A member waited on for a timeout: dead, or silent past peer_timeout?
+ * Its silence counts from the start of the wait at the earliest: a child
+ * that had acknowledged everything was silent with reason while the stream
+ * was idle (slow is not dead: an idle group stays healthy) */
 static int uct_mc_rel_check_peer(uct_mc_rel_stream_t *s, unsigned rank,
                                  uint64_t last_heard, uint64_t now)
 {
+    last_heard = ucs_max(last_heard, s->t_busy);
+
     if ((s->ops.is_alive != NULL) && !s->ops.is_alive(s->arg, rank)) {
         uct_mc_rel_set_failed(s, UCS_ERR_CONNECTION_RESET, 1, now,
                               "a member waited on is gone");
@@ -784,14 +804,16 @@ static ucs_status_t uct_mc_rel_check_params(const uct_mc_rel_params_t *p)
         (cfg->rto_max < cfg->rto_min) ||
         (cfg->rto_max > UCT_MC_REL_MAX_TIME) ||
         (cfg->reorder_slack > cfg->rto_max) ||
-        (cfg->peer_timeout > UCT_MC_REL_MAX_TIME)) {
+        (cfg->peer_timeout > UCT_MC_REL_MAX_TIME) ||
+        (cfg->test_drop > 1000)) {
         ucs_error("mc_rel: radix %u (1..%u), mtu %zu, max_msg %zu (at most "
                   "window * mtu), RTO "
-                  "%lu..%lu ns, reorder slack %lu ns (at most the RTO) or "
-                  "peer timeout %lu ns out of range", cfg->radix,
+                  "%lu..%lu ns, reorder slack %lu ns (at most the RTO), "
+                  "peer timeout %lu ns or test drop %u (0..1000) out of "
+                  "range", cfg->radix,
                   UCT_MC_REL_MAX_RADIX, cfg->mtu, cfg->max_msg,
                   cfg->rto_min, cfg->rto_max, cfg->reorder_slack,
-                  cfg->peer_timeout);
+                  cfg->peer_timeout, cfg->test_drop);
         return UCS_ERR_INVALID_PARAM;
     }
     return UCS_OK;
@@ -883,6 +905,7 @@ ucs_status_t uct_mc_rel_stream_create(const uct_mc_rel_params_t *params,
     s->t_nack        = UCT_MC_REL_TIME_INF;
     s->t_arrived     = UCT_MC_REL_TIME_INF;
     s->last_upstream = now;
+    s->t_busy        = now;
     if (s->is_root) {
         s->started = 1;
         s->base    = params->init_psn;

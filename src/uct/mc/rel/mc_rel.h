@@ -74,6 +74,14 @@ typedef struct uct_mc_rel_config {
                                 report at least this many members missing
                                 it within one RTO (else unicast); 0: auto,
                                 max(2, members / 8) */
+    unsigned test_drop;      /* testing only, 0..1000: the loss hook - this
+                                member drops about this many per mille of
+                                the first transmissions of data packets it
+                                receives, the same ones on every run
+                                (uct_mc_rel_test_drop of its rank and the
+                                packet's index in the stream); repairs
+                                pass, so every drop is repaired once; 0:
+                                off */
 } uct_mc_rel_config_t;
 
 
@@ -173,6 +181,8 @@ typedef struct uct_mc_rel_stats {
     uint64_t rx_nack;         /* NACK packets received */
     uint64_t rx_msgs;         /* messages delivered */
     uint64_t drop[UCT_MC_REL_DROP_LAST];
+    uint64_t test_drop;       /* first transmissions dropped by the loss
+                                 hook (config test_drop) */
     /* Repairs received: packets whose first copy at this member was a
      * repair (the original was lost, or late past the repair).  Repair
      * latency of such a packet: from the @a now at which this member
@@ -189,7 +199,7 @@ typedef struct uct_mc_rel_stats {
 /**
  * Fill @a config with the defaults (window 256, radix 4, mtu 1432,
  * max_msg 256 KiB, reorder slack 10 us, RTO 20 us .. 8 ms, no peer timeout,
- * automatic re-multicast threshold).
+ * automatic re-multicast threshold, no test drops).
  */
 void uct_mc_rel_config_default(uct_mc_rel_config_t *config);
 
@@ -293,5 +303,14 @@ void uct_mc_rel_fail(uct_mc_rel_stream_t *stream, ucs_status_t status,
 
 void uct_mc_rel_stats(const uct_mc_rel_stream_t *stream,
                       uct_mc_rel_stats_t *stats);
+
+/**
+ * The loss hook's decision (config test_drop, a test facility): whether
+ * member @a rank drops the first transmission of the data packet at
+ * @a index in its stream (its PSN minus the stream's first): about
+ * @a permille of them, a function of rank and index only, so the same
+ * packets on every run; members drop different ones.
+ */
+int uct_mc_rel_test_drop(unsigned rank, uint32_t index, unsigned permille);
 
 #endif

@@ -133,6 +133,11 @@ struct uct_mc_rel_stream {
                                           reached the host then (gaps it
                                           reveals are due slack after) */
     uint64_t               t_watch;    /* probe/SYNC/ping, liveness */
+    uint64_t               t_busy;     /* the watch timer was last armed
+                                          after an idle time (INF): a
+                                          child's silence counts from then
+                                          at the earliest - an idle group
+                                          owes nobody an answer */
     unsigned               backoff;
     uint64_t               last_upstream;
     uint64_t               t_sync;     /* root: last PROBE/SYNC sent */

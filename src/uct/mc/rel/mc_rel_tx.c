@@ -48,6 +48,7 @@ void uct_mc_rel_root_transmit(uct_mc_rel_stream_t *s, uint64_t now)
 
     if (sent && (s->t_watch == UCT_MC_REL_TIME_INF)) {
         s->backoff = 0;
+        s->t_busy  = now; /* the children owe ACKs from now on */
         s->t_watch = now + uct_mc_rel_rto(s);
     }
 }

@@ -11,7 +11,8 @@
 #  include "config.h"
 #endif
 
-#include "mc_rel_def.h"
+#include "mc_rel.h"
+#include "../../sm/bcast/o2m_mix.h"
 
 #include <endian.h>
 #include <string.h>
@@ -219,4 +220,11 @@ ucs_status_t uct_mc_rel_parse(const void *buf, size_t length,
 out_drop:
     *drop_p = drop;
     return UCS_ERR_INVALID_PARAM;
+}
+
+int uct_mc_rel_test_drop(unsigned rank, uint32_t index, unsigned permille)
+{
+    return (permille > 0) &&
+           ((uct_o2m_mix64(((uint64_t)rank << 32) | index) % 1000) <
+            permille);
 }
