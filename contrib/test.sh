@@ -278,7 +278,9 @@ run_vm_bed() {
 }
 
 # mc_verbs's device tests (o2m_gtest mc_verbs*) in the first of two
-# Soft-RoCE guests: they must run, not skip for want of a device; and
+# Soft-RoCE guests: they must run, not skip for want of a device (guest 1
+# waits at the end barrier while mc_verbs.group_two_guests starts its
+# members there with vmbed-exec: groups across the two guests); and
 # mc_mlx5's (mc_mlx5*): rxe is not mlx5, so mc_mlx5 is not listed on it
 # (mc_mlx5_plugin.only_on_mlx5) and its device tests skip, saying so
 run_mc_verbs_vm() {

@@ -366,6 +366,23 @@ TEST_F(mc_verbs, group_exact_lossy)
     group_run(3, 1, 300, 120);
 }
 
+/* Groups across the bed's two guests: members in both, the root in either,
+ * exactly once, in order, bytes checked, forced losses repaired */
+TEST_F(mc_verbs, group_two_guests)
+{
+    check_groups_two_guests();
+}
+
+/* Not a test by itself: a member of mc_verbs.group_two_guests in the other
+ * guest, which that test starts there (vmbed-exec ... env
+ * O2M_IB_MC_MEMBER=<proxy address>:<port>:<group id>:<n>:<rank>:<root>:
+ * <drop>:<count> o2m_gtest --gtest_also_run_disabled_tests
+ * --gtest_filter=mc_verbs_member.DISABLED_run) */
+TEST(mc_verbs_member, DISABLED_run)
+{
+    ib_mc_remote_member("mc_verbs");
+}
+
 /* A member stopped (SIGSTOP) while the root waits for it: the group fails
  * with UCS_ERR_TIMED_OUT on every member after GROUP_PEER_TIMEOUT */
 TEST_F(mc_verbs, peer_timeout_stopped_member)

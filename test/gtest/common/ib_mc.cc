@@ -16,8 +16,13 @@ extern "C" {
 }
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <algorithm>
 #include <cstring>
@@ -225,75 +230,421 @@ void ib_mc_test::SetUp()
     m_salt = ((uint64_t)rd() << 32) | rd();
 }
 
+namespace {
+
+/* One group of group_run: every member knows it from these alone */
+struct group_case {
+    uint64_t group_id;
+    unsigned n;
+    unsigned root;
+    unsigned drop;      /* GROUP_TEST_DROP, per mille */
+    unsigned count;     /* messages */
+};
+
+/* How a member of group_run meets the others: the root says its flush is
+ * over, the members wait for that (progressing: they relay ACKs until
+ * then), and everyone meets before destroying */
+class member_sync {
+public:
+    virtual ~member_sync() {}
+    virtual void root_done() = 0;
+    virtual bool root_is_done() = 0;
+    virtual void barrier() = 0;
+};
+
+/* Members of one guest: shared memory */
+class local_sync : public member_sync {
+public:
+    local_sync(proc_group &pg, unsigned rank) :
+        m_pg(pg), m_rank(rank),
+        m_done(static_cast<volatile int*>(pg.shared()))
+    {
+    }
+
+    void root_done() override { *m_done = 1; }
+    bool root_is_done() override { return *m_done != 0; }
+    void barrier() override { m_pg.barrier(m_rank); }
+
+private:
+    proc_group   &m_pg;
+    unsigned     m_rank;
+    volatile int *m_done;
+};
+
+/* A TCP connection carrying lines, every wait bounded */
+class line_conn {
+public:
+    explicit line_conn(int fd) : m_fd(fd) {}
+    ~line_conn() { close(m_fd); }
+
+    void send_line(const std::string &line)
+    {
+        std::string l = line + "\n";
+
+        CHILD_CHECK(send(m_fd, l.data(), l.size(), MSG_NOSIGNAL) ==
+                    (ssize_t)l.size(), "sending '%s': %m", line.c_str());
+    }
+
+    /* 1: a line in *line; 0: none within @a timeout s; -1: closed */
+    int recv_line(std::string *line, double timeout)
+    {
+        double end = now_sec() + timeout;
+        struct pollfd pfd = {m_fd, POLLIN, 0};
+        size_t pos;
+        char buf[256];
+        ssize_t ret;
+
+        while ((pos = m_buf.find('\n')) == std::string::npos) {
+            /* At least one look, also with no time left */
+            double left = std::max(0.0, end - now_sec());
+            if (poll(&pfd, 1, (int)(left * 1000)) <= 0) {
+                if (now_sec() >= end) {
+                    return 0;
+                }
+                continue;
+            }
+            ret = recv(m_fd, buf, sizeof(buf), 0);
+            if (ret <= 0) {
+                return -1;
+            }
+            m_buf.append(buf, ret);
+        }
+        *line = m_buf.substr(0, pos);
+        m_buf.erase(0, pos + 1);
+        return 1;
+    }
+
+    /* The next line, which must be @a expected */
+    void expect_line(const std::string &expected, double timeout)
+    {
+        std::string line;
+        int ret = recv_line(&line, timeout);
+
+        CHILD_CHECK(ret == 1, "waiting for '%s': %s", expected.c_str(),
+                    (ret == 0) ? "timed out" : "connection closed");
+        CHILD_CHECK(line == expected, "'%s' instead of '%s'", line.c_str(),
+                    expected.c_str());
+    }
+
+private:
+    int         m_fd;
+    std::string m_buf;
+};
+
+/* A member in the other guest: a line to its proxy in this one */
+class remote_sync : public member_sync {
+public:
+    explicit remote_sync(line_conn &conn) : m_conn(conn), m_done(false) {}
+
+    void root_done() override { m_conn.send_line("root-done"); }
+
+    bool root_is_done() override
+    {
+        std::string line;
+        int ret;
+
+        if (!m_done) {
+            ret = m_conn.recv_line(&line, 0);
+            CHILD_CHECK(ret >= 0, "the proxy closed the connection");
+            m_done = (ret == 1) && (line == "done");
+            CHILD_CHECK((ret == 0) || m_done, "'%s' instead of 'done'",
+                        line.c_str());
+        }
+        return m_done;
+    }
+
+    void barrier() override
+    {
+        m_conn.send_line("barrier");
+        m_conn.expect_line("go", wait_timeout);
+    }
+
+private:
+    line_conn &m_conn;
+    bool      m_done;
+};
+
+/* Member @a rank of @a gc: the root sends the messages (every size class up
+ * to 4 KiB) and flushes; the others receive them, exactly once, in order,
+ * bytes checked, and show data by multicast and every forced drop
+ * repaired */
+void group_member(const std::string &tl, const std::string &md,
+                  const std::string &dev, const group_case &gc, unsigned rank,
+                  member_sync &sync)
+{
+    const size_t max = 4096;
+    ib_mc_env env(tl, md, dev,
+                  {{"GROUP_WINDOW", "32"}, {"GROUP_RADIX", "2"},
+                   {"GROUP_SEG_SIZE", "4k"},
+                   {"GROUP_TEST_DROP", std::to_string(gc.drop)}});
+    uct_o2m_group_params_t p;
+    rx_log log;
+    uct_ep_h ep;
+    char what[80];
+
+    CHILD_CHECK_OK(uct_iface_set_am_handler(env.iface(), AM_ID, rx_log::cb,
+                                            &log, 0));
+    memset(&p, 0, sizeof(p));
+    p.group_id   = gc.group_id;
+    p.size       = gc.n;
+    p.my_index   = rank;
+    p.root_index = gc.root;
+    CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
+
+    snprintf(what, sizeof(what), "group of %u, root %u, drop %u, member %u",
+             gc.n, gc.root, gc.drop, rank);
+    if (rank == gc.root) {
+        for (unsigned k = 0; k < gc.count; ++k) {
+            CHILD_CHECK_OK(send_msg(env, ep, gc.group_id, k, max, 64));
+        }
+        CHILD_CHECK_OK(am_ep_flush(env, ep));
+        CHILD_CHECK(uct_o2m_ep_state(ep, NULL) == UCT_O2M_EP_STATE_READY,
+                    "%s: root not ready", what);
+        sync.root_done();
+    } else {
+        CHILD_CHECK(uct_ep_am_short(ep, AM_ID, 0, NULL, 0) ==
+                    UCS_ERR_UNSUPPORTED, "%s: a member sent", what);
+        CHILD_CHECK(env.progress_until([&] {
+                        return log.msgs.size() >= gc.count; }),
+                    "%s: received %zu of %u", what, log.msgs.size(),
+                    gc.count);
+        /* Members relay ACKs until the root's flush is done */
+        CHILD_CHECK(env.progress_until([&] { return sync.root_is_done(); }),
+                    "%s: the root's flush did not end", what);
+        check_msgs(log, gc.group_id, gc.count, max, what);
+        /* the engine-backed endpoint keeps the AM data aligned (UD's
+         * point-to-point endpoints have their own layout) */
+        am_msgs_check_aligned(log, what);
+
+        /* The data came by multicast; forced losses were repaired */
+        uct_mc_verbs_ep_counters_t cnt;
+        CHILD_CHECK_OK(uct_mc_verbs_ep_counters(ep, &cnt));
+        CHILD_CHECK(cnt.rx_mcast_data > 0, "%s: no multicast data", what);
+        if (gc.drop > 0) {
+            CHILD_CHECK((cnt.rx_test_drop > 0) &&
+                        (cnt.rx_repaired >= cnt.rx_test_drop),
+                        "%s: %lu dropped, %lu repaired", what,
+                        cnt.rx_test_drop, cnt.rx_repaired);
+        } else {
+            CHILD_CHECK(cnt.rx_test_drop == 0, "%s: dropped", what);
+        }
+    }
+    sync.barrier();
+    uct_ep_destroy(ep);
+}
+
+/* The other guest of a two-guest bed (contrib/vmbed.sh run -n 2), or ""
+ * when this is not one */
+std::string peer_guest()
+{
+    const char *n    = getenv("VMBED_N");
+    const char *peer = getenv("VMBED_PEER_ADDR");
+    const char *addr = getenv("VMBED_ADDR");
+
+    if ((n == NULL) || strcmp(n, "2") || (peer == NULL) || !*peer ||
+        (addr == NULL) || !*addr) {
+        return "";
+    }
+    return peer;
+}
+
+const char *remote_env = "O2M_IB_MC_MEMBER";
+
+/*
+ * Rank @a rank of @a gc runs in the other guest (vmbed-exec starts this
+ * program there, <tl>_member.DISABLED_run): this child is its proxy
+ * in the group of this guest - it listens on this guest's address, hands
+ * the member the address and the group, and carries the member's sync
+ * over the connection.  Fails (CHILD_CHECK) when the member fails, exits
+ * or does not answer in time.
+ */
+void remote_member(const std::string &tl, proc_group &pg,
+                   const group_case &gc, unsigned rank)
+{
+    volatile int *done = static_cast<volatile int*>(pg.shared());
+    struct sockaddr_in sa;
+    socklen_t len = sizeof(sa);
+    char exe[4096], spec[256], filter[128];
+    pid_t pid;
+    int lfd, fd, status, ret;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    CHILD_CHECK(inet_pton(AF_INET, getenv("VMBED_ADDR"), &sa.sin_addr) == 1,
+                "VMBED_ADDR '%s'", getenv("VMBED_ADDR"));
+    lfd = socket(AF_INET, SOCK_STREAM, 0);
+    CHILD_CHECK((lfd >= 0) && (bind(lfd, (struct sockaddr*)&sa,
+                                    sizeof(sa)) == 0) &&
+                (listen(lfd, 1) == 0) &&
+                (getsockname(lfd, (struct sockaddr*)&sa, &len) == 0),
+                "listening socket: %m");
+    ret = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    CHILD_CHECK((ret > 0) && (ret < (int)sizeof(exe) - 1), "readlink: %m");
+    exe[ret] = '\0';
+    /* Words vmbed-exec joins and runs with sh -c: no character the shell
+     * would interpret */
+    snprintf(spec, sizeof(spec), "%s=%s:%u:%lu:%u:%u:%u:%u:%u", remote_env,
+             getenv("VMBED_ADDR"), ntohs(sa.sin_port),
+             (unsigned long)gc.group_id, gc.n, rank, gc.root, gc.drop,
+             gc.count);
+
+    snprintf(filter, sizeof(filter), "--gtest_filter=%s_member.DISABLED_run",
+             tl.c_str());
+
+    pid = fork();
+    CHILD_CHECK(pid >= 0, "fork: %m");
+    if (pid == 0) {
+        /* The member's output is a whole gtest run: its errors (stderr)
+         * are what matters here */
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        execlp("vmbed-exec", "vmbed-exec", getenv("VMBED_PEER_ADDR"), "env",
+               spec, exe, "--gtest_also_run_disabled_tests", filter,
+               (char*)NULL);
+        fprintf(stderr, "vmbed-exec: %m\n");
+        _exit(127);
+    }
+
+    /* Any failure below stops the remote member too (vmbed-exec kills its
+     * command when it goes away) */
+    auto check = [&](bool cond, const char *why) {
+        if (!cond) {
+            kill(pid, SIGTERM);
+            waitpid(pid, &status, 0);
+            CHILD_CHECK(false, "member %u in the other guest: %s", rank,
+                        why);
+        }
+    };
+
+    struct pollfd pfd = {lfd, POLLIN, 0};
+    check(poll(&pfd, 1, (int)(wait_timeout * 1000)) == 1,
+          "it did not connect");
+    fd = accept(lfd, NULL, NULL);
+    check(fd >= 0, "accept failed");
+    close(lfd);
+
+    line_conn conn(fd);
+    std::string line;
+    if (rank == gc.root) {
+        check(conn.recv_line(&line, wait_timeout) == 1,
+              "no word from the root");
+        check(line == "root-done", "the root did not finish");
+        *done = 1;
+    } else {
+        double end = now_sec() + wait_timeout;
+        while (!*done && (now_sec() < end)) {
+            usleep(1000);
+        }
+        check(*done, "the root's flush did not end");
+        conn.send_line("done");
+    }
+    check(conn.recv_line(&line, wait_timeout) == 1,
+          "it did not reach the barrier");
+    check(line == "barrier", "it did not reach the barrier");
+    pg.barrier(rank);
+    conn.send_line("go");
+
+    check(waitpid(pid, &status, 0) == pid, "waitpid failed");
+    CHILD_CHECK(WIFEXITED(status) && (WEXITSTATUS(status) == 0),
+                "member %u in the other guest: exit status 0x%x", rank,
+                status);
+}
+
+} // namespace
+
 void ib_mc_test::group_run(unsigned n, unsigned root, unsigned drop_permille,
-                           unsigned count)
+                           unsigned count, unsigned remote)
 {
     proc_group pg(n);
-    volatile int *done = static_cast<volatile int*>(pg.shared());
-    const size_t max   = 4096;
+    group_case gc;
 
-    m_salt += 0x10001;
+    m_salt      += 0x10001;
+    gc.group_id  = m_salt;
+    gc.n         = n;
+    gc.root      = root;
+    gc.drop      = drop_permille;
+    gc.count     = count;
     pg.run_ok([&](unsigned rank) {
-        ib_mc_env env(m_tl, m_md, m_dev,
-                      {{"GROUP_WINDOW", "32"}, {"GROUP_RADIX", "2"},
-                       {"GROUP_SEG_SIZE", "4k"},
-                       {"GROUP_TEST_DROP", std::to_string(drop_permille)}});
-        uct_o2m_group_params_t p;
-        rx_log log;
-        uct_ep_h ep;
-        char what[64];
-
-        CHILD_CHECK_OK(uct_iface_set_am_handler(env.iface(), AM_ID,
-                                                rx_log::cb, &log, 0));
-        memset(&p, 0, sizeof(p));
-        p.group_id   = m_salt;
-        p.size       = n;
-        p.my_index   = rank;
-        p.root_index = root;
-        CHILD_CHECK_OK(uct_o2m_ep_create(env.iface(), &p, &ep));
-
-        snprintf(what, sizeof(what), "group of %u, root %u, drop %u, "
-                 "member %u", n, root, drop_permille, rank);
-        if (rank == root) {
-            for (unsigned k = 0; k < count; ++k) {
-                CHILD_CHECK_OK(send_msg(env, ep, m_salt, k, max, 64));
-            }
-            CHILD_CHECK_OK(am_ep_flush(env, ep));
-            CHILD_CHECK(uct_o2m_ep_state(ep, NULL) == UCT_O2M_EP_STATE_READY,
-                        "%s: root not ready", what);
-            *done = 1;
-        } else {
-            CHILD_CHECK(uct_ep_am_short(ep, AM_ID, 0, NULL, 0) ==
-                        UCS_ERR_UNSUPPORTED, "%s: a member sent", what);
-            CHILD_CHECK(env.progress_until([&] {
-                            return log.msgs.size() >= count; }),
-                        "%s: received %zu of %u", what, log.msgs.size(),
-                        count);
-            /* Members relay ACKs until the root's flush is done */
-            CHILD_CHECK(env.progress_until([&] { return *done != 0; }),
-                        "%s: the root's flush did not end", what);
-            check_msgs(log, m_salt, count, max, what);
-            /* the engine-backed endpoint keeps the AM data aligned (UD's
-             * point-to-point endpoints have their own layout) */
-            am_msgs_check_aligned(log, what);
-
-            /* The data came by multicast; forced losses were repaired */
-            uct_mc_verbs_ep_counters_t cnt;
-            CHILD_CHECK_OK(uct_mc_verbs_ep_counters(ep, &cnt));
-            CHILD_CHECK(cnt.rx_mcast_data > 0, "%s: no multicast data",
-                        what);
-            if (drop_permille > 0) {
-                CHILD_CHECK((cnt.rx_test_drop > 0) &&
-                            (cnt.rx_repaired >= cnt.rx_test_drop),
-                            "%s: %lu dropped, %lu repaired", what,
-                            cnt.rx_test_drop, cnt.rx_repaired);
-            } else {
-                CHILD_CHECK(cnt.rx_test_drop == 0, "%s: dropped", what);
-            }
+        if (remote != 0) {
+            /* The members in the other guest start seconds later */
+            wait_timeout *= 3;
         }
-        pg.barrier(rank);
-        uct_ep_destroy(ep);
-    }, 300);
+        if (remote & (1u << rank)) {
+            remote_member(m_tl, pg, gc, rank);
+        } else {
+            local_sync sync(pg, rank);
+
+            group_member(m_tl, m_md, m_dev, gc, rank, sync);
+        }
+    }, 300 + ((remote != 0) ? 300 : 0));
+}
+
+void ib_mc_test::check_groups_two_guests()
+{
+    static const struct {
+        unsigned n, root, drop, remote;
+    } cases[] = {
+        {2, 0, 0,   0x2}, /* root in this guest */
+        {2, 1, 100, 0x2}, /* root in the other */
+        {3, 0, 100, 0x6},
+        {3, 1, 300, 0x2},
+        {4, 2, 100, 0xc},
+        {4, 0, 100, 0xa}
+    };
+
+    if (peer_guest().empty()) {
+        GTEST_SKIP() << "needs the two guests of contrib/vmbed.sh run -n 2 "
+                        "(VMBED_N=2, VMBED_ADDR, VMBED_PEER_ADDR, "
+                        "vmbed-exec)";
+    }
+    for (const auto &c : cases) {
+        SCOPED_TRACE("group of " + std::to_string(c.n) + ", root " +
+                     std::to_string(c.root) + ", mask of the other "
+                     "guest's ranks " + std::to_string(c.remote));
+        group_run(c.n, c.root, c.drop, 120, c.remote);
+    }
+}
+
+void ib_mc_remote_member(const std::string &tl)
+{
+    const char *spec = getenv(remote_env);
+    unsigned long long group_id;
+    char addr[64];
+    unsigned port, rank;
+    struct sockaddr_in sa;
+    struct ibv_device **list;
+    group_case gc;
+    int num = 0, fd;
+
+    if (spec == NULL) {
+        GTEST_SKIP() << "started by " << tl << ".group_two_guests only";
+    }
+    ASSERT_EQ(8, sscanf(spec, "%63[0-9.]:%u:%llu:%u:%u:%u:%u:%u", addr,
+                        &port, &group_id, &gc.n, &rank, &gc.root, &gc.drop,
+                        &gc.count)) << spec;
+    gc.group_id = group_id;
+    ASSERT_TRUE((gc.n >= 2) && (gc.n <= 4) && (rank < gc.n) &&
+                (gc.root < gc.n) && (gc.drop <= 1000)) << spec;
+
+    /* The first device, as the proxy's guest takes its first */
+    list = ibv_get_device_list(&num);
+    ASSERT_TRUE((list != NULL) && (num > 0)) << "no verbs device";
+    std::string md = ibv_get_device_name(list[0]);
+    ibv_free_device_list(list);
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port   = htons(port);
+    ASSERT_EQ(1, inet_pton(AF_INET, addr, &sa.sin_addr)) << addr;
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(0, connect(fd, (struct sockaddr*)&sa, sizeof(sa)))
+            << addr << ":" << port << ": " << strerror(errno);
+
+    line_conn conn(fd);
+    remote_sync sync(conn);
+    wait_timeout *= 3; /* as the members in the proxy's guest */
+    group_member(tl, md, md + ":1", gc, rank, sync);
 }
 
 namespace {

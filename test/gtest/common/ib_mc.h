@@ -70,6 +70,11 @@ private:
 void ib_mc_check_config_registered(const std::string &tl,
                                    std::initializer_list<const char*> vars);
 
+/* The body of <tl>_member.DISABLED_run: a member of a group of
+ * check_groups_two_guests in the other guest, its group and its proxy's
+ * address in the environment (O2M_IB_MC_MEMBER) */
+void ib_mc_remote_member(const std::string &tl);
+
 /* Which verbs devices a transport runs on */
 typedef std::function<bool(struct ibv_device*)> ib_mc_device_filter_t;
 
@@ -101,9 +106,17 @@ protected:
      * transmissions dropped at every member: exactly once, in order */
     void check_groups(unsigned drop_permille);
 
-    /* One group of @a n, root @a root */
+    /* One group of @a n, root @a root; the ranks in the bit mask
+     * @a remote run in the other guest of a two-guest bed */
     void group_run(unsigned n, unsigned root, unsigned drop_permille,
-                   unsigned count);
+                   unsigned count, unsigned remote = 0);
+
+    /* Groups across the two guests of the bed (contrib/vmbed.sh run -n 2;
+     * skips elsewhere): members in both, the root in either, 2..4
+     * processes, 8 B..4 KiB, with and without forced losses; the other
+     * guest's members are this program's <tl>_member.DISABLED_run there
+     * (ib_mc_remote_member), started with vmbed-exec */
+    void check_groups_two_guests();
 
     /* The group holds its IP group while it lives and leaves it on
      * destroy and on a process kill */
