@@ -6,10 +6,18 @@
  * maximum over ranks are reported (gathered with MPI_Reduce).  After the
  * timed loop one untimed call validates the data.
  *
- * Usage: coll_bench [-c bcast,allreduce,reduce] [-s MIN:MAX] [-i ITERS]
- *                   [-I LARGE_ITERS] [-w WARMUP]
+ * The nonblocking forms (ibcast, iallreduce, ireduce) are timed as the
+ * call and its MPI_Wait, and then, as OSU's osu_i* do, with a computation
+ * as long as that time between the call and the wait: overall time, the
+ * computation's, and the overlap, max(0, 100 - (overall - compute) / pure
+ * * 100) %, averaged over ranks.
+ *
+ * Usage: coll_bench [-c bcast,allreduce,reduce,ibcast,iallreduce,ireduce]
+ *                   [-s MIN:MAX] [-i ITERS] [-I LARGE_ITERS] [-w WARMUP]
  * Output (rank 0): one line per collective and size:
  *   <coll> <bytes> <avg_us> <min_us> <max_us> <iterations>
+ * and for a nonblocking one also
+ *   overlap <coll> <bytes> <overall_us> <compute_us> <pure_us> <overlap_%>
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -19,8 +27,10 @@
 
 #define LARGE_SIZE 8192   /* above it, use the large iteration count */
 
-enum { B_BCAST, B_ALLREDUCE, B_REDUCE, B_LAST };
-static const char *names[] = { "bcast", "allreduce", "reduce" };
+enum { B_BCAST, B_ALLREDUCE, B_REDUCE, B_IBCAST, B_IALLREDUCE, B_IREDUCE,
+       B_LAST };
+static const char *names[] = { "bcast", "allreduce", "reduce", "ibcast",
+                               "iallreduce", "ireduce" };
 
 static int rank, size;
 
@@ -36,10 +46,17 @@ static size_t parse_size(const char *s)
     return v;
 }
 
-/* One call of the collective on 'bytes' bytes (floats for reductions) */
-static void run_once(int coll, void *sbuf, void *rbuf, size_t bytes)
+static int is_bcast(int coll)
 {
-    int count = (coll == B_BCAST) ? (int)bytes : (int)(bytes / sizeof(float));
+    return (coll == B_BCAST) || (coll == B_IBCAST);
+}
+
+/* Start the collective on 'bytes' bytes (floats for reductions): blocking
+ * ones complete here, nonblocking ones return their request */
+static MPI_Request start(int coll, void *sbuf, void *rbuf, size_t bytes)
+{
+    int count = is_bcast(coll) ? (int)bytes : (int)(bytes / sizeof(float));
+    MPI_Request req = MPI_REQUEST_NULL;
 
     switch (coll) {
     case B_BCAST:
@@ -51,7 +68,76 @@ static void run_once(int coll, void *sbuf, void *rbuf, size_t bytes)
     case B_REDUCE:
         MPI_Reduce(sbuf, rbuf, count, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
         break;
+    case B_IBCAST:
+        MPI_Ibcast(sbuf, count, MPI_CHAR, 0, MPI_COMM_WORLD, &req);
+        break;
+    case B_IALLREDUCE:
+        MPI_Iallreduce(sbuf, rbuf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                       &req);
+        break;
+    case B_IREDUCE:
+        MPI_Ireduce(sbuf, rbuf, count, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD,
+                    &req);
+        break;
     }
+    return req;
+}
+
+/* One call of the collective, completed */
+static void run_once(int coll, void *sbuf, void *rbuf, size_t bytes)
+{
+    MPI_Request req = start(coll, sbuf, rbuf, bytes);
+
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+}
+
+/* Computation of @a sec seconds that makes no MPI call (OSU's dummy
+ * compute: the overlap measures what progresses without the caller) */
+static double compute(double sec)
+{
+    double t0 = MPI_Wtime(), x = 1.0;
+
+    while (MPI_Wtime() - t0 < sec) {
+        for (int k = 0; k < 64; ++k) {
+            x = x * 1.0000001 + 1e-9;
+        }
+    }
+    return x;
+}
+
+/* Overlap of a nonblocking collective (OSU): @a n iterations with a
+ * computation of @a pure_us between the call and its wait; prints the
+ * averages over ranks on rank 0 */
+static void overlap(int coll, void *sbuf, void *rbuf, size_t bytes, int n,
+                    double pure_us)
+{
+    double overall = 0, comp = 0, v[3], sum[3], pct;
+    volatile double sink = 0;
+
+    for (int i = 0; i < n; ++i) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        MPI_Request req = start(coll, sbuf, rbuf, bytes);
+        double t1 = MPI_Wtime();
+        sink += compute(pure_us * 1e-6);
+        comp += MPI_Wtime() - t1;
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        overall += MPI_Wtime() - t0;
+    }
+    v[0] = overall / n * 1e6;
+    v[1] = comp / n * 1e6;
+    v[2] = pure_us;
+    MPI_Reduce(v, sum, 3, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        for (int k = 0; k < 3; ++k) {
+            sum[k] /= size;
+        }
+        pct = 100.0 - (sum[0] - sum[1]) / sum[2] * 100.0;
+        printf("overlap %s %zu %.3f %.3f %.3f %.1f\n", names[coll], bytes,
+               sum[0], sum[1], sum[2], (pct < 0) ? 0.0 : pct);
+        fflush(stdout);
+    }
+    (void)sink;
 }
 
 /* Untimed validation call; returns the number of wrong elements here */
@@ -62,7 +148,7 @@ static long validate(int coll, char *sbuf, char *rbuf, size_t bytes)
     float expect = (float)size * (size + 1) / 2;
     long bad = 0;
 
-    if (coll == B_BCAST) {
+    if (is_bcast(coll)) {
         for (size_t i = 0; i < bytes; ++i) {
             sbuf[i] = (rank == 0) ? (char)(i * 7 + 1) : 0;
         }
@@ -77,7 +163,7 @@ static long validate(int coll, char *sbuf, char *rbuf, size_t bytes)
         r[i] = -1;
     }
     run_once(coll, sbuf, rbuf, bytes);
-    if ((coll == B_ALLREDUCE) || (rank == 0)) {
+    if ((coll == B_ALLREDUCE) || (coll == B_IALLREDUCE) || (rank == 0)) {
         for (size_t i = 0; i < n; ++i) {
             bad += r[i] != expect;
         }
@@ -113,7 +199,8 @@ int main(int argc, char **argv)
         case 'w': warmup = atoi(optarg); break;
         default:
             if (rank == 0) {
-                fprintf(stderr, "usage: %s [-c bcast,allreduce,reduce] "
+                fprintf(stderr, "usage: %s [-c bcast,allreduce,reduce,"
+                        "ibcast,iallreduce,ireduce] "
                         "[-s MIN:MAX bytes, k/m suffix] [-i ITERS] "
                         "[-I ITERS above %d B] [-w WARMUP]\n", argv[0],
                         LARGE_SIZE);
@@ -160,7 +247,7 @@ int main(int argc, char **argv)
     for (int c = 0; c < ncolls; ++c) {
         int coll = colls[c];
         /* reductions need whole floats */
-        size_t first = (coll == B_BCAST) ? min_size :
+        size_t first = is_bcast(coll) ? min_size :
                        (min_size < sizeof(float) ? sizeof(float) : min_size);
         for (size_t bytes = first; bytes <= max_size; bytes *= 2) {
             int n = (bytes > LARGE_SIZE) ? large_iters : iters;
@@ -185,6 +272,11 @@ int main(int argc, char **argv)
                 printf("%s %zu %.3f %.3f %.3f %d\n", names[coll], bytes,
                        sum / size, mn, mx, n);
                 fflush(stdout);
+            }
+            if (coll >= B_IBCAST) {
+                /* every rank computes for the same time: the average */
+                MPI_Bcast(&sum, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+                overlap(coll, sbuf, rbuf, bytes, n, sum / size);
             }
         }
     }
