@@ -26,7 +26,9 @@
 #include <ucs/sys/string.h>
 #include <ucs/time/time.h>
 
+#include <ctype.h>
 #include <math.h>
+#include <stdlib.h>
 #include <net/if.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -56,6 +58,30 @@ static const ucg_mc_tl_info_t ucg_mc_tls[UCG_MC_TL_LAST] = {
                          UCS_ASYNC_MODE_POLL, 0}
 };
 
+
+const char *ucg_mc_peer_timeout_value(double peer_timeout,
+                                      const char *tl_name, const char *var,
+                                      char *buf, size_t max)
+{
+    char env[128];
+    size_t i;
+
+    if (isfinite(peer_timeout)) {
+        /* Plain numbers are seconds for UCX's time parser */
+        ucs_snprintf_zero(buf, max, "%.9g", peer_timeout);
+        return buf;
+    }
+
+    ucs_snprintf_zero(env, sizeof(env), "UCX_%s_%s", tl_name, var);
+    for (i = 0; env[i] != '\0'; ++i) {
+        env[i] = toupper((unsigned char)env[i]);
+    }
+    if (getenv(env) != NULL) {
+        return NULL;
+    }
+    ucs_snprintf_zero(buf, max, "0");
+    return buf;
+}
 
 const char *ucg_mc_tl_name(ucg_mc_tl_t tl)
 {
@@ -287,10 +313,9 @@ static ucs_status_t ucg_mc_iface_open(ucg_context_h context,
         goto err;
     }
 
-    if (isfinite(config->peer_timeout)) {
-        /* Plain numbers are seconds for UCX's time parser */
-        ucs_snprintf_zero(value, sizeof(value), "%.9g",
-                          config->peer_timeout);
+    if (ucg_mc_peer_timeout_value(config->peer_timeout, tl_name,
+                                  info->peer_timeout, value,
+                                  sizeof(value)) != NULL) {
         status = uct_config_modify(iface_config, info->peer_timeout, value);
         if (status != UCS_OK) {
             ucs_diag("UCG: failed to set %s's %s: %s", tl_name,

@@ -105,6 +105,19 @@ ucg_mc_tl_t ucg_mc_select(ucs_ternary_auto_value_t mode, unsigned num_hosts,
  *  UCG_MC_TL_BIT()s; logs (diag) what UCX_TLS excludes */
 uint8_t ucg_mc_tls_wanted(const ucg_config_t *config);
 
+/**
+ * The value UCG gives the variable @a var of transport @a tl_name that
+ * bounds a silent group member (uct_config_modify): @a peer_timeout (UCG's
+ * PEER_TIMEOUT, seconds) when finite; when it is inf, "0" - no bound, as
+ * UCG waits as long as the members live (a member late to its collective
+ * is not a dead one; one that died is found through UCP's connection to
+ * it) - unless the user set the variable (UCX_<TL>_<VAR>), then NULL:
+ * left as set.  @a buf holds the value.
+ */
+const char *ucg_mc_peer_timeout_value(double peer_timeout,
+                                      const char *tl_name, const char *var,
+                                      char *buf, size_t max);
+
 /** Name of a transport (UCG_MC_TL_LAST: "none") */
 const char *ucg_mc_tl_name(ucg_mc_tl_t tl);
 

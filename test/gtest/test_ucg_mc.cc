@@ -328,6 +328,33 @@ TEST(ucg_mc, tls_wanted)
     for (unsigned tl = 0; tl < UCG_MC_TL_LAST; ++tl) {
         EXPECT_STREQ(ucg_mc_tl_names[tl], ucg_mc_tl_name((ucg_mc_tl_t)tl));
     }
+}
+
+/* UCG's PEER_TIMEOUT onto a transport's bound on silent members: a finite
+ * one as is; inf (UCG's default) as no bound, so that a member late to its
+ * collective by more than the transport's own default (30 s for the UD
+ * transports) is not taken for dead - unless the user set the variable */
+TEST(ucg_mc, peer_timeout_value)
+{
+    const char *var = "UCX_MC_VERBS_GROUP_PEER_TIMEOUT";
+    char buf[64];
+
+    unsetenv(var);
+    EXPECT_STREQ("2.5", ucg_mc_peer_timeout_value(2.5, "mc_verbs",
+                                                  "GROUP_PEER_TIMEOUT", buf,
+                                                  sizeof(buf)));
+    EXPECT_STREQ("0", ucg_mc_peer_timeout_value(INFINITY, "mc_verbs",
+                                                "GROUP_PEER_TIMEOUT", buf,
+                                                sizeof(buf)));
+    setenv(var, "5s", 1);
+    EXPECT_EQ(nullptr, ucg_mc_peer_timeout_value(INFINITY, "mc_verbs",
+                                                 "GROUP_PEER_TIMEOUT", buf,
+                                                 sizeof(buf)));
+    /* a finite PEER_TIMEOUT of UCG's is the user's choice too: it wins */
+    EXPECT_STREQ("7", ucg_mc_peer_timeout_value(7.0, "mc_verbs",
+                                                "GROUP_PEER_TIMEOUT", buf,
+                                                sizeof(buf)));
+    unsetenv(var);
     EXPECT_STREQ("mc_mlx5", ucg_mc_tl_names[UCG_MC_TL_MLX5]);
     EXPECT_STREQ("mc_verbs", ucg_mc_tl_names[UCG_MC_TL_VERBS]);
     EXPECT_STREQ("mc_udp", ucg_mc_tl_names[UCG_MC_TL_UDP]);
