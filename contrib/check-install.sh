@@ -80,17 +80,22 @@ say "installed: ${ucg_hdr#$dest} ${ucg_lib#$dest} ${ucg_pc#$dest} ${ucg_info#$de
     die "ucg-o2m.pc is not in \$(libdir)/pkgconfig"
 readelf -d "$ucg_lib" | grep -q 'NEEDED.*\[libuct_o2m\.so' ||
     die "libucg_o2m.so does not have libuct_o2m.so as DT_NEEDED"
-# Exactly the UCG_API functions of ucg.h are exported (hidden visibility)
-api=$(sed -n 's/^UCG_API[^(]*[ *]\(ucg_[a-z0-9_]*\)(.*/\1/p' "$ucg_hdr" | sort)
+# Exactly the UCG_API functions of the installed UCG headers (ucg.h and
+# ucg_rules.h, the tuning rules) are exported (hidden visibility)
+ucg_hdrs=("$(dirname "$ucg_hdr")"/ucg*.h)
+[ -f "$(dirname "$ucg_hdr")/ucg_rules.h" ] ||
+    die "include/ucx-o2m/ucg_rules.h not installed"
+api=$(sed -n 's/^UCG_API[^(]*[ *]\(ucg_[a-z0-9_]*\)(.*/\1/p' "${ucg_hdrs[@]}" |
+      sort)
 [ -n "$api" ] || die "no UCG_API declaration found in the installed ucg.h"
 exported=$(nm -D --defined-only "$ucg_lib" | awk '$2 ~ /^[TDBRV]$/ {print $3}' |
            grep -v -E '^(_init|_fini|_edata|_end|__bss_start)$' | sort)
 extra=$(comm -13 <(echo "$api") <(echo "$exported"))
 missing=$(comm -23 <(echo "$api") <(echo "$exported"))
 [ -z "$extra" ] ||
-    die "libucg_o2m.so exports symbols that are not in ucg.h: $(echo $extra)"
+    die "libucg_o2m.so exports symbols that are not in its headers: $(echo $extra)"
 [ -z "$missing" ] ||
-    die "libucg_o2m.so does not export these ucg.h functions: $(echo $missing)"
+    die "libucg_o2m.so does not export these functions of its headers: $(echo $missing)"
 
 ucg_flags=$(PKG_CONFIG_PATH=$(dirname "$ucg_pc") PKG_CONFIG_SYSROOT_DIR=$dest \
             pkg-config --cflags --libs ucg-o2m) || die "pkg-config ucg-o2m failed"
