@@ -272,16 +272,17 @@ DEF_CPLX(cfloat, float _Complex, float)
 DEF_CPLX(cdouble, double _Complex, double)
 DEF_CPLX(cldouble, long double _Complex, long double)
 
-/* ---- value/index pairs: MINLOC and MAXLOC ---- */
-#define DEF_PAIR(NAME, VT) \
-typedef struct { VT v; int i; } NAME##_t; \
+/* ---- value/index pairs: MINLOC and MAXLOC (C's index is an int;
+ * Fortran's MPI_2REAL, MPI_2DOUBLE_PRECISION have one of the value's type) */
+#define DEF_PAIR(NAME, VT, IT) \
+typedef struct { VT v; IT i; } NAME##_t; \
 DEF_GEN(NAME, NAME##_t, \
     memset(b, 0, n * sizeof(*p)); \
     FOR_I { \
         uint64_t h = hash3(rank, i, seed); \
         /* few distinct values: ties exercise the smaller-index rule */ \
         p[i].v = (VT)((int)(h % 5) - 2); \
-        p[i].i = (int)((h >> 16) % 7) + rank; \
+        p[i].i = (IT)((int)((h >> 16) % 7) + rank); \
     }) \
 static void ref_##NAME(int op, const void *in_, void *io_, size_t n) \
 { \
@@ -303,49 +304,17 @@ static long cmp_##NAME(const void *a_, const void *b_, size_t n) \
     return -1; \
 } \
 DEF_FMT(NAME, NAME##_t, \
-    snprintf(out, len, "(%Lg,%d)", (long double)p[i].v, p[i].i))
+    snprintf(out, len, "(%Lg,%Lg)", (long double)p[i].v, \
+             (long double)p[i].i))
 
-DEF_PAIR(float_int, float)
-DEF_PAIR(double_int, double)
-DEF_PAIR(long_int, long)
-DEF_PAIR(two_int, int)
-DEF_PAIR(short_int, short)
-DEF_PAIR(ldouble_int, long double)
-
-/* Fortran's MPI_2REAL, MPI_2DOUBLE_PRECISION: the index has the value's
- * type */
-#define DEF_PAIR2(NAME, VT) \
-typedef struct { VT v; VT i; } NAME##_t; \
-DEF_GEN(NAME, NAME##_t, \
-    FOR_I { \
-        uint64_t h = hash3(rank, i, seed); \
-        p[i].v = (VT)((int)(h % 5) - 2); \
-        p[i].i = (VT)((int)((h >> 16) % 7) + rank); \
-    }) \
-static void ref_##NAME(int op, const void *in_, void *io_, size_t n) \
-{ \
-    const NAME##_t *in = in_; NAME##_t *io = io_; \
-    FOR_I { \
-        int better = (op == OP_MINLOC) ? (in[i].v < io[i].v) : \
-                                         (in[i].v > io[i].v); \
-        if (better) { \
-            io[i] = in[i]; \
-        } else if (in[i].v == io[i].v && in[i].i < io[i].i) { \
-            io[i].i = in[i].i; \
-        } \
-    } \
-} \
-static long cmp_##NAME(const void *a_, const void *b_, size_t n) \
-{ \
-    const NAME##_t *a = a_, *b = b_; \
-    FOR_I if (a[i].v != b[i].v || a[i].i != b[i].i) return (long)i; \
-    return -1; \
-} \
-DEF_FMT(NAME, NAME##_t, \
-    snprintf(out, len, "(%g,%g)", (double)p[i].v, (double)p[i].i))
-
-DEF_PAIR2(two_float, float)
-DEF_PAIR2(two_double, double)
+DEF_PAIR(float_int, float, int)
+DEF_PAIR(double_int, double, int)
+DEF_PAIR(long_int, long, int)
+DEF_PAIR(two_int, int, int)
+DEF_PAIR(short_int, short, int)
+DEF_PAIR(ldouble_int, long double, int)
+DEF_PAIR(two_float, float, float)
+DEF_PAIR(two_double, double, double)
 
 /* ---- user commutative op on MPI_INT: addition modulo a prime ---- */
 #define UMOD 10007
