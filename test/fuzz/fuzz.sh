@@ -4,13 +4,17 @@
 #   o2m_check  the shared-memory checks (src/uct/sm/bcast/o2m_check.c, see
 #              test/fuzz/fuzz_o2m_check.c), seeds in test/fuzz/corpus/
 #   mc_rel     the packets of the reliable multicast engine
-#              (src/uct/mc/rel/, see test/fuzz/fuzz_mc_rel.c), no seeds
+#              (src/uct/mc/rel/, see test/fuzz/fuzz_mc_rel.c), seeds in
+#              test/fuzz/corpus_mc_rel/
 #   ucg_rules  the tuning rules parser (src/ucg/ucg_rules.c, see
 #              test/fuzz/fuzz_ucg_rules.c), seeds in test/fuzz/corpus_rules/
 #
 #   test/fuzz/fuzz.sh BUILD_DIR [SECONDS [TARGET]]  build, then fuzz SECONDS
 #                                                   (60) TARGET (o2m_check)
 #   test/fuzz/fuzz.sh BUILD_DIR --seeds             rewrite test/fuzz/corpus/
+#   test/fuzz/fuzz.sh BUILD_DIR --seeds mc_rel      rewrite
+#                      test/fuzz/corpus_mc_rel/ (what the engine sends in
+#                      the target's network mode, see fuzz_mc_rel.c)
 #
 # BUILD_DIR is a configured build tree: the target is compiled with the UCX
 # include flags its configure computed (no second UCX build), with clang's
@@ -42,7 +46,7 @@ src=$top/src/uct/sm/bcast
 common=(-g -O1 -Wall -Wno-unused-function -Wno-unknown-attributes $cppflags -I"$src")
 
 cd "$build/src/uct"
-if [ "$arg" = --seeds ]; then
+if [ "$arg" = --seeds ] && [ "$target" = o2m_check ]; then
     "$CLANG" "${common[@]}" "$src/o2m_check.c" "$top/test/fuzz/make_seeds.c" \
         -o "$out/make_seeds"
     mkdir -p "$top/test/fuzz/corpus"
@@ -62,8 +66,18 @@ mc_rel)
              "$rel/mc_rel_rx.c" "$top/test/fuzz/fuzz_mc_rel.c")
     common+=(-I"$rel")
     libs=($(make_var '$(UCX_LDFLAGS)') -lucs)
-    corpus=()
-    bin=$out/mc_rel_fuzz ;;
+    corpus=("$top/test/fuzz/corpus_mc_rel")
+    bin=$out/mc_rel_fuzz
+    if [ "$arg" = --seeds ]; then
+        # the seeds are what the engine sends in a run of the target's
+        # network mode (fuzz_mc_rel.c, FUZZ_MC_REL_SEEDS)
+        "$CLANG" "${common[@]}" -DFUZZ_MC_REL_SEEDS "${sources[@]}" \
+            "${libs[@]}" -o "$out/mc_rel_seeds"
+        rm -rf "${corpus[0]}"
+        mkdir -p "${corpus[0]}"
+        "$out/mc_rel_seeds" "${corpus[0]}"
+        exit 0
+    fi ;;
 ucg_rules)
     sources=("$top/src/ucg/ucg_rules.c" "$top/test/fuzz/fuzz_ucg_rules.c")
     common+=(-I"$top/src/ucg")

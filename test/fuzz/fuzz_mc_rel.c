@@ -22,7 +22,11 @@
  *    picks, let time pass, the root sends its next message), so that the
  *    fuzzer chooses every loss, duplicate and reordering.  Every message a
  *    member delivers must be the next one the root sent, byte for byte.
- * Built and run by test/fuzz/fuzz.sh.
+ * Built and run by test/fuzz/fuzz.sh.  Its seed corpus (corpus_mc_rel/,
+ * `fuzz.sh BUILD --seeds mc_rel`) comes from this file built with
+ * FUZZ_MC_REL_SEEDS: mode 2 runs a script without faults and with some
+ * (join, messages, losses, a duplicate, timeouts), and every distinct kind
+ * of packet the engine sent on the way is also a mode-0 seed.
  */
 #include "mc_rel.h"
 
@@ -293,6 +297,10 @@ static void net_push(unsigned dst, const uint8_t *pkt, size_t length)
     ++net_count;
 }
 
+#ifdef FUZZ_MC_REL_SEEDS
+static void seed_packet(const uint8_t *pkt, size_t length);
+#endif
+
 static ucs_status_t net_send(void *arg, int dest, const void *hdr,
                              const void *payload, size_t length)
 {
@@ -305,6 +313,9 @@ static ucs_status_t net_send(void *arg, int dest, const void *hdr,
     if (length > 0) {
         memcpy(pkt + UCT_MC_REL_HDR_LEN, payload, length);
     }
+#ifdef FUZZ_MC_REL_SEEDS
+    seed_packet(pkt, UCT_MC_REL_HDR_LEN + length);
+#endif
     for (r = 0; r < FUZZ_MEMBERS; ++r) {
         if ((r != m->rank) &&
             ((dest == UCT_MC_REL_DEST_MCAST) || (dest == (int)r))) {
@@ -441,3 +452,108 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     return 0;
 }
+
+#ifdef FUZZ_MC_REL_SEEDS
+#include <stdio.h>
+
+static const char *seed_dir;
+static unsigned seed_kinds[256]; /* packets written per (type, flags) */
+
+static void seed_write(const char *name, uint8_t mode, const uint8_t *data,
+                       size_t length)
+{
+    char path[4096];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s", seed_dir, name);
+    f = fopen(path, "wb");
+    if ((f == NULL) || (fwrite(&mode, 1, 1, f) != 1) ||
+        (fwrite(data, 1, length, f) != length) || (fclose(f) != 0)) {
+        perror(path);
+        exit(1);
+    }
+}
+
+/* Two of each kind of packet (type and flags) the engine sent */
+static void seed_packet(const uint8_t *pkt, size_t length)
+{
+    uct_mc_rel_drop_t drop;
+    uct_mc_rel_hdr_t hdr;
+    char name[64];
+    unsigned kind;
+
+    if (uct_mc_rel_parse(pkt, length, &hdr, &drop) != UCS_OK) {
+        abort();
+    }
+    kind = (hdr.type * 32u + hdr.flags) % 256u;
+    if (seed_kinds[kind]++ >= 2) {
+        return;
+    }
+    snprintf(name, sizeof(name), "pkt-type%u-flags%x-%u", hdr.type,
+             hdr.flags, seed_kinds[kind]);
+    seed_write(name, 0, pkt, length);
+}
+
+/* A network script (mode 2): @a rounds of the root sending, everything
+ * delivered, time passing; with @a faults a loss, a duplicate and a late
+ * stamp every few messages */
+static size_t seed_script(uint8_t *buf, size_t max, unsigned rounds,
+                          int faults)
+{
+    size_t n = 0;
+    unsigned k, i;
+
+#define SEED_OP(_op, _idx) \
+    do { \
+        if (n + 2 <= max) { \
+            buf[n++] = (_op); \
+            buf[n++] = (_idx); \
+        } \
+    } while (0)
+    for (i = 0; i < 3; ++i) { /* the join: probes, answers */
+        SEED_OP(6, 0);
+        for (k = 0; k < 12; ++k) {
+            SEED_OP(0, 0);
+        }
+    }
+    for (k = 0; k < rounds; ++k) {
+        SEED_OP(7, 0);
+        if (faults && (k % 3 == 1)) {
+            SEED_OP(4, k);
+        }
+        if (faults && (k % 4 == 2)) {
+            SEED_OP(5, 0);
+            SEED_OP(3, 1);
+        }
+        for (i = 0; i < 10; ++i) {
+            SEED_OP(0, i);
+        }
+        SEED_OP(6, faults ? 3 : 0);
+        for (i = 0; i < 10; ++i) {
+            SEED_OP(1, 0);
+        }
+    }
+#undef SEED_OP
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    uint8_t script[4096];
+    size_t n;
+
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
+        return 2;
+    }
+    seed_dir = argv[1];
+
+    n = seed_script(script, sizeof(script), 12, 0);
+    seed_write("net-clean", 2, script, n);
+    fuzz_network(script, n);
+    n = seed_script(script, sizeof(script), 20, 1);
+    seed_write("net-faults", 2, script, n);
+    fuzz_network(script, n);
+    return 0;
+}
+#endif
