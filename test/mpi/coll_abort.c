@@ -5,7 +5,9 @@
  *   mpirun -np 3 --mca coll_ucg_test_fail_point 2 \
  *          --mca coll_ucg_test_fail_rank 1 --mca coll_ucg_test_fail_call 9 \
  *          ./coll_abort 1
- * (the argument names the failing rank).  On the communicator of that
+ * (the argument names the failing rank; a third argument "nb" runs the
+ * nonblocking forms, each completed by MPI_Wait, for
+ * coll_ucg_test_fail_point 3).  On the communicator of that
  * call, the call returns an error on the failing rank; every rank gets an
  * error from it or from the next call on, and from then on only errors
  * (the UCG group failed everywhere: fail-stop, never a wrong result); on
@@ -16,6 +18,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "mpi_check.h"
 
 #define N 16
@@ -25,6 +28,21 @@ static int rank, size;
 /* Per communicator (0: MPI_COMM_WORLD, 1: its dup): calls made, index of
  * the first that failed (-1: none), and successes after it */
 static int ncalls[2], first_failed[2] = {-1, -1}, late_success[2];
+
+static int nb; /* the nonblocking forms, each then waited for */
+
+/* Blocking call @a _blocking, or with @a nb its nonblocking form
+ * @a _nonblocking (with its request argument last) and its wait */
+#define COLL(_blocking, _nonblocking, ...) \
+    (nb ? coll_wait(_nonblocking(__VA_ARGS__, &req)) : \
+          _blocking(__VA_ARGS__))
+
+static MPI_Request req;
+
+static int coll_wait(int rc)
+{
+    return (rc != MPI_SUCCESS) ? rc : MPI_Wait(&req, MPI_STATUS_IGNORE);
+}
 
 /* A call whose error is counted; its results are checked if it succeeded */
 #define TRY(_c, _call, _check) \
@@ -48,26 +66,29 @@ static void round_on(MPI_Comm comm, int c, int r, int *a, int *b, int *big)
     root = r % csize;
 
     for (i = 0; i < N; ++i) a[i] = (crank == root) ? r * 1000 + i : -1;
-    TRY(c, MPI_Bcast(a, N, MPI_INT, root, comm),
+    TRY(c, COLL(MPI_Bcast, MPI_Ibcast, a, N, MPI_INT, root, comm),
         for (i = 0; i < N; ++i)
             CHECK(a[i] == r * 1000 + i, "bcast r%d [%d]=%d", r, i, a[i]));
 
     for (i = 0; i < N; ++i) a[i] = crank + i + r;
-    TRY(c, MPI_Allreduce(a, b, N, MPI_INT, MPI_SUM, comm),
+    TRY(c, COLL(MPI_Allreduce, MPI_Iallreduce, a, b, N, MPI_INT, MPI_SUM,
+                 comm),
         for (i = 0; i < N; ++i)
             CHECK(b[i] == csize * (i + r) + csize * (csize - 1) / 2,
                   "allreduce r%d [%d]=%d", r, i, b[i]));
 
-    TRY(c, MPI_Reduce(a, b, N, MPI_INT, MPI_MAX, root, comm),
+    TRY(c, COLL(MPI_Reduce, MPI_Ireduce, a, b, N, MPI_INT, MPI_MAX, root,
+                 comm),
         if (crank == root)
             for (i = 0; i < N; ++i)
                 CHECK(b[i] == csize - 1 + i + r, "reduce r%d [%d]=%d", r, i,
                       b[i]));
 
-    TRY(c, MPI_Barrier(comm), (void)0);
+    TRY(c, COLL(MPI_Barrier, MPI_Ibarrier, comm), (void)0);
 
     for (i = 0; i < N; ++i) a[i] = crank * 100000 + i + r;
-    TRY(c, MPI_Allgather(a, N, MPI_INT, big, N, MPI_INT, comm),
+    TRY(c, COLL(MPI_Allgather, MPI_Iallgather, a, N, MPI_INT, big, N,
+                 MPI_INT, comm),
         for (i = 0; i < N * csize; ++i)
             CHECK(big[i] == (i / N) * 100000 + i % N + r,
                   "allgather r%d [%d]=%d", r, i, big[i]));
@@ -85,6 +106,7 @@ int main(int argc, char **argv)
     int mine[R_NUM];
     MPI_Comm dup;
 
+    nb = (argc > 3) && !strcmp(argv[3], "nb");
     check_init(&argc, &argv, &rank, &size);
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
     MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);

@@ -202,6 +202,20 @@ if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ] && [ "$extra_tests" = 1 ]; then
             --mca coll_ucg_test_fail_call "$2" -- "$mpi_bin/coll_abort" "$1" ||
             fail=1
     done
+    # The same with the nonblocking forms (each waited for): the failing
+    # rank's MPI_I* returns the error, the others' request completes with
+    # one (UCG's abort), then only errors on that communicator.  The calls
+    # are counted over nonblocking calls on UCG, Open MPI's own at
+    # MPI_Comm_dup included: the first few are those
+    for rc in "1 8" "2 13" "0 25"; do
+        set -- $rc
+        run_extra "coll_abort np=3 nonblocking start fails on rank $1 (call $2)" \
+            3 'coll_abort: OK' \
+            --mca coll_ucg_test_fail_point 3 \
+            --mca coll_ucg_test_fail_rank "$1" \
+            --mca coll_ucg_test_fail_call "$2" -- "$mpi_bin/coll_abort" "$1" 6 nb ||
+            fail=1
+    done
     # Tuning rules (coll_ucg_rules_file): the size ranges a rule hands to
     # the previous module go there (counted as handed=N, the other sizes
     # still on UCG), a flat rule runs UCG's point-to-point plan (flat=N),

@@ -41,7 +41,8 @@ enum {
 enum {
     COLL_UCG_TEST_FAIL_PREPARE, /* preparation of a call needing agreement */
     COLL_UCG_TEST_FAIL_CREATE,  /* UCG group creation, in its 2nd round */
-    COLL_UCG_TEST_FAIL_START    /* start of a call the ranks run on UCG */
+    COLL_UCG_TEST_FAIL_START,   /* start of a call the ranks run on UCG */
+    COLL_UCG_TEST_FAIL_NB_START /* start of a nonblocking call on UCG */
 };
 
 typedef struct mca_coll_ucg_component {
@@ -71,6 +72,7 @@ typedef struct mca_coll_ucg_component {
     unsigned long                   test_agreed_calls;
     unsigned long                   test_created;    /* groups */
     unsigned long                   test_started;    /* calls on UCG */
+    unsigned long                   test_nb_started; /* nonblocking ones */
     /* Nonblocking calls running on UCG (coll_ucg_nb.c), of all modules */
     ucs_list_link_t                 nb_active;
     bool                            nb_progress;     /* its callback is

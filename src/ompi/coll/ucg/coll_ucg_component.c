@@ -118,7 +118,9 @@ static int coll_ucg_register(void)
             "th time: 0 the preparation of a call that needs an agreement, "
             "1 the creation of a UCG group (its second out-of-band round, "
             "counted over communicators), 2 the start of a call that the "
-            "ranks run on UCG (counted over those calls)",
+            "ranks run on UCG (counted over those calls), 3 the start of a "
+            "nonblocking call run on UCG (counted over those, Open MPI's "
+            "own at communicator creation included)",
             MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
             MCA_BASE_VAR_SCOPE_READONLY, &c->test_fail_point);
 
