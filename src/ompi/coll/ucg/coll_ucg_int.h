@@ -124,6 +124,12 @@ void coll_ucg_pack_own_block(coll_ucg_call_t *call, const void *rbuf,
                              int rcount, struct ompi_datatype_t *rdtype,
                              size_t bytes, int idx);
 
+/* Test only: whether what coll_ucg_test_fail_point @a point names fails
+ * on this rank now (the test_fail_call-th count of @a counter), with one
+ * line "failing @a what N" */
+bool coll_ucg_test_fail_at(int point, unsigned long *counter,
+                           const char *what);
+
 /* Nonblocking collectives (coll_ucg_nb.c) */
 int coll_ucg_nb_enable(mca_coll_ucg_module_t *m,
                        struct ompi_communicator_t *comm);

@@ -507,39 +507,39 @@ void coll_ucg_pack_own_block(coll_ucg_call_t *call, const void *rbuf,
     }
 }
 
-/* Test only (coll_ucg_test_fail_rank/_call): whether this call's
- * preparation is made to fail */
-static bool coll_ucg_test_fail(void)
+/* Test only (coll_ucg_test_fail_rank/_call/_point): whether what @a point
+ * names fails here, at the test_fail_call-th time @a counter counts; one
+ * line names it (@a what, then the count) */
+bool coll_ucg_test_fail_at(int point, unsigned long *counter,
+                           const char *what)
 {
     mca_coll_ucg_component_t *c = &mca_coll_ucg_component;
 
-    if ((c->test_fail_rank < 0) ||
-        (c->test_fail_point != COLL_UCG_TEST_FAIL_PREPARE) ||
+    if ((c->test_fail_rank < 0) || (c->test_fail_point != point) ||
         (ompi_comm_rank(&ompi_mpi_comm_world.comm) != c->test_fail_rank) ||
-        (++c->test_agreed_calls != (unsigned long)c->test_fail_call)) {
+        (++*counter != (unsigned long)c->test_fail_call)) {
         return false;
     }
-    opal_output(0, "coll:ucg: test: failing the preparation of call %lu "
-                "that needs an agreement on this rank",
-                c->test_agreed_calls);
+    opal_output(0, "coll:ucg: test: failing %s %lu on this rank", what,
+                *counter);
     return true;
 }
 
-/* Test only (coll_ucg_test_fail_point start): whether the start of this
- * blocking call, which all ranks decided to run on UCG, is made to fail */
+/* Whether this call's preparation is made to fail (test only) */
+static bool coll_ucg_test_fail(void)
+{
+    return coll_ucg_test_fail_at(COLL_UCG_TEST_FAIL_PREPARE,
+                                 &mca_coll_ucg_component.test_agreed_calls,
+                                 "the preparation of agreed call");
+}
+
+/* Whether the start of this blocking call, which all ranks decided to run
+ * on UCG, is made to fail (test only) */
 static bool coll_ucg_test_fail_start(void)
 {
-    mca_coll_ucg_component_t *c = &mca_coll_ucg_component;
-
-    if ((c->test_fail_rank < 0) ||
-        (c->test_fail_point != COLL_UCG_TEST_FAIL_START) ||
-        (ompi_comm_rank(&ompi_mpi_comm_world.comm) != c->test_fail_rank) ||
-        (++c->test_started != (unsigned long)c->test_fail_call)) {
-        return false;
-    }
-    opal_output(0, "coll:ucg: test: failing the start of call %lu run on "
-                "UCG on this rank", c->test_started);
-    return true;
+    return coll_ucg_test_fail_at(COLL_UCG_TEST_FAIL_START,
+                                 &mca_coll_ucg_component.test_started,
+                                 "the start of UCG call");
 }
 
 /* The UCG request of the call: the cached one if its parameters are the

@@ -130,23 +130,6 @@ static int coll_ucg_nb_progress(void)
     return count;
 }
 
-/* Test only (coll_ucg_test_fail_point 3): whether the start of this
- * nonblocking call is made to fail on this rank */
-static bool coll_ucg_nb_test_fail(void)
-{
-    mca_coll_ucg_component_t *c = &mca_coll_ucg_component;
-
-    if ((c->test_fail_rank < 0) ||
-        (c->test_fail_point != COLL_UCG_TEST_FAIL_NB_START) ||
-        (ompi_comm_rank(&ompi_mpi_comm_world.comm) != c->test_fail_rank) ||
-        (++c->test_nb_started != (unsigned long)c->test_fail_call)) {
-        return false;
-    }
-    opal_output(0, "coll:ucg: test: failing the start of nonblocking call "
-                "%lu on this rank", c->test_nb_started);
-    return true;
-}
-
 /*
  * Start a call UCG takes (prepared in @a prepared): on success the request
  * is returned in @a request; else this rank's failure is reported to the
@@ -181,7 +164,10 @@ static int coll_ucg_nb_start(mca_coll_ucg_module_t *m, int coll,
         call->params.user_op.arg = &call->user_arg;
     }
 
-    if (call->ok && !coll_ucg_nb_test_fail()) {
+    if (call->ok &&
+        !coll_ucg_test_fail_at(COLL_UCG_TEST_FAIL_NB_START,
+                               &mca_coll_ucg_component.test_nb_started,
+                               "the start of nonblocking call")) {
         status = ucg_coll_init_plan(m->group, &call->params, call->plan,
                                     &call->req);
         if (status != UCS_OK) {
