@@ -36,7 +36,7 @@ BEGIN_C_DECLS
 #define UCG_API __attribute__((visibility("default")))
 
 #define UCG_API_MAJOR 1
-#define UCG_API_MINOR 2
+#define UCG_API_MINOR 3
 
 /** Send buffer (or, for scatter at the root, receive buffer) placeholder of
  *  the in-place variants, as MPI_IN_PLACE. */
@@ -259,6 +259,16 @@ typedef struct ucg_coll_params {
     size_t          dt_size;  /**< Element size, only for UCG_DT_BYTES */
     ucg_op_t        op;       /**< REDUCE, ALLREDUCE */
     ucg_user_op_t   user_op;  /**< op == UCG_OP_USER */
+    /*
+     * (API 1.3) Per-member counts and displacements, in elements, of the
+     * vector collectives; arrays of the group's size, NULL (and ignored)
+     * for the other collectives.  ucg_coll_init copies them: they need not
+     * outlive it.
+     */
+    const size_t    *scounts; /**< Elements sent to each member */
+    const size_t    *sdispls; /**< Where each member's elements are in sbuf */
+    const size_t    *rcounts; /**< Elements received from each member */
+    const size_t    *rdispls; /**< Where each member's elements go in rbuf */
 } ucg_coll_params_t;
 
 /**
