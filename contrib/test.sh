@@ -47,7 +47,8 @@
 #      (60) and O2M_FUZZ_MC_SECONDS (30), and of the tuning rules parser
 #      (src/ucg/ucg_rules.c) for O2M_FUZZ_RULES_SECONDS (20); fails on a
 #      crash; then contrib/plot-mpi.py --self-test (the benchmark's
-#      comparison with the best baseline, on made-up data)
+#      comparison with the best baseline, on made-up data) and
+#      contrib/scale-model.py --self-test (the scaling model's formulas)
 #   7. configure build-asan/ with --enable-sanitizers (ASan + UBSan), build,
 #      run the same gtest suite and ucg_p2p_sim there
 #
@@ -334,6 +335,8 @@ run_step "fuzz multicast packets" bash test/fuzz/fuzz.sh "$BUILD" \
 run_step "fuzz tuning rules" bash test/fuzz/fuzz.sh "$BUILD" \
     "${O2M_FUZZ_RULES_SECONDS:-20}" ucg_rules || true
 run_step "benchmark report self-test" python3 contrib/plot-mpi.py \
+    --self-test || true
+run_step "scaling model self-test" python3 contrib/scale-model.py \
     --self-test || true
 
 if run_step "bootstrap (build-asan/)" bash contrib/bootstrap.sh \
