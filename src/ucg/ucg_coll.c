@@ -71,6 +71,50 @@ void *ucg_coll_scratch(ucg_coll_t *coll, unsigned idx, size_t size)
 /* Parameters                                                               */
 /* ------------------------------------------------------------------------ */
 
+/*
+ * REDUCE_SCATTER*: the elements of each member's block (rcounts, or count
+ * for every member) and their offsets in the vector, in coll->rs_counts;
+ * coll->len is the vector's bytes.
+ */
+static ucs_status_t ucg_coll_rs_counts(ucg_group_h group,
+                                       const ucg_coll_params_t *params,
+                                       ucg_coll_t *coll)
+{
+    size_t max = SIZE_MAX / coll->dt_size;
+    size_t total = 0, count;
+    unsigned i;
+
+    if ((params->type == UCG_COLL_REDUCE_SCATTER) &&
+        (params->rcounts == NULL)) {
+        ucs_error("ucg reduce_scatter: rcounts is NULL");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    coll->rs_counts = ucs_malloc(2 * sizeof(size_t) * group->size,
+                                 "ucg rs_counts");
+    if (coll->rs_counts == NULL) {
+        ucs_error("ucg: out of memory for %u block counts", group->size);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    for (i = 0; i < group->size; ++i) {
+        count = (params->type == UCG_COLL_REDUCE_SCATTER) ?
+                params->rcounts[i] : params->count;
+        if (count > max - total) {
+            ucs_error("ucg %s: the blocks overflow at member %u (%zu "
+                      "elements of %zu bytes)", ucg_coll_name(params->type),
+                      i, count, coll->dt_size);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        coll->rs_counts[i]               = count;
+        coll->rs_counts[group->size + i] = total;
+        total                           += count;
+    }
+
+    coll->len = total * coll->dt_size;
+    return UCS_OK;
+}
+
 static ucs_status_t ucg_coll_check_params(ucg_group_h group,
                                           const ucg_coll_params_t *params,
                                           ucg_coll_t *coll)
@@ -128,6 +172,15 @@ static ucs_status_t ucg_coll_check_params(ucg_group_h group,
     len       = params->count * coll->dt_size;
     coll->len = len;
 
+    if (ucg_coll_type_is_reduce_scatter(params->type)) {
+        /* len: the whole vector */
+        status = ucg_coll_rs_counts(group, params, coll);
+        if (status != UCS_OK) {
+            return status;
+        }
+        len = coll->len;
+    }
+
     /* In-place markers where MPI allows them */
     if ((params->rbuf == UCG_IN_PLACE) &&
         !((params->type == UCG_COLL_SCATTER) && is_root)) {
@@ -138,6 +191,10 @@ static ucs_status_t ucg_coll_check_params(ucg_group_h group,
     if ((params->sbuf == UCG_IN_PLACE) &&
         !((params->type == UCG_COLL_ALLREDUCE) ||
           (params->type == UCG_COLL_ALLGATHER) ||
+          (params->type == UCG_COLL_REDUCE_SCATTER) ||
+          (params->type == UCG_COLL_REDUCE_SCATTER_BLOCK) ||
+          (params->type == UCG_COLL_SCAN) ||
+          (params->type == UCG_COLL_EXSCAN) ||
           (((params->type == UCG_COLL_REDUCE) ||
             (params->type == UCG_COLL_GATHER)) && is_root))) {
         ucs_error("ucg %s: UCG_IN_PLACE as send buffer is not valid here%s",
@@ -165,6 +222,15 @@ static ucs_status_t ucg_coll_check_params(ucg_group_h group,
         break;
     case UCG_COLL_SCATTER:
         if ((params->rbuf == NULL) || (is_root && (params->sbuf == NULL))) {
+            goto err_null;
+        }
+        break;
+    case UCG_COLL_REDUCE_SCATTER:
+    case UCG_COLL_REDUCE_SCATTER_BLOCK:
+        /* A member whose block is empty needs no receive buffer */
+        if ((params->sbuf == NULL) ||
+            (((coll->rs_counts[group->rank] > 0) ||
+              (params->sbuf == UCG_IN_PLACE)) && (params->rbuf == NULL))) {
             goto err_null;
         }
         break;
@@ -217,6 +283,7 @@ static void ucg_coll_free(ucg_coll_t *coll)
 {
     unsigned i;
 
+    ucs_free(coll->rs_counts);
     for (i = 0; i < UCG_COLL_MAX_SCRATCH; ++i) {
         ucs_free(coll->scratch[i]);
     }
@@ -230,6 +297,8 @@ static void ucg_coll_release(ucg_coll_t *coll)
     ucg_group_h group = coll->group;
     unsigned i;
 
+    ucs_free(coll->rs_counts);
+    coll->rs_counts = NULL;
     if (group->spare_coll != NULL) {
         ucg_coll_free(coll);
         return;

@@ -59,6 +59,9 @@ struct ucg_coll {
                                         in acc (that phase folds it in) */
     void                *gbuf;       /* block phases: size blocks */
     size_t              block;       /* bytes of one block */
+    size_t              *rs_counts;  /* REDUCE_SCATTER*: [2 * size] the
+                                        elements of each member's block,
+                                        then their offsets in the vector */
 
     /* Outstanding UCP requests of the current phase */
     void                **reqs;

@@ -211,6 +211,38 @@ ucs_status_t ucg_coll_setup_buffers(ucg_coll_t *coll)
             coll->gbuf = ucg_coll_own_block_base(coll, params->rbuf);
         }
         return UCS_OK;
+    case UCG_COLL_REDUCE_SCATTER:
+    case UCG_COLL_REDUCE_SCATTER_BLOCK:
+        /* Only read (sent, and this member's block copied) until every
+         * block is in, then the result is folded into rbuf */
+        src            = (params->sbuf == UCG_IN_PLACE) ? params->rbuf :
+                         params->sbuf;
+        coll->data     = (void*)src;
+        coll->data_len = coll->len;
+        coll->acc      = params->rbuf;
+        if ((size == 1) && (src != coll->acc)) {
+            memcpy(coll->acc, src, coll->len); /* no phase: its block */
+        }
+        return UCS_OK;
+    case UCG_COLL_SCAN:
+    case UCG_COLL_EXSCAN:
+        /* acc: this member's partial prefix, sent on; scan's is its
+         * result, exscan's is not (member 0's rbuf is not written) */
+        src = (params->sbuf == UCG_IN_PLACE) ? params->rbuf : params->sbuf;
+        if (params->type == UCG_COLL_SCAN) {
+            coll->acc = params->rbuf;
+        } else {
+            coll->acc = ucg_coll_scratch(coll, 0, coll->len);
+            if (coll->acc == NULL) {
+                return UCS_ERR_NO_MEMORY;
+            }
+        }
+        if (src != coll->acc) {
+            memcpy(coll->acc, src, coll->len);
+        }
+        coll->data     = coll->acc;
+        coll->data_len = coll->len;
+        return UCS_OK;
     case UCG_COLL_ALLGATHER:
         coll->gbuf = params->rbuf;
         if (params->sbuf != UCG_IN_PLACE) {

@@ -59,7 +59,18 @@ static inline int ucg_coll_type_is_rooted(ucg_coll_type_t type)
 /** Whether a collective of @a type reduces (has an op) */
 static inline int ucg_coll_type_is_reduction(ucg_coll_type_t type)
 {
-    return (type == UCG_COLL_REDUCE) || (type == UCG_COLL_ALLREDUCE);
+    return (type == UCG_COLL_REDUCE) || (type == UCG_COLL_ALLREDUCE) ||
+           (type == UCG_COLL_REDUCE_SCATTER) ||
+           (type == UCG_COLL_REDUCE_SCATTER_BLOCK) ||
+           (type == UCG_COLL_SCAN) || (type == UCG_COLL_EXSCAN);
+}
+
+/** Whether a collective of @a type scatters the reduction of its vectors
+ *  (ucg_coll_t::rs_counts) */
+static inline int ucg_coll_type_is_reduce_scatter(ucg_coll_type_t type)
+{
+    return (type == UCG_COLL_REDUCE_SCATTER) ||
+           (type == UCG_COLL_REDUCE_SCATTER_BLOCK);
 }
 
 /**

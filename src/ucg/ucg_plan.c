@@ -38,6 +38,9 @@ const char *ucg_phase_method_names[] = {
     [UCG_PHASE_P2P_BARRIER]           = "p2p_barrier",
     [UCG_PHASE_FOLD]                  = "fold",
     [UCG_PHASE_MC_BCAST]              = "mc_bcast",
+    [UCG_PHASE_P2P_REDUCE_SCATTER]    = "p2p_reduce_scatter",
+    [UCG_PHASE_P2P_SCAN]              = "p2p_scan",
+    [UCG_PHASE_SM_SCAN]               = "sm_scan",
     [UCG_PHASE_LAST]                  = NULL
 };
 
@@ -70,7 +73,12 @@ const ucg_plan_phase_info_t ucg_plan_phase_info[] = {
     [UCG_PHASE_P2P_BARRIER]          = {"ucp", 0},
     [UCG_PHASE_FOLD]                 = {"local", 0},
     /* The group's transport, printed from topo->mc_tl */
-    [UCG_PHASE_MC_BCAST]             = {"mc", UCG_PHASE_INFO_STANDIN}
+    [UCG_PHASE_MC_BCAST]             = {"mc", UCG_PHASE_INFO_STANDIN},
+    [UCG_PHASE_P2P_REDUCE_SCATTER]   = {"ucp", 0},
+    [UCG_PHASE_P2P_SCAN]             = {"ucp", 0},
+    [UCG_PHASE_SM_SCAN]              = {UCT_O2M_BCAST_TL_NAME,
+                                        UCG_PHASE_INFO_SM |
+                                        UCG_PHASE_INFO_ELEMS}
 };
 
 /* Names of the collectives (ucg_coll_name) */
@@ -81,7 +89,11 @@ static const char *ucg_plan_coll_names[] = {
     [UCG_COLL_BARRIER]   = "barrier",
     [UCG_COLL_GATHER]    = "gather",
     [UCG_COLL_SCATTER]   = "scatter",
-    [UCG_COLL_ALLGATHER] = "allgather"
+    [UCG_COLL_ALLGATHER] = "allgather",
+    [UCG_COLL_REDUCE_SCATTER]       = "reduce_scatter",
+    [UCG_COLL_REDUCE_SCATTER_BLOCK] = "reduce_scatter_block",
+    [UCG_COLL_SCAN]                 = "scan",
+    [UCG_COLL_EXSCAN]               = "exscan"
 };
 
 const char *ucg_coll_name(ucg_coll_type_t type)
@@ -168,6 +180,11 @@ static int ucg_plan_sm_too_large(ucg_plan_builder_t *b)
         return !ucg_plan_size_le(b, b->config->sm_scatter_max);
     case UCG_COLL_ALLGATHER:
         return !ucg_plan_size_le(b, b->config->sm_allgather_max);
+    case UCG_COLL_REDUCE_SCATTER:
+    case UCG_COLL_REDUCE_SCATTER_BLOCK:
+    case UCG_COLL_SCAN:
+    case UCG_COLL_EXSCAN:
+        return !ucg_plan_redscan_hier(b);
     default:
         return 0;
     }
@@ -191,7 +208,11 @@ static const ucg_plan_build_func_t ucg_plan_builders[] = {
     [UCG_COLL_BARRIER]   = ucg_plan_build_barrier,
     [UCG_COLL_GATHER]    = ucg_plan_build_gather,
     [UCG_COLL_SCATTER]   = ucg_plan_build_scatter,
-    [UCG_COLL_ALLGATHER] = ucg_plan_build_allgather
+    [UCG_COLL_ALLGATHER] = ucg_plan_build_allgather,
+    [UCG_COLL_REDUCE_SCATTER]       = ucg_plan_build_reduce_scatter,
+    [UCG_COLL_REDUCE_SCATTER_BLOCK] = ucg_plan_build_reduce_scatter,
+    [UCG_COLL_SCAN]                 = ucg_plan_build_scan,
+    [UCG_COLL_EXSCAN]               = ucg_plan_build_scan
 };
 
 static ucs_status_t ucg_plan_build(ucg_plan_builder_t *b, int hier,

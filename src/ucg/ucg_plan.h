@@ -21,6 +21,10 @@
  *    root hold the blocks of all set members;
  *  - SM_ALLREDUCE: every set member gets the reduction of all set
  *    members' vectors, computed in rank order (identical everywhere);
+ *  - P2P_REDUCE_SCATTER: member i gets the rank-ordered reduction of
+ *    block i of every member's vector (ucg_coll_t::rs_counts);
+ *  - P2P_SCAN, SM_SCAN: member i gets the rank-ordered reduction of the
+ *    vectors of members 0..i (scan) or 0..i-1 (exscan);
  *  - FOLD: the root reduces all gathered blocks in rank order (any op,
  *    non-commutative included);
  *  - SM_BCAST_CMA: as SM_BCAST (bcast only), single-copy;
@@ -66,6 +70,15 @@ typedef enum {
                                      reliable by the engine) from the set
                                      root; P2P_BCAST (radix, frag_size)
                                      where a leader cannot join (ucg_mc.c) */
+    UCG_PHASE_P2P_REDUCE_SCATTER, /* pairwise: every member sends each
+                                     other member its block of the vector
+                                     and folds the blocks it receives in
+                                     rank order (any op) */
+    UCG_PHASE_P2P_SCAN,           /* recursive doubling prefix, combined in
+                                     rank order (scan, exscan; any op) */
+    UCG_PHASE_SM_SCAN,            /* as SM_ALLREDUCE, each member folds the
+                                     vectors of the lower ranks (and its
+                                     own for scan) in rank order */
     UCG_PHASE_LAST
 } ucg_phase_method_t;
 

@@ -106,4 +106,11 @@ ucs_status_t ucg_plan_build_allgather(ucg_plan_builder_t *b, int hier,
 ucs_status_t ucg_plan_build_barrier(ucg_plan_builder_t *b, int hier,
                                     unsigned root);
 
+/* ucg_plan_redscan.c: reduce_scatter(_block), scan, exscan */
+int ucg_plan_redscan_hier(ucg_plan_builder_t *b);
+ucs_status_t ucg_plan_build_reduce_scatter(ucg_plan_builder_t *b, int hier,
+                                           unsigned root);
+ucs_status_t ucg_plan_build_scan(ucg_plan_builder_t *b, int hier,
+                                 unsigned root);
+
 #endif

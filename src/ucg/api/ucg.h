@@ -231,6 +231,10 @@ typedef enum {
     UCG_COLL_GATHER,
     UCG_COLL_SCATTER,
     UCG_COLL_ALLGATHER,
+    UCG_COLL_REDUCE_SCATTER,       /**< (API 1.3) */
+    UCG_COLL_REDUCE_SCATTER_BLOCK, /**< (API 1.3) */
+    UCG_COLL_SCAN,                 /**< (API 1.3) */
+    UCG_COLL_EXSCAN,               /**< (API 1.3) */
     UCG_COLL_LAST
 } ucg_coll_type_t;
 

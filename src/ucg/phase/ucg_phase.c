@@ -52,6 +52,11 @@ const ucg_phase_ops_t ucg_phase_table[UCG_PHASE_LAST] = {
                     0),
     [UCG_PHASE_P2P_BARRIER] =
         UCG_P2P_ROW(ucg_p2p_barrier_start, ucg_p2p_barrier_progress, 0),
+    [UCG_PHASE_P2P_REDUCE_SCATTER] =
+        UCG_P2P_ROW(ucg_p2p_reduce_scatter_start,
+                    ucg_p2p_reduce_scatter_progress, 0),
+    [UCG_PHASE_P2P_SCAN] =
+        UCG_P2P_ROW(ucg_p2p_scan_start, ucg_p2p_scan_progress, 0),
 
     [UCG_PHASE_SM_BCAST] =
         UCG_SM_ROW(ucg_sm_bcast_start, ucg_sm_stream_progress,
@@ -73,6 +78,10 @@ const ucg_phase_ops_t ucg_phase_table[UCG_PHASE_LAST] = {
                    ucg_sm_allreduce_eps, ucg_sm_allreduce_expects,
                    ucg_sm_allreduce_deliver, NULL,
                    UCG_PHASE_P2P_ALLREDUCE_RD, 0),
+    [UCG_PHASE_SM_SCAN] =
+        UCG_SM_ROW(ucg_sm_allreduce_start, ucg_sm_allreduce_progress,
+                   ucg_sm_allreduce_eps, ucg_sm_allreduce_expects,
+                   ucg_sm_allreduce_deliver, NULL, UCG_PHASE_P2P_SCAN, 0),
     [UCG_PHASE_SM_BCAST_CMA] =
         UCG_SM_ROW(ucg_sm_cma_start, ucg_sm_cma_progress,
                    ucg_sm_bcast_cma_eps, ucg_sm_stream_expects,

@@ -17,6 +17,7 @@
  *   ucg_sm_allreduce.c   SM_ALLREDUCE
  *   ucg_sm_cma.c         SM_BCAST_CMA, SM_REDUCE_CMA
  *   ucg_fold.c           FOLD
+ *   ucg_redscan.c        P2P_REDUCE_SCATTER, P2P_SCAN, SM_SCAN's fold
  *   ucg_mc_bcast.c       MC_BCAST (its endpoints: ../ucg_mc.c)
  *
  * A new phase: a value of ucg_phase_method_t (ucg_plan.h) and its name, a
@@ -71,6 +72,17 @@ typedef struct ucg_p2p_ring_state {
     unsigned   stage;       /* the posted one */
     void       *tmp;        /* allreduce: a received segment */
 } ucg_p2p_ring_state_t;
+
+/* P2P_REDUCE_SCATTER, P2P_SCAN (ucg_redscan.c) */
+typedef struct ucg_redscan_state {
+    unsigned   round;       /* scan: the posted one */
+    unsigned   rounds;
+    int        recvd;       /* scan: a vector comes in this round */
+    int        have;        /* exscan: the result holds a vector */
+    int        done;        /* reduce_scatter: folded */
+    void       *tmp;        /* scan: a vector; reduce_scatter: every
+                               member's block of this member */
+} ucg_redscan_state_t;
 
 /* P2P_BARRIER: dissemination (ucg_p2p_barrier.c) */
 typedef struct ucg_p2p_barrier_state {
@@ -132,6 +144,7 @@ typedef union ucg_phase_state {
     ucg_p2p_barrier_state_t barrier;
     ucg_sm_state_t          sm;
     ucg_mc_state_t          mc;
+    ucg_redscan_state_t     redscan;
 } ucg_phase_state_t;
 
 
@@ -296,6 +309,14 @@ int          ucg_sm_reduce_cma_contributed(const struct ucg_coll *coll);
 /* ucg_fold.c */
 ucs_status_t ucg_fold_start(struct ucg_coll *coll);
 ucs_status_t ucg_fold_progress(struct ucg_coll *coll);
+
+/* ucg_redscan.c (SM_SCAN runs SM_ALLREDUCE's functions, which call
+ * ucg_sm_scan_fold at the end) */
+ucs_status_t ucg_p2p_reduce_scatter_start(struct ucg_coll *coll);
+ucs_status_t ucg_p2p_reduce_scatter_progress(struct ucg_coll *coll);
+ucs_status_t ucg_p2p_scan_start(struct ucg_coll *coll);
+ucs_status_t ucg_p2p_scan_progress(struct ucg_coll *coll);
+void         ucg_sm_scan_fold(struct ucg_coll *coll, void *vecs);
 
 /* ucg_mc_bcast.c */
 ucs_status_t ucg_mc_bcast_start(struct ucg_coll *coll);

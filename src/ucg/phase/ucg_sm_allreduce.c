@@ -146,6 +146,11 @@ ucs_status_t ucg_sm_allreduce_progress(ucg_coll_t *coll)
         return UCS_OK; /* a barrier */
     }
 
+    if (coll->phase->method == UCG_PHASE_SM_SCAN) {
+        ucg_sm_scan_fold(coll, vecs);
+        return UCS_OK;
+    }
+
     /* All vectors are in and ours is sent: r = v0, then r = v[i] op r */
     memcpy(UCS_PTR_BYTE_OFFSET(vecs, coll->my_idx * coll->len), coll->acc,
            coll->len);
