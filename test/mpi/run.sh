@@ -12,7 +12,8 @@
 #             communicators)
 #   -v        print every mismatch, not only the first per collective
 #   -x        skip the extra tests: coll_test -F (the Fortran types and
-#             C bool), coll_nb (nonblocking collectives), late_rank and
+#             C bool), coll_nb (nonblocking collectives), coll_redscan
+#             (reduce_scatter, scan and their nonblocking forms), late_rank and
 #             comm_churn (about 40 s), and, with coll/ucg, coll_fault
 #   --build-dir DIR  the configured build tree whose test/mpi programs run
 #             (built there with make); default build/, or the source tree
@@ -314,6 +315,25 @@ if [ "$extra_tests" = 1 ]; then
     for np in 2 3; do
         run_extra "coll_nb np=$np (nonblocking collectives)" "$np" "$npat" \
             ${nnot:+--not "$nnot"} -- "$mpi_bin/coll_nb" 30 || fail=1
+    done
+fi
+
+# Reduce-scatter and scans (coll_redscan): blocking and nonblocking, on
+# the world, a split (odd sizes) and a reversed communicator, every result
+# checked; with coll/ucg, every one of their calls served by UCG (none
+# delegated or handed over)
+if [ "$extra_tests" = 1 ]; then
+    mpi_bin_make "$build_dir" coll_redscan || exit 1
+    rpat='coll_redscan: OK'
+    rnot=''
+    if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ]; then
+        rpat='coll:ucg: .* iexscan ucg=[1-9]'
+        rnot='coll:ucg: .* (i?reduce_scatter(_block)?|i?(ex)?scan) ucg=[0-9]+ (delegated=[1-9]|delegated=[0-9]+ handed=[1-9])'
+    fi
+    for np in 3 4 5; do
+        run_extra "coll_redscan np=$np (reduce_scatter, scan and their nonblocking forms)" \
+            "$np" "$rpat" ${rnot:+--not "$rnot"} -- "$mpi_bin/coll_redscan" 2 ||
+            fail=1
     done
 fi
 

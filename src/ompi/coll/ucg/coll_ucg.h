@@ -26,7 +26,12 @@ enum {
     COLL_UCG_GATHER,
     COLL_UCG_SCATTER,
     COLL_UCG_ALLGATHER,
-    /* nonblocking forms (coll_ucg_nb.c), in the same order */
+    COLL_UCG_REDUCE_SCATTER,       /* coll_ucg_redscan.c */
+    COLL_UCG_REDUCE_SCATTER_BLOCK,
+    COLL_UCG_SCAN,
+    COLL_UCG_EXSCAN,
+    /* nonblocking forms (coll_ucg_nb.c, coll_ucg_redscan.c), in the same
+     * order */
     COLL_UCG_IBCAST,
     COLL_UCG_IALLREDUCE,
     COLL_UCG_IREDUCE,
@@ -34,6 +39,10 @@ enum {
     COLL_UCG_IGATHER,
     COLL_UCG_ISCATTER,
     COLL_UCG_IALLGATHER,
+    COLL_UCG_IREDUCE_SCATTER,
+    COLL_UCG_IREDUCE_SCATTER_BLOCK,
+    COLL_UCG_ISCAN,
+    COLL_UCG_IEXSCAN,
     COLL_UCG_NUM
 };
 
@@ -156,6 +165,23 @@ typedef struct mca_coll_ucg_module {
     mca_coll_base_module_t               *prev_iscatter_module;
     mca_coll_base_module_iallgather_fn_t prev_iallgather;
     mca_coll_base_module_t               *prev_iallgather_module;
+    /* coll_ucg_redscan.c */
+    mca_coll_base_module_reduce_scatter_fn_t        prev_reduce_scatter;
+    mca_coll_base_module_t              *prev_reduce_scatter_module;
+    mca_coll_base_module_reduce_scatter_block_fn_t  prev_reduce_scatter_block;
+    mca_coll_base_module_t              *prev_reduce_scatter_block_module;
+    mca_coll_base_module_scan_fn_t                  prev_scan;
+    mca_coll_base_module_t              *prev_scan_module;
+    mca_coll_base_module_exscan_fn_t                prev_exscan;
+    mca_coll_base_module_t              *prev_exscan_module;
+    mca_coll_base_module_ireduce_scatter_fn_t       prev_ireduce_scatter;
+    mca_coll_base_module_t              *prev_ireduce_scatter_module;
+    mca_coll_base_module_ireduce_scatter_block_fn_t prev_ireduce_scatter_block;
+    mca_coll_base_module_t              *prev_ireduce_scatter_block_module;
+    mca_coll_base_module_iscan_fn_t                 prev_iscan;
+    mca_coll_base_module_t              *prev_iscan_module;
+    mca_coll_base_module_iexscan_fn_t               prev_iexscan;
+    mca_coll_base_module_t              *prev_iexscan_module;
 } mca_coll_ucg_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_ucg_module_t);

@@ -18,13 +18,21 @@ const char *mca_coll_ucg_coll_names[COLL_UCG_NUM] = {
     [COLL_UCG_GATHER]    = "gather",
     [COLL_UCG_SCATTER]   = "scatter",
     [COLL_UCG_ALLGATHER] = "allgather",
+    [COLL_UCG_REDUCE_SCATTER]       = "reduce_scatter",
+    [COLL_UCG_REDUCE_SCATTER_BLOCK] = "reduce_scatter_block",
+    [COLL_UCG_SCAN]                 = "scan",
+    [COLL_UCG_EXSCAN]               = "exscan",
     [COLL_UCG_IBCAST]     = "ibcast",
     [COLL_UCG_IALLREDUCE] = "iallreduce",
     [COLL_UCG_IREDUCE]    = "ireduce",
     [COLL_UCG_IBARRIER]   = "ibarrier",
     [COLL_UCG_IGATHER]    = "igather",
     [COLL_UCG_ISCATTER]   = "iscatter",
-    [COLL_UCG_IALLGATHER] = "iallgather"
+    [COLL_UCG_IALLGATHER] = "iallgather",
+    [COLL_UCG_IREDUCE_SCATTER]       = "ireduce_scatter",
+    [COLL_UCG_IREDUCE_SCATTER_BLOCK] = "ireduce_scatter_block",
+    [COLL_UCG_ISCAN]                 = "iscan",
+    [COLL_UCG_IEXSCAN]               = "iexscan"
 };
 
 static int coll_ucg_register(void);

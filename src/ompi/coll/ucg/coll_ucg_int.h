@@ -130,6 +130,33 @@ void coll_ucg_pack_own_block(coll_ucg_call_t *call, const void *rbuf,
 bool coll_ucg_test_fail_at(int point, unsigned long *counter,
                            const char *what);
 
+enum {
+    COLL_UCG_GO       = 0, /* every rank runs the call on UCG */
+    COLL_UCG_DELEGATE = 1, /* every rank hands it to the previous module
+                            * (> 0: not an Open MPI return code) */
+    COLL_UCG_FAIL     = 2  /* this rank failed where no agreement was
+                            * planned */
+};
+
+/* Decide and run a prepared blocking call: OMPI_SUCCESS/error of the UCG
+ * run (what this rank receives unpacked), or COLL_UCG_DELEGATE (> 0) when
+ * the caller hands it to the previous module */
+int coll_ucg_go_out(mca_coll_ucg_module_t *m, int coll,
+                    struct ompi_communicator_t *comm, coll_ucg_call_t *call);
+
+/* Start a prepared nonblocking call on UCG into @a request, or fail it
+ * here and on the other ranks (coll_ucg_nb.c) */
+int coll_ucg_nb_start(mca_coll_ucg_module_t *m, int coll,
+                      struct ompi_communicator_t *comm,
+                      const coll_ucg_call_t *prepared,
+                      ompi_request_t **request);
+
+/* Reduce-scatter and scans, blocking and nonblocking (coll_ucg_redscan.c) */
+int coll_ucg_redscan_enable(mca_coll_ucg_module_t *m,
+                            struct ompi_communicator_t *comm);
+void coll_ucg_redscan_set_ops(mca_coll_ucg_module_t *m);
+void coll_ucg_redscan_release_prev(mca_coll_ucg_module_t *m);
+
 /* Nonblocking collectives (coll_ucg_nb.c) */
 int coll_ucg_nb_enable(mca_coll_ucg_module_t *m,
                        struct ompi_communicator_t *comm);

@@ -284,13 +284,21 @@ static const ucg_coll_type_t coll_ucg_types[COLL_UCG_NUM] = {
     [COLL_UCG_GATHER]    = UCG_COLL_GATHER,
     [COLL_UCG_SCATTER]   = UCG_COLL_SCATTER,
     [COLL_UCG_ALLGATHER] = UCG_COLL_ALLGATHER,
+    [COLL_UCG_REDUCE_SCATTER]       = UCG_COLL_REDUCE_SCATTER,
+    [COLL_UCG_REDUCE_SCATTER_BLOCK] = UCG_COLL_REDUCE_SCATTER_BLOCK,
+    [COLL_UCG_SCAN]                 = UCG_COLL_SCAN,
+    [COLL_UCG_EXSCAN]               = UCG_COLL_EXSCAN,
     [COLL_UCG_IBCAST]     = UCG_COLL_BCAST,
     [COLL_UCG_IALLREDUCE] = UCG_COLL_ALLREDUCE,
     [COLL_UCG_IREDUCE]    = UCG_COLL_REDUCE,
     [COLL_UCG_IBARRIER]   = UCG_COLL_BARRIER,
     [COLL_UCG_IGATHER]    = UCG_COLL_GATHER,
     [COLL_UCG_ISCATTER]   = UCG_COLL_SCATTER,
-    [COLL_UCG_IALLGATHER] = UCG_COLL_ALLGATHER
+    [COLL_UCG_IALLGATHER] = UCG_COLL_ALLGATHER,
+    [COLL_UCG_IREDUCE_SCATTER]       = UCG_COLL_REDUCE_SCATTER,
+    [COLL_UCG_IREDUCE_SCATTER_BLOCK] = UCG_COLL_REDUCE_SCATTER_BLOCK,
+    [COLL_UCG_ISCAN]                 = UCG_COLL_SCAN,
+    [COLL_UCG_IEXSCAN]               = UCG_COLL_EXSCAN
 };
 
 /* Whether UCG can and may run this collective of @a bytes per member (the
@@ -576,8 +584,9 @@ static void coll_ucg_prepare_req(mca_coll_ucg_module_t *m, int coll,
         call->ok  = false;
         return;
     }
-    /* A user op's argument lives on the caller's stack: not kept */
-    if (call->params.op != UCG_OP_USER) {
+    /* A user op's argument lives on the caller's stack, and the counts of
+     * a vector collective are not compared: not kept */
+    if ((call->params.op != UCG_OP_USER) && (call->params.rcounts == NULL)) {
         m->cached[coll]        = call->req;
         m->cached_params[coll] = call->params;
         m->cached_plan[coll]   = call->plan;
@@ -598,13 +607,6 @@ void coll_ucg_release_req(mca_coll_ucg_module_t *m, int coll,
     call->req = NULL;
 }
 
-enum {
-    COLL_UCG_GO       = 0, /* every rank runs the call on UCG */
-    COLL_UCG_DELEGATE = 1, /* every rank hands it to the previous module
-                            * (> 0: not an Open MPI return code) */
-    COLL_UCG_FAIL     = 2  /* this rank failed where no agreement was
-                            * planned */
-};
 
 /*
  * After the local preparation: the agreement, when planned.  On
@@ -942,9 +944,8 @@ bool coll_ucg_allgather_prep(mca_coll_ucg_module_t *m, int coll,
 
 /* Run a prepared call: OMPI_SUCCESS/error of the UCG run (what this rank
  * receives unpacked), or COLL_UCG_DELEGATE when the caller delegates */
-static int coll_ucg_go_out(mca_coll_ucg_module_t *m, int coll,
-                           struct ompi_communicator_t *comm,
-                           coll_ucg_call_t *call)
+int coll_ucg_go_out(mca_coll_ucg_module_t *m, int coll,
+                    struct ompi_communicator_t *comm, coll_ucg_call_t *call)
 {
     return coll_ucg_call_finish(call, coll_ucg_go(m, coll, comm, call));
 }
@@ -1291,6 +1292,10 @@ static int coll_ucg_module_enable(mca_coll_base_module_t *module,
     if (ret != OMPI_SUCCESS) {
         return ret;
     }
+    ret = coll_ucg_redscan_enable(m, comm);
+    if (ret != OMPI_SUCCESS) {
+        return ret;
+    }
 
     /* all ranks create the group, or none does (then all delegate) */
     ctx      = mca_coll_ucg_get_context();
@@ -1404,6 +1409,7 @@ static void coll_ucg_module_destruct(mca_coll_ucg_module_t *m)
     COLL_UCG_RELEASE_PREV(m, scatter);
     COLL_UCG_RELEASE_PREV(m, allgather);
     coll_ucg_nb_release_prev(m);
+    coll_ucg_redscan_release_prev(m);
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_ucg_module_t, mca_coll_base_module_t,
@@ -1432,6 +1438,7 @@ mca_coll_ucg_comm_query(struct ompi_communicator_t *comm, int *priority)
     m->super.coll_scatter       = coll_ucg_scatter;
     m->super.coll_allgather     = coll_ucg_allgather;
     coll_ucg_nb_set_ops(m);
+    coll_ucg_redscan_set_ops(m);
     *priority = mca_coll_ucg_component.priority;
     return &m->super;
 }

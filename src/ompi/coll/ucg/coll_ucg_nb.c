@@ -136,10 +136,10 @@ static int coll_ucg_nb_progress(void)
  * other ranks (UCG's abort: their instance of the call fails) and an error
  * returned.
  */
-static int coll_ucg_nb_start(mca_coll_ucg_module_t *m, int coll,
-                             struct ompi_communicator_t *comm,
-                             const coll_ucg_call_t *prepared,
-                             ompi_request_t **request)
+int coll_ucg_nb_start(mca_coll_ucg_module_t *m, int coll,
+                      struct ompi_communicator_t *comm,
+                      const coll_ucg_call_t *prepared,
+                      ompi_request_t **request)
 {
     mca_coll_ucg_component_t *c = &mca_coll_ucg_component;
     ucs_status_t status         = UCS_ERR_NO_MEMORY;
