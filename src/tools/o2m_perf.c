@@ -120,9 +120,12 @@ typedef enum {
     O2M_PERF_TAB_LAST
 } o2m_perf_tab_t;
 
-/* Columns of a table: the o2m modes (uct_o2m_mode_t), then posix */
+/* Columns of a table: the o2m modes (uct_o2m_mode_t), then posix, then
+ * (fan-out, above sm_bcast's max_bcopy) sm_bcast batched with the message
+ * in max_bcopy fragments through the ring instead of one am_zcopy */
 #define O2M_PERF_VAR_POSIX       UCT_O2M_MODE_LAST
-#define O2M_PERF_VAR_LAST        (UCT_O2M_MODE_LAST + 1)
+#define O2M_PERF_VAR_FRAGS       (UCT_O2M_MODE_LAST + 1)
+#define O2M_PERF_VAR_LAST        (UCT_O2M_MODE_LAST + 2)
 
 /* Result cell values besides a measurement */
 #define O2M_PERF_RES_NA          (-1.0) /* mode does not support the op */
@@ -189,7 +192,8 @@ static const char *o2m_perf_tl_names[O2M_PERF_TL_LAST] = {
 
 static const char *o2m_perf_var_name(unsigned var)
 {
-    return (var == O2M_PERF_VAR_POSIX) ? "posix" : uct_o2m_mode_name(var);
+    return (var == O2M_PERF_VAR_POSIX) ? "posix" :
+           (var == O2M_PERF_VAR_FRAGS) ? "frags" : uct_o2m_mode_name(var);
 }
 
 
@@ -239,7 +243,7 @@ typedef struct {
 /* One measurement, described the same way on every process */
 typedef struct {
     o2m_perf_tab_t  tab;
-    unsigned        var;       /* uct_o2m_mode_t or O2M_PERF_VAR_POSIX */
+    unsigned        var;       /* uct_o2m_mode_t or O2M_PERF_VAR_* */
     int             posix;
     int             is_bw;
     int             is_fanin;
@@ -248,7 +252,8 @@ typedef struct {
     size_t          nwords;
     o2m_perf_path_t path;      /* Of each fragment */
     size_t          chunk;     /* Payload bytes of a fragment */
-    unsigned        nfrags;    /* 1 but for posix above max_bcopy */
+    unsigned        nfrags;    /* 1 but for posix and frags above
+                                  max_bcopy */
     uint64_t        stamp;     /* Makes the payload of this measurement
                                   unlike any other */
     unsigned        iters;     /* Latency iterations or stream messages */
@@ -1148,10 +1153,11 @@ static unsigned o2m_perf_bw_msgs(size_t size)
                    ucs_min(msgs, O2M_PERF_BW_MIN_MSGS));
 }
 
-/* How transport @a id sends @a size payload bytes */
+/* How transport @a id sends @a size payload bytes; @a no_zcopy: above
+ * max_bcopy in fragments even if it has am_zcopy */
 static void o2m_perf_path(const uct_iface_attr_t *attr, size_t size,
-                          o2m_perf_path_t *path_p, size_t *chunk_p,
-                          unsigned *nfrags_p)
+                          int no_zcopy, o2m_perf_path_t *path_p,
+                          size_t *chunk_p, unsigned *nfrags_p)
 {
     size_t total = size + O2M_PERF_HDR_LEN;
 
@@ -1162,7 +1168,7 @@ static void o2m_perf_path(const uct_iface_attr_t *attr, size_t size,
     } else if ((attr->cap.flags & UCT_IFACE_FLAG_AM_BCOPY) &&
                (total <= attr->cap.am.max_bcopy)) {
         *path_p = O2M_PERF_PATH_BCOPY;
-    } else if ((attr->cap.flags & UCT_IFACE_FLAG_AM_ZCOPY) &&
+    } else if (!no_zcopy && (attr->cap.flags & UCT_IFACE_FLAG_AM_ZCOPY) &&
                (size <= attr->cap.am.max_zcopy - O2M_PERF_HDR_LEN)) {
         *path_p = O2M_PERF_PATH_ZCOPY;
     } else {
@@ -1181,7 +1187,8 @@ static void o2m_perf_record_paths(o2m_perf_proc_t *p)
 
     for (s_idx = 0; s_idx < o2m_perf_opts.num_sizes; ++s_idx) {
         for (t = 0; t < O2M_PERF_TL_LAST; ++t) {
-            o2m_perf_path(&p->tl[t].attr, o2m_perf_opts.sizes[s_idx], &path,
+            o2m_perf_path(&p->tl[t].attr, o2m_perf_opts.sizes[s_idx], 0,
+                          &path,
                           &o2m_perf_shm->paths[s_idx][t].chunk,
                           &o2m_perf_shm->paths[s_idx][t].nfrags);
             o2m_perf_shm->paths[s_idx][t].path  = path;
@@ -1217,11 +1224,14 @@ static void o2m_perf_meas_init(o2m_perf_proc_t *p, o2m_perf_meas_t *m,
     } else {
         attr = &p->tl[O2M_PERF_TL_BCAST].attr;
     }
-    o2m_perf_path(attr, size, &m->path, &m->chunk, &m->nfrags);
+    o2m_perf_path(attr, size, var == O2M_PERF_VAR_FRAGS, &m->path,
+                  &m->chunk, &m->nfrags);
     O2M_PERF_CHECK(m->nfrags <= 0xffff, "%zu bytes is too many fragments",
                    size);
-    /* A group message is one round: it cannot be split */
-    O2M_PERF_CHECK(m->posix || (m->nfrags == 1), "%zu bytes exceed the "
+    /* A group message is one round: it cannot be split, but where frags
+     * asks for it */
+    O2M_PERF_CHECK(m->posix || (var == O2M_PERF_VAR_FRAGS) ||
+                   (m->nfrags == 1), "%zu bytes exceed the "
                    "largest %s message (max_zcopy %zu)", size,
                    m->is_fanin ? UCT_O2M_INCAST_TL_NAME :
                                  UCT_O2M_BCAST_TL_NAME,
@@ -1607,7 +1617,9 @@ static void o2m_perf_run_cell(o2m_perf_proc_t *p, o2m_perf_tab_t tab,
                                             UCT_O2M_MODE_BATCHED,
                                             UCT_O2M_OP_GATHER, 0);
         } else {
-            data_ep = o2m_perf_group_create(p, O2M_PERF_TL_BCAST, var,
+            data_ep = o2m_perf_group_create(p, O2M_PERF_TL_BCAST,
+                                            (var == O2M_PERF_VAR_FRAGS) ?
+                                            UCT_O2M_MODE_BATCHED : var,
                                             UCT_O2M_OP_GATHER, 0);
             ctl_ep  = o2m_perf_group_create(p, O2M_PERF_TL_INCAST,
                                             UCT_O2M_MODE_BATCHED,
@@ -1625,16 +1637,33 @@ static void o2m_perf_run_cell(o2m_perf_proc_t *p, o2m_perf_tab_t tab,
     }
 }
 
+/* Whether sm_bcast sends @a size as one am_zcopy (frags is measured then) */
+static int o2m_perf_bcast_zcopy(const o2m_perf_proc_t *p, size_t size)
+{
+    o2m_perf_path_t path;
+    unsigned nfrags;
+    size_t chunk;
+
+    o2m_perf_path(&p->tl[O2M_PERF_TL_BCAST].attr, size, 0, &path, &chunk,
+                  &nfrags);
+    return path == O2M_PERF_PATH_ZCOPY;
+}
+
 static void o2m_perf_run_tab(o2m_perf_proc_t *p, o2m_perf_tab_t tab)
 {
+    int is_fanin = o2m_perf_tabs[tab].is_fanin;
     unsigned s_idx, var;
 
     for (s_idx = 0; s_idx < o2m_perf_opts.num_sizes; ++s_idx) {
         for (var = 0; var < O2M_PERF_VAR_LAST; ++var) {
-            if (!o2m_perf_tabs[tab].is_fanin &&
-                (var != UCT_O2M_MODE_BATCHED) &&
-                (var != UCT_O2M_MODE_CENTRALIZED) &&
-                (var != O2M_PERF_VAR_POSIX)) {
+            if (var == O2M_PERF_VAR_FRAGS) {
+                if (is_fanin ||
+                    !o2m_perf_bcast_zcopy(p, o2m_perf_opts.sizes[s_idx])) {
+                    continue;
+                }
+            } else if (!is_fanin && (var != UCT_O2M_MODE_BATCHED) &&
+                       (var != UCT_O2M_MODE_CENTRALIZED) &&
+                       (var != O2M_PERF_VAR_POSIX)) {
                 continue;
             }
             o2m_perf_run_cell(p, tab, var, s_idx);
@@ -1748,14 +1777,21 @@ static void o2m_perf_print_cell(double value, int is_bw)
     }
 }
 
-/* Best o2m mode of a cell row, NAN if none */
+/* Whether column @a var of a row is an o2m measurement */
+static int o2m_perf_is_o2m(const double *row, unsigned var)
+{
+    return (var != O2M_PERF_VAR_POSIX) && !isnan(row[var]) &&
+           (row[var] != O2M_PERF_RES_NA);
+}
+
+/* Best o2m column (mode or frags) of a cell row, NAN if none */
 static double o2m_perf_best(const double *row, int is_bw, unsigned *var_p)
 {
     double best = NAN;
     unsigned var;
 
-    for (var = 0; var < UCT_O2M_MODE_LAST; ++var) {
-        if (isnan(row[var]) || (row[var] == O2M_PERF_RES_NA)) {
+    for (var = 0; var < O2M_PERF_VAR_LAST; ++var) {
+        if (!o2m_perf_is_o2m(row, var)) {
             continue;
         }
         if (isnan(best) || (is_bw ? (row[var] > best) : (row[var] < best))) {
@@ -1777,12 +1813,15 @@ static void o2m_perf_print_tab(o2m_perf_tab_t tab)
     double best;
     char size[32];
 
-    printf("\n%s\n  (%s; o2m/posix = best o2m mode / posix, %s)\n",
+    printf("\n%s\n  (%s; o2m/posix = best o2m column / posix, %s)\n",
            desc->title, desc->unit,
            desc->is_bw ? "> 1: o2m faster" : "< 1: o2m faster");
     printf("%4s %6s", "N", "size");
     for (var = 0; var < num_modes; ++var) {
         printf(" %11s", uct_o2m_mode_name(var));
+    }
+    if (!desc->is_fanin) {
+        printf(" %11s", o2m_perf_var_name(O2M_PERF_VAR_FRAGS));
     }
     printf(" %11s %10s\n", "posix", "o2m/posix");
 
@@ -1795,6 +1834,9 @@ static void o2m_perf_print_tab(o2m_perf_tab_t tab)
             for (var = 0; var < num_modes; ++var) {
                 o2m_perf_print_cell(row[var], desc->is_bw);
             }
+            if (!desc->is_fanin) {
+                o2m_perf_print_cell(row[O2M_PERF_VAR_FRAGS], desc->is_bw);
+            }
             o2m_perf_print_cell(row[O2M_PERF_VAR_POSIX], desc->is_bw);
             best = o2m_perf_best(row, desc->is_bw, NULL);
             if (isnan(best) || isnan(row[O2M_PERF_VAR_POSIX]) ||
@@ -1804,6 +1846,41 @@ static void o2m_perf_print_tab(o2m_perf_tab_t tab)
                 printf(" %10.2f\n", best / row[O2M_PERF_VAR_POSIX]);
             }
         }
+    }
+}
+
+/* Issue 14: 1 MiB fan-out at most 1.0x posix, at each N measured */
+static void o2m_perf_print_large_target(void)
+{
+    unsigned n_idx, s_idx, var = 0;
+    const double *row;
+    double best, ratio;
+
+    for (s_idx = 0; s_idx < o2m_perf_opts.num_sizes; ++s_idx) {
+        if (o2m_perf_opts.sizes[s_idx] == (1ul << 20)) {
+            break;
+        }
+    }
+    if ((s_idx == o2m_perf_opts.num_sizes) ||
+        !(o2m_perf_opts.tests & O2M_PERF_TEST_FANOUT)) {
+        printf("  1 MiB fan-out vs posix: not measured (needs -t fanout and "
+               "size 1M)\n");
+        return;
+    }
+
+    for (n_idx = 0; n_idx < o2m_perf_opts.num_nprocs; ++n_idx) {
+        row  = o2m_perf_shm->results[n_idx][s_idx][O2M_PERF_TAB_FANOUT_LAT];
+        best = o2m_perf_best(row, 0, &var);
+        if (isnan(best) || isnan(row[O2M_PERF_VAR_POSIX]) ||
+            (row[O2M_PERF_VAR_POSIX] <= 0)) {
+            continue;
+        }
+        ratio = best / row[O2M_PERF_VAR_POSIX];
+        printf("  1 MiB fan-out latency, N=%u (%s): %.3f us = %.2fx posix "
+               "%.3f us (target <= 1.0x): %s\n",
+               o2m_perf_opts.nprocs[n_idx], o2m_perf_var_name(var), best,
+               ratio, row[O2M_PERF_VAR_POSIX],
+               (ratio <= 1.0) ? "met" : "NOT met");
     }
 }
 
@@ -1849,6 +1926,8 @@ static void o2m_perf_print_targets(void)
                cl * 1e3, (ratio <= 2.0) ? "met" : "NOT met");
     }
 
+    o2m_perf_print_large_target();
+
     printf("  N=2, sizes <= 64K, every o2m mode at least as fast as posix:");
     for (tab = 0; tab < O2M_PERF_TAB_LAST; ++tab) {
         desc = &o2m_perf_tabs[tab];
@@ -1860,8 +1939,8 @@ static void o2m_perf_print_targets(void)
             if (isnan(row[O2M_PERF_VAR_POSIX])) {
                 continue;
             }
-            for (var = 0; var < UCT_O2M_MODE_LAST; ++var) {
-                if (isnan(row[var]) || (row[var] == O2M_PERF_RES_NA)) {
+            for (var = 0; var < O2M_PERF_VAR_LAST; ++var) {
+                if (!o2m_perf_is_o2m(row, var)) {
                     continue;
                 }
                 ++checked;
@@ -1875,7 +1954,7 @@ static void o2m_perf_print_targets(void)
                 perf_size_str(o2m_perf_opts.sizes[s_idx], size,
                               sizeof(size));
                 printf("    %-17s %-11s %4s: %.3f vs posix %.3f (%s)\n",
-                       desc->name, uct_o2m_mode_name(var), size, row[var],
+                       desc->name, o2m_perf_var_name(var), size, row[var],
                        row[O2M_PERF_VAR_POSIX], desc->is_bw ? "MB/s" : "us");
             }
         }
@@ -1938,9 +2017,12 @@ static void o2m_perf_print_paths(void)
     printf("\nColumns: batched ... atomic = the mode of the sm_bcast "
            "(fan-out) or sm_incast\n(fan-in) group; fan-out replies go "
            "through an sm_incast gather group and\nfan-in releases through "
-           "an sm_bcast group (both batched).  posix = N-1\n"
+           "an sm_bcast group (both batched).  frags = sm_bcast\nbatched "
+           "with a message above its max_bcopy sent as posix sends it: "
+           "max_bcopy\nfragments through the ring, reassembled by the "
+           "receiver, instead of one am_zcopy.\nposix = N-1 "
            "point-to-point messages each way.  Receivers copy (or reduce) "
-           "the payload out\nof the transport in their AM handler.\n");
+           "the\npayload out of the transport in their AM handler.\n");
     printf("\nMessage paths: 8-byte header + payload with am_short if it "
            "fits, else am_bcopy,\nelse am_zcopy; posix has no am_zcopy, so "
            "above its max_bcopy the payload goes in\nmax_bcopy fragments "
@@ -2007,7 +2089,10 @@ static void o2m_perf_usage(FILE *stream)
 "  cl      one cache line ping-ponged between two processes: one-way time\n"
 "  fanout  root sends to N-1 receivers, each replies 8 B; RTT/2.\n"
 "          sm_bcast batched/centralized, replies on an sm_incast gather\n"
-"          group; posix: N-1 messages and N-1 posix replies\n"
+"          group; above sm_bcast's max_bcopy also frags: sm_bcast batched\n"
+"          with the message in max_bcopy fragments through the ring (as\n"
+"          posix sends it) instead of one am_zcopy; posix: N-1 messages\n"
+"          and N-1 posix replies\n"
 "  fanin   N-1 senders contribute (INT64 SUM), the root releases them with\n"
 "          8 B once it has the result; RTT/2 at rank 1.  sm_incast\n"
 "          batched/centralized/locked/atomic, released through sm_bcast;\n"
