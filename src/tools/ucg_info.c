@@ -121,7 +121,9 @@ static void ucg_info_usage(FILE *stream)
     ucg_info_print_names(stream, names, UCG_COLL_LAST + 1);
     fprintf(stream,
 "  -s <size>           bytes per member, e.g. 8, 64k (default: 8)\n"
-"  -r <root>           root of bcast, reduce, gather, scatter (default: 0)\n"
+"  -r <root>           root of bcast, reduce, gather(v), scatter(v) (default:\n"
+"                      0); the vector collectives' plans do not depend on\n"
+"                      -s\n"
 "  -d <dtype>          element type of reductions (default: int32):\n");
     for (i = 0; i < UCG_DT_LAST; ++i) {
         names[i] = ucg_dtype_name((ucg_dtype_t)i);

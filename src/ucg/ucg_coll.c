@@ -181,6 +181,10 @@ static ucs_status_t ucg_coll_check_params(ucg_group_h group,
         len = coll->len;
     }
 
+    if (ucg_coll_type_is_vblock(params->type)) {
+        return ucg_coll_vec_init(coll);
+    }
+
     /* In-place markers where MPI allows them */
     if ((params->rbuf == UCG_IN_PLACE) &&
         !((params->type == UCG_COLL_SCATTER) && is_root)) {
@@ -287,6 +291,7 @@ static void ucg_coll_free(ucg_coll_t *coll)
     for (i = 0; i < UCG_COLL_MAX_SCRATCH; ++i) {
         ucs_free(coll->scratch[i]);
     }
+    ucg_coll_vec_cleanup(coll);
     ucs_free(coll->reqs);
     ucs_free(coll);
 }
@@ -299,6 +304,7 @@ static void ucg_coll_release(ucg_coll_t *coll)
 
     ucs_free(coll->rs_counts);
     coll->rs_counts = NULL;
+    ucg_coll_vec_cleanup(coll);
     if (group->spare_coll != NULL) {
         ucg_coll_free(coll);
         return;
@@ -322,7 +328,9 @@ static void ucg_coll_plan_key(const ucg_coll_t *coll, ucg_plan_key_t *key)
     memset(key, 0, sizeof(*key));
     key->type     = params->type;
     key->root     = ucg_coll_type_is_rooted(params->type) ? params->root : 0;
-    key->msg_size = coll->len;
+    /* The vector collectives' plans do not depend on the counts (see
+     * ucg_plan_vblock.c): the same on every member */
+    key->msg_size = ucg_coll_type_is_vblock(params->type) ? 0 : coll->len;
     if (ucg_coll_type_is_reduction(params->type)) {
         key->op          = coll->op.op;
         key->dtype       = coll->op.dtype;
@@ -592,8 +600,11 @@ ucs_status_t ucg_coll_start(ucg_coll_h coll)
     ucg_progress_enqueue(&group->context->progress_q, &coll->progress,
                          ucg_coll_progress_cb);
 
-    if ((coll->len == 0) && (coll->params.type != UCG_COLL_BARRIER)) {
-        /* Zero bytes everywhere (MPI requires matching signatures) */
+    if ((coll->len == 0) && (coll->params.type != UCG_COLL_BARRIER) &&
+        !ucg_coll_type_is_vblock(coll->params.type)) {
+        /* Zero bytes everywhere (MPI requires matching signatures; not in
+         * the vector collectives, where this member's count is only its
+         * own) */
         ucg_coll_complete(coll, UCS_OK);
         return UCS_OK;
     }

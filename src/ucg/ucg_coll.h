@@ -62,6 +62,12 @@ struct ucg_coll {
     size_t              *rs_counts;  /* REDUCE_SCATTER*: [2 * size] the
                                         elements of each member's block,
                                         then their offsets in the vector */
+    /* GATHERV, SCATTERV, ALLGATHERV (ucg_coll_vec.c): bytes of each rank's
+     * block and its offset in gbuf, [size] each, one allocation; only
+     * this member's own entry where it knows no other (non-roots of
+     * gatherv and scatterv).  NULL for the other collectives. */
+    size_t              *vlen;
+    size_t              *voff;
 
     /* Outstanding UCP requests of the current phase */
     void                **reqs;
@@ -131,5 +137,16 @@ ucs_status_t ucg_coll_setup_buffers(ucg_coll_t *coll);
 /** Results that the phases of @a coll (complete) left elsewhere than the
  *  user's buffers (ucg_coll_buf.c) */
 void ucg_coll_finish_buffers(ucg_coll_t *coll);
+
+/** GATHERV, SCATTERV, ALLGATHERV (ucg_coll_vec.c): check the arguments of
+ *  @a coll (params, dt_size and len set) and copy its counts and
+ *  displacements into vlen / voff */
+ucs_status_t ucg_coll_vec_init(ucg_coll_t *coll);
+
+/** Their buffers at a start (ucg_coll_vec.c) */
+ucs_status_t ucg_coll_vec_setup_buffers(ucg_coll_t *coll);
+
+/** Release what ucg_coll_vec_init allocated */
+void ucg_coll_vec_cleanup(ucg_coll_t *coll);
 
 #endif

@@ -243,6 +243,10 @@ ucs_status_t ucg_coll_setup_buffers(ucg_coll_t *coll)
         coll->data     = coll->acc;
         coll->data_len = coll->len;
         return UCS_OK;
+    case UCG_COLL_GATHERV:
+    case UCG_COLL_SCATTERV:
+    case UCG_COLL_ALLGATHERV:
+        return ucg_coll_vec_setup_buffers(coll);
     case UCG_COLL_ALLGATHER:
         coll->gbuf = params->rbuf;
         if (params->sbuf != UCG_IN_PLACE) {

@@ -157,6 +157,25 @@ ucs_config_field_t ucg_config_table[] = {
      ucs_offsetof(ucg_config_t, p2p_method[UCG_COLL_ALLGATHER]),
      UCS_CONFIG_TYPE_ENUM(ucg_p2p_method_names)},
 
+    {"GATHERV_P2P", "auto",
+     "Point-to-point method of gatherv (always flat): auto or linear.",
+     ucs_offsetof(ucg_config_t, p2p_method[UCG_COLL_GATHERV]),
+     UCS_CONFIG_TYPE_ENUM(ucg_p2p_method_names)},
+
+    {"SCATTERV_P2P", "auto",
+     "Point-to-point method of scatterv (always flat): auto or linear.",
+     ucs_offsetof(ucg_config_t, p2p_method[UCG_COLL_SCATTERV]),
+     UCS_CONFIG_TYPE_ENUM(ucg_p2p_method_names)},
+
+    {"ALLGATHERV_P2P", "auto",
+     "Point-to-point method of allgatherv (always flat; the plan does not\n"
+     "depend on the counts, which only the caller vouches for):\n"
+     " auto   - linear;\n"
+     " linear - every member to every member;\n"
+     " ring   - the ring (n - 1 steps, each member's block forwarded).",
+     ucs_offsetof(ucg_config_t, p2p_method[UCG_COLL_ALLGATHERV]),
+     UCS_CONFIG_TYPE_ENUM(ucg_p2p_method_names)},
+
     {"SM_BCAST_MODE", "auto",
      "Mode of the host-local sm_bcast groups: batched, centralized, or auto\n"
      "(batched up to SM_BATCHED_MAX_PPN members per host, else centralized).",

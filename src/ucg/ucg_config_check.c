@@ -122,8 +122,11 @@ static int ucg_config_p2p_valid(ucg_coll_type_t type, int method)
         return method == UCG_P2P_DISSEMINATION;
     case UCG_COLL_GATHER:
     case UCG_COLL_SCATTER:
+    case UCG_COLL_GATHERV:
+    case UCG_COLL_SCATTERV:
         return method == UCG_P2P_LINEAR;
     case UCG_COLL_ALLGATHER:
+    case UCG_COLL_ALLGATHERV:
         return (method == UCG_P2P_RING) || (method == UCG_P2P_LINEAR);
     default:
         return 0;
@@ -137,7 +140,10 @@ const char *ucg_config_p2p_vars[] = {
     [UCG_COLL_BARRIER]   = "BARRIER_P2P",
     [UCG_COLL_GATHER]    = "GATHER_P2P",
     [UCG_COLL_SCATTER]   = "SCATTER_P2P",
-    [UCG_COLL_ALLGATHER] = "ALLGATHER_P2P"
+    [UCG_COLL_ALLGATHER] = "ALLGATHER_P2P",
+    [UCG_COLL_GATHERV]   = "GATHERV_P2P",
+    [UCG_COLL_SCATTERV]  = "SCATTERV_P2P",
+    [UCG_COLL_ALLGATHERV] = "ALLGATHERV_P2P"
 };
 
 #define UCG_CONFIG_ERROR(_config, _var, _fmt, ...) \

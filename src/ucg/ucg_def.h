@@ -53,7 +53,16 @@ typedef struct ucg_sm_hdr {
 static inline int ucg_coll_type_is_rooted(ucg_coll_type_t type)
 {
     return (type == UCG_COLL_BCAST) || (type == UCG_COLL_REDUCE) ||
-           (type == UCG_COLL_GATHER) || (type == UCG_COLL_SCATTER);
+           (type == UCG_COLL_GATHER) || (type == UCG_COLL_SCATTER) ||
+           (type == UCG_COLL_GATHERV) || (type == UCG_COLL_SCATTERV);
+}
+
+/** Whether a collective of @a type moves blocks of a count per member
+ *  (ucg_coll_vec.c) */
+static inline int ucg_coll_type_is_vblock(ucg_coll_type_t type)
+{
+    return (type == UCG_COLL_GATHERV) || (type == UCG_COLL_SCATTERV) ||
+           (type == UCG_COLL_ALLGATHERV);
 }
 
 /** Whether a collective of @a type reduces (has an op) */

@@ -93,7 +93,10 @@ static const char *ucg_plan_coll_names[] = {
     [UCG_COLL_REDUCE_SCATTER]       = "reduce_scatter",
     [UCG_COLL_REDUCE_SCATTER_BLOCK] = "reduce_scatter_block",
     [UCG_COLL_SCAN]                 = "scan",
-    [UCG_COLL_EXSCAN]               = "exscan"
+    [UCG_COLL_EXSCAN]               = "exscan",
+    [UCG_COLL_GATHERV]   = "gatherv",
+    [UCG_COLL_SCATTERV]  = "scatterv",
+    [UCG_COLL_ALLGATHERV] = "allgatherv"
 };
 
 const char *ucg_coll_name(ucg_coll_type_t type)
@@ -212,7 +215,10 @@ static const ucg_plan_build_func_t ucg_plan_builders[] = {
     [UCG_COLL_REDUCE_SCATTER]       = ucg_plan_build_reduce_scatter,
     [UCG_COLL_REDUCE_SCATTER_BLOCK] = ucg_plan_build_reduce_scatter,
     [UCG_COLL_SCAN]                 = ucg_plan_build_scan,
-    [UCG_COLL_EXSCAN]               = ucg_plan_build_scan
+    [UCG_COLL_EXSCAN]               = ucg_plan_build_scan,
+    [UCG_COLL_GATHERV]   = ucg_plan_build_gatherv,
+    [UCG_COLL_SCATTERV]  = ucg_plan_build_scatterv,
+    [UCG_COLL_ALLGATHERV] = ucg_plan_build_allgatherv
 };
 
 static ucs_status_t ucg_plan_build(ucg_plan_builder_t *b, int hier,

@@ -105,6 +105,13 @@ ucs_status_t ucg_plan_build_allgather(ucg_plan_builder_t *b, int hier,
                                       unsigned root);
 ucs_status_t ucg_plan_build_barrier(ucg_plan_builder_t *b, int hier,
                                     unsigned root);
+/* ucg_plan_vblock.c */
+ucs_status_t ucg_plan_build_gatherv(ucg_plan_builder_t *b, int hier,
+                                    unsigned root);
+ucs_status_t ucg_plan_build_scatterv(ucg_plan_builder_t *b, int hier,
+                                     unsigned root);
+ucs_status_t ucg_plan_build_allgatherv(ucg_plan_builder_t *b, int hier,
+                                       unsigned root);
 
 /* ucg_plan_redscan.c: reduce_scatter(_block), scan, exscan */
 int ucg_plan_redscan_hier(ucg_plan_builder_t *b);

@@ -63,9 +63,14 @@ void ucg_plan_print(const ucg_plan_t *plan, const ucg_topo_t *topo,
     int leader_owned;
 
     /* Header: what, and on which layout */
-    fprintf(stream, "%s %zu bytes",
-            ((unsigned)key->type < UCG_COLL_LAST) ?
-            ucg_coll_name(key->type) : "?", key->msg_size);
+    fprintf(stream, "%s", ((unsigned)key->type < UCG_COLL_LAST) ?
+                          ucg_coll_name(key->type) : "?");
+    if (ucg_coll_type_is_vblock(key->type)) {
+        /* the same plan for every count (ucg_plan_vblock.c) */
+        fprintf(stream, " any counts");
+    } else {
+        fprintf(stream, " %zu bytes", key->msg_size);
+    }
     if (ucg_coll_type_is_reduction(key->type)) {
         fprintf(stream, " %s on %s%s", ucg_op_name(key->op),
                 ucg_dtype_name(key->dtype),

@@ -274,6 +274,11 @@ public:
                                    (type == UCG_COLL_ALLREDUCE);
             const std::vector<dtype_op> &dops = is_red ? red : mov;
 
+            if ((type == UCG_COLL_GATHERV) || (type == UCG_COLL_SCATTERV) ||
+                (type == UCG_COLL_ALLGATHERV)) {
+                continue; /* counts per member: test_ucg_vcoll.cc */
+            }
+
             if (type == UCG_COLL_BARRIER) {
                 for (unsigned i = 0; i < 3; ++i) {
                     add(type, movements[0], 0, 0, false);

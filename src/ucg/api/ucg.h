@@ -235,6 +235,9 @@ typedef enum {
     UCG_COLL_REDUCE_SCATTER_BLOCK, /**< (API 1.3) */
     UCG_COLL_SCAN,                 /**< (API 1.3) */
     UCG_COLL_EXSCAN,               /**< (API 1.3) */
+    UCG_COLL_GATHERV,    /**< (API 1.3) */
+    UCG_COLL_SCATTERV,   /**< (API 1.3) */
+    UCG_COLL_ALLGATHERV, /**< (API 1.3) */
     UCG_COLL_LAST
 } ucg_coll_type_t;
 
@@ -250,12 +253,25 @@ typedef enum {
  *  - SCATTER:   sbuf (size * count, root only) -> rbuf (count).  In place:
  *               rbuf == UCG_IN_PLACE at the root, its block stays in sbuf;
  *  - ALLGATHER: sbuf (count) -> rbuf (size * count).  In place:
+ *               sbuf == UCG_IN_PLACE, own block already in rbuf;
+ *  - GATHERV:   sbuf (count) -> rbuf at the root: member i's rcounts[i]
+ *               elements at rdispls[i] (rcounts, rdispls: root only).  In
+ *               place: sbuf == UCG_IN_PLACE at the root;
+ *  - SCATTERV:  sbuf at the root (member i's scounts[i] elements at
+ *               sdispls[i]; scounts, sdispls: root only) -> rbuf (count).
+ *               In place: rbuf == UCG_IN_PLACE at the root;
+ *  - ALLGATHERV: sbuf (count) -> rbuf: member i's rcounts[i] elements at
+ *               rdispls[i] (rcounts, rdispls on every member).  In place:
  *               sbuf == UCG_IN_PLACE, own block already in rbuf.
+ * In GATHERV, SCATTERV and ALLGATHERV a member's count must be its entry
+ * of the counts (the root's; every member's for ALLGATHERV): a message of
+ * another length fails the collective with UCS_ERR_MESSAGE_TRUNCATED where
+ * it arrives.
  * The buffers must not change (or be read, for rbuf) until completion.
  */
 typedef struct ucg_coll_params {
     ucg_coll_type_t type;
-    unsigned        root;     /**< BCAST, REDUCE, GATHER, SCATTER */
+    unsigned        root;     /**< BCAST, REDUCE, GATHER(V), SCATTER(V) */
     const void      *sbuf;
     void            *rbuf;
     size_t          count;    /**< Elements per member */

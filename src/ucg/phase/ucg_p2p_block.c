@@ -12,7 +12,9 @@
 /* -------------------------------------------------------------------------
  * Block phases.  The blocks of a member are those of the ranks it owns
  * (phase->owner); they move as one message per maximal run of consecutive
- * ranks with the same owner, so both sides cut them the same way.
+ * ranks with the same owner, so both sides cut them the same way.  The
+ * vector collectives (coll->vlen) have a block of its own length at its
+ * own offset per rank, and a run of one rank each.
  * ---------------------------------------------------------------------- */
 
 static inline unsigned ucg_p2p_owner(const ucg_coll_t *coll, unsigned rank)
@@ -29,6 +31,11 @@ static unsigned ucg_p2p_run_end(const ucg_coll_t *coll, unsigned first,
     unsigned owner = ucg_p2p_owner(coll, first);
     unsigned r;
 
+    if (coll->vlen != NULL) {
+        *owner_p = owner;
+        return first + 1;
+    }
+
     for (r = first + 1; (r < size) && (ucg_p2p_owner(coll, r) == owner); ++r) {
     }
 
@@ -36,9 +43,23 @@ static unsigned ucg_p2p_run_end(const ucg_coll_t *coll, unsigned first,
     return r;
 }
 
-static inline void *ucg_p2p_block(const ucg_coll_t *coll, unsigned rank)
+/* Where the run of ranks [@a first, @a end) is, and its bytes */
+static void *ucg_p2p_run(const ucg_coll_t *coll, unsigned first,
+                         unsigned end, size_t *len_p)
 {
-    return UCS_PTR_BYTE_OFFSET(coll->gbuf, (size_t)rank * coll->block);
+    /* Empty blocks of the vector collectives may have no buffer at all:
+     * UCP gets a valid address for them anyway */
+    static char empty;
+
+    if (coll->vlen == NULL) {
+        *len_p = (size_t)(end - first) * coll->block;
+        return UCS_PTR_BYTE_OFFSET(coll->gbuf, (size_t)first * coll->block);
+    }
+
+    ucs_assert(end == first + 1);
+    *len_p = coll->vlen[first];
+    return (*len_p == 0) ? &empty :
+           UCS_PTR_BYTE_OFFSET(coll->gbuf, coll->voff[first]);
 }
 
 /* Send (or receive) the blocks owned by set member @a idx to (or from)
@@ -53,6 +74,7 @@ static ucs_status_t ucg_p2p_post_blocks(ucg_coll_t *coll, unsigned idx,
     unsigned r, end, owner;
     ucs_status_t status;
     size_t len;
+    void *buf;
 
     for (r = 0; r < size; r = end) {
         end = ucg_p2p_run_end(coll, r, &owner);
@@ -60,10 +82,9 @@ static ucs_status_t ucg_p2p_post_blocks(ucg_coll_t *coll, unsigned idx,
             continue;
         }
 
-        len    = (size_t)(end - r) * coll->block;
-        status = is_send ?
-                 ucg_p2p_send(coll, peer, step, ucg_p2p_block(coll, r), len) :
-                 ucg_p2p_recv(coll, peer, step, ucg_p2p_block(coll, r), len);
+        buf    = ucg_p2p_run(coll, r, end, &len);
+        status = is_send ? ucg_p2p_send(coll, peer, step, buf, len) :
+                           ucg_p2p_recv(coll, peer, step, buf, len);
         if (status != UCS_OK) {
             return status;
         }
@@ -80,6 +101,8 @@ static ucs_status_t ucg_p2p_recv_all_blocks(ucg_coll_t *coll, unsigned step)
     unsigned size    = coll->group->size;
     unsigned r, end, owner;
     ucs_status_t status;
+    size_t len;
+    void *buf;
 
     for (r = 0; r < size; r = end) {
         end = ucg_p2p_run_end(coll, r, &owner);
@@ -87,8 +110,8 @@ static ucs_status_t ucg_p2p_recv_all_blocks(ucg_coll_t *coll, unsigned step)
             continue;
         }
 
-        status = ucg_p2p_recv(coll, owner, step, ucg_p2p_block(coll, r),
-                              (size_t)(end - r) * coll->block);
+        buf    = ucg_p2p_run(coll, r, end, &len);
+        status = ucg_p2p_recv(coll, owner, step, buf, len);
         if (status != UCS_OK) {
             return status;
         }
@@ -127,6 +150,8 @@ ucs_status_t ucg_p2p_scatter_start(ucg_coll_t *coll)
     unsigned size    = coll->group->size;
     unsigned r, end, owner;
     ucs_status_t status;
+    size_t len;
+    void *buf;
 
     if (coll->my_idx != coll->set->root) {
         status = ucg_p2p_post_blocks(coll, coll->my_idx, coll->set->root,
@@ -140,9 +165,8 @@ ucs_status_t ucg_p2p_scatter_start(ucg_coll_t *coll)
             continue;
         }
 
-        status = ucg_p2p_send(coll, owner, UCG_P2P_LINEAR_STEP,
-                              ucg_p2p_block(coll, r),
-                              (size_t)(end - r) * coll->block);
+        buf    = ucg_p2p_run(coll, r, end, &len);
+        status = ucg_p2p_send(coll, owner, UCG_P2P_LINEAR_STEP, buf, len);
         if (status != UCS_OK) {
             return status;
         }
@@ -161,6 +185,8 @@ ucs_status_t ucg_p2p_allgather_linear_start(ucg_coll_t *coll)
     unsigned size    = coll->group->size;
     unsigned r, end, owner, i;
     ucs_status_t status;
+    size_t len;
+    void *buf;
 
     if (n == 1) {
         return UCS_OK;
@@ -178,11 +204,11 @@ ucs_status_t ucg_p2p_allgather_linear_start(ucg_coll_t *coll)
             continue;
         }
 
+        buf = ucg_p2p_run(coll, r, end, &len);
         for (i = 1; i < n; ++i) {
             status = ucg_p2p_send(coll,
                                   ucg_p2p_rank(coll, (coll->my_idx + i) % n),
-                                  UCG_P2P_LINEAR_STEP, ucg_p2p_block(coll, r),
-                                  (size_t)(end - r) * coll->block);
+                                  UCG_P2P_LINEAR_STEP, buf, len);
             if (status != UCS_OK) {
                 return status;
             }

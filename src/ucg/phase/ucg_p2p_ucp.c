@@ -168,6 +168,12 @@ ucs_status_t ucg_p2p_test(ucg_coll_t *coll)
             status = ucp_tag_recv_request_test(coll->reqs[i], &info);
             if (status == UCS_OK) {
                 status = ucg_p2p_check_length(coll, lengths[i], info.length);
+            } else if (status == UCS_ERR_MESSAGE_TRUNCATED) {
+                /* UCP found the message longer than the buffer */
+                ucs_error("ucg group %u %s seq %u phase %u: received more "
+                          "than the expected %zu bytes from rank %u",
+                          coll->group->id, ucg_coll_name(coll->params.type),
+                          coll->seq, coll->phase_idx, lengths[i], peers[i]);
             }
         }
 
