@@ -268,7 +268,9 @@ public:
         const dtype_op dbl_max = reductions[1];
         const dtype_op mat2    = reductions[6];
 
-        for (int t = 0; t < UCG_COLL_LAST; ++t) {
+        /* The collectives the harness's reference knows (the later ones
+         * of API 1.3 have tests of their own, e.g. test_ucg_redscan.cc) */
+        for (int t = 0; t <= UCG_COLL_ALLGATHER; ++t) {
             ucg_coll_type_t type = (ucg_coll_type_t)t;
             bool is_red          = (type == UCG_COLL_REDUCE) ||
                                    (type == UCG_COLL_ALLREDUCE);
