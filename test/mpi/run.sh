@@ -13,7 +13,8 @@
 #   -v        print every mismatch, not only the first per collective
 #   -x        skip the extra tests: coll_test -F (the Fortran types and
 #             C bool), coll_nb (nonblocking collectives), coll_redscan
-#             (reduce_scatter, scan and their nonblocking forms), late_rank and
+#             (reduce_scatter, scan and their nonblocking forms), coll_vcoll
+#             (gatherv, scatterv, allgatherv and theirs), late_rank and
 #             comm_churn (about 40 s), and, with coll/ucg, coll_fault
 #   --build-dir DIR  the configured build tree whose test/mpi programs run
 #             (built there with make); default build/, or the source tree
@@ -333,6 +334,25 @@ if [ "$extra_tests" = 1 ]; then
     for np in 3 4 5; do
         run_extra "coll_redscan np=$np (reduce_scatter, scan and their nonblocking forms)" \
             "$np" "$rpat" ${rnot:+--not "$rnot"} -- "$mpi_bin/coll_redscan" 2 ||
+            fail=1
+    done
+fi
+
+# Gatherv, scatterv, allgatherv (coll_vcoll): blocking and nonblocking, on
+# the world, a split (odd sizes) and a reversed communicator, the whole
+# receive buffers checked; with coll/ucg, every one of their calls served
+# by UCG (none delegated or handed over)
+if [ "$extra_tests" = 1 ]; then
+    mpi_bin_make "$build_dir" coll_vcoll || exit 1
+    vpat='coll_vcoll: OK'
+    vnot=''
+    if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ]; then
+        vpat='coll:ucg: .* iallgatherv ucg=[1-9]'
+        vnot='coll:ucg: .* i?(gatherv|scatterv|allgatherv) ucg=[0-9]+ (delegated=[1-9]|delegated=[0-9]+ handed=[1-9])'
+    fi
+    for np in 2 3 5; do
+        run_extra "coll_vcoll np=$np (gatherv, scatterv, allgatherv and their nonblocking forms)" \
+            "$np" "$vpat" ${vnot:+--not "$vnot"} -- "$mpi_bin/coll_vcoll" 1 ||
             fail=1
     done
 fi

@@ -30,6 +30,9 @@ enum {
     COLL_UCG_REDUCE_SCATTER_BLOCK,
     COLL_UCG_SCAN,
     COLL_UCG_EXSCAN,
+    COLL_UCG_GATHERV,     /* the vector ones: coll_ucg_vcoll.c */
+    COLL_UCG_SCATTERV,
+    COLL_UCG_ALLGATHERV,
     /* nonblocking forms (coll_ucg_nb.c, coll_ucg_redscan.c), in the same
      * order */
     COLL_UCG_IBCAST,
@@ -43,8 +46,20 @@ enum {
     COLL_UCG_IREDUCE_SCATTER_BLOCK,
     COLL_UCG_ISCAN,
     COLL_UCG_IEXSCAN,
+    COLL_UCG_IGATHERV,
+    COLL_UCG_ISCATTERV,
+    COLL_UCG_IALLGATHERV,
     COLL_UCG_NUM
 };
+
+/* The collectives with a count per rank: no size is the same on every
+ * rank, so no size limit (coll_max_bytes) applies to them */
+static inline bool mca_coll_ucg_coll_is_v(int coll)
+{
+    return (coll == COLL_UCG_GATHERV) || (coll == COLL_UCG_SCATTERV) ||
+           (coll == COLL_UCG_ALLGATHERV) || (coll == COLL_UCG_IGATHERV) ||
+           (coll == COLL_UCG_ISCATTERV) || (coll == COLL_UCG_IALLGATHERV);
+}
 
 /* Where coll_ucg_test_fail_rank fails (coll_ucg_test_fail_point) */
 enum {
@@ -60,7 +75,8 @@ typedef struct mca_coll_ucg_component {
     bool                            enable;
     int                             verbose;
     bool                            coll_enable[COLL_UCG_NUM];
-    /* Bytes per member (per block for gather/scatter/allgather); 0: no limit */
+    /* Bytes per member (per block for gather/scatter/allgather); 0: no
+     * limit; not for the vector collectives */
     size_t                          coll_max_bytes[COLL_UCG_NUM];
     /* Tuning rules (docs/ucg.md, "Tuning rules"): rules_file names them
      * ("": the built-in table, "none": no rules); read on first use into
@@ -182,6 +198,18 @@ typedef struct mca_coll_ucg_module {
     mca_coll_base_module_t              *prev_iscan_module;
     mca_coll_base_module_iexscan_fn_t               prev_iexscan;
     mca_coll_base_module_t              *prev_iexscan_module;
+    mca_coll_base_module_gatherv_fn_t     prev_gatherv;
+    mca_coll_base_module_t                *prev_gatherv_module;
+    mca_coll_base_module_scatterv_fn_t    prev_scatterv;
+    mca_coll_base_module_t                *prev_scatterv_module;
+    mca_coll_base_module_allgatherv_fn_t  prev_allgatherv;
+    mca_coll_base_module_t                *prev_allgatherv_module;
+    mca_coll_base_module_igatherv_fn_t    prev_igatherv;
+    mca_coll_base_module_t                *prev_igatherv_module;
+    mca_coll_base_module_iscatterv_fn_t   prev_iscatterv;
+    mca_coll_base_module_t                *prev_iscatterv_module;
+    mca_coll_base_module_iallgatherv_fn_t prev_iallgatherv;
+    mca_coll_base_module_t                *prev_iallgatherv_module;
 } mca_coll_ucg_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_ucg_module_t);

@@ -22,6 +22,9 @@ const char *mca_coll_ucg_coll_names[COLL_UCG_NUM] = {
     [COLL_UCG_REDUCE_SCATTER_BLOCK] = "reduce_scatter_block",
     [COLL_UCG_SCAN]                 = "scan",
     [COLL_UCG_EXSCAN]               = "exscan",
+    [COLL_UCG_GATHERV]   = "gatherv",
+    [COLL_UCG_SCATTERV]  = "scatterv",
+    [COLL_UCG_ALLGATHERV] = "allgatherv",
     [COLL_UCG_IBCAST]     = "ibcast",
     [COLL_UCG_IALLREDUCE] = "iallreduce",
     [COLL_UCG_IREDUCE]    = "ireduce",
@@ -32,7 +35,10 @@ const char *mca_coll_ucg_coll_names[COLL_UCG_NUM] = {
     [COLL_UCG_IREDUCE_SCATTER]       = "ireduce_scatter",
     [COLL_UCG_IREDUCE_SCATTER_BLOCK] = "ireduce_scatter_block",
     [COLL_UCG_ISCAN]                 = "iscan",
-    [COLL_UCG_IEXSCAN]               = "iexscan"
+    [COLL_UCG_IEXSCAN]               = "iexscan",
+    [COLL_UCG_IGATHERV]   = "igatherv",
+    [COLL_UCG_ISCATTERV]  = "iscatterv",
+    [COLL_UCG_IALLGATHERV] = "iallgatherv"
 };
 
 static int coll_ucg_register(void);
@@ -141,8 +147,8 @@ static int coll_ucg_register(void)
                 NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
                 &c->coll_enable[i]);
 
-        if (i == COLL_UCG_BARRIER) {
-            continue; /* no data */
+        if ((i == COLL_UCG_BARRIER) || mca_coll_ucg_coll_is_v(i)) {
+            continue; /* no data, or no size common to all ranks */
         }
         c->coll_max_bytes[i] = 0;
         snprintf(name, sizeof(name), "%s_max_bytes", mca_coll_ucg_coll_names[i]);

@@ -53,9 +53,26 @@ typedef struct {
     bool                   recv;   /* unpack into buf from the packed copy */
 } coll_ucg_out_t;
 
+/* The vector buffer of a gatherv / scatterv / allgatherv (coll_ucg_vcoll.c)
+ * as UCG gets it: byte counts and displacements, a packed copy of a
+ * non-contiguous datatype's blocks */
+typedef struct {
+    bool                   active;  /* a vector call: finish releases */
+    size_t                 *bytes;  /* [2 * comm_size]: byte counts, then
+                                       byte displacements; malloc'ed */
+    void                   *packed; /* the packed blocks, NULL: none */
+    bool                   unpack;  /* into the user's buffer on success */
+    void                   *buf;    /* the user's vector buffer */
+    const int              *counts; /* and its counts, displacements */
+    const int              *displs;
+    struct ompi_datatype_t *dtype;
+    int                    size;
+} coll_ucg_v_t;
+
 typedef struct {
     ucg_coll_params_t      params;
     coll_ucg_buf_t         sb, rb;
+    coll_ucg_v_t           v;
     coll_ucg_out_t         out;
     coll_ucg_user_op_arg_t user_arg; /* params.user_op.arg points here */
     ucg_coll_h             req;
@@ -98,6 +115,44 @@ bool coll_ucg_allgather_prep(mca_coll_ucg_module_t *m, int coll,
                              struct ompi_datatype_t *sdtype, void *rbuf,
                              int rcount, struct ompi_datatype_t *rdtype,
                              coll_ucg_call_t *call);
+
+/* Whether a UCG collective type has counts per member: every rank has its
+ * own count */
+static inline bool coll_ucg_type_is_v(ucg_coll_type_t type)
+{
+    return (type == UCG_COLL_GATHERV) || (type == UCG_COLL_SCATTERV) ||
+           (type == UCG_COLL_ALLGATHERV);
+}
+
+/* The vector collectives (coll_ucg_vcoll.c): preparation, the end of a
+ * call (unpack the blocks of a packed vector buffer; release), entry
+ * points */
+bool coll_ucg_gatherv_prep(mca_coll_ucg_module_t *m, int coll,
+                           const void *sbuf, int scount,
+                           struct ompi_datatype_t *sdtype, void *rbuf,
+                           const int *rcounts, const int *displs,
+                           struct ompi_datatype_t *rdtype, int root,
+                           coll_ucg_call_t *call);
+bool coll_ucg_scatterv_prep(mca_coll_ucg_module_t *m, int coll,
+                            const void *sbuf, const int *scounts,
+                            const int *displs,
+                            struct ompi_datatype_t *sdtype, void *rbuf,
+                            int rcount, struct ompi_datatype_t *rdtype,
+                            int root, coll_ucg_call_t *call);
+bool coll_ucg_allgatherv_prep(mca_coll_ucg_module_t *m, int coll,
+                              const void *sbuf, int scount,
+                              struct ompi_datatype_t *sdtype, void *rbuf,
+                              const int *rcounts, const int *displs,
+                              struct ompi_datatype_t *rdtype,
+                              coll_ucg_call_t *call);
+int coll_ucg_v_finish(coll_ucg_call_t *call, int ret);
+void coll_ucg_v_set_ops(mca_coll_ucg_module_t *m);
+
+/* What the blocking module's steps share with coll_ucg_vcoll.c */
+bool coll_ucg_rule_plan(mca_coll_ucg_module_t *m, int coll, size_t bytes,
+                        coll_ucg_call_t *call);
+void coll_ucg_call_init(mca_coll_ucg_module_t *m, int coll,
+                        coll_ucg_call_t *call, size_t pack_bound);
 
 /* After the call ran (@a ret: OMPI_SUCCESS or not): unpack what this rank
  * received, release the packed copies; @a ret, or an error if unpacking

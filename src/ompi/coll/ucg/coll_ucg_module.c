@@ -288,6 +288,9 @@ static const ucg_coll_type_t coll_ucg_types[COLL_UCG_NUM] = {
     [COLL_UCG_REDUCE_SCATTER_BLOCK] = UCG_COLL_REDUCE_SCATTER_BLOCK,
     [COLL_UCG_SCAN]                 = UCG_COLL_SCAN,
     [COLL_UCG_EXSCAN]               = UCG_COLL_EXSCAN,
+    [COLL_UCG_GATHERV]   = UCG_COLL_GATHERV,
+    [COLL_UCG_SCATTERV]  = UCG_COLL_SCATTERV,
+    [COLL_UCG_ALLGATHERV] = UCG_COLL_ALLGATHERV,
     [COLL_UCG_IBCAST]     = UCG_COLL_BCAST,
     [COLL_UCG_IALLREDUCE] = UCG_COLL_ALLREDUCE,
     [COLL_UCG_IREDUCE]    = UCG_COLL_REDUCE,
@@ -298,7 +301,10 @@ static const ucg_coll_type_t coll_ucg_types[COLL_UCG_NUM] = {
     [COLL_UCG_IREDUCE_SCATTER]       = UCG_COLL_REDUCE_SCATTER,
     [COLL_UCG_IREDUCE_SCATTER_BLOCK] = UCG_COLL_REDUCE_SCATTER_BLOCK,
     [COLL_UCG_ISCAN]                 = UCG_COLL_SCAN,
-    [COLL_UCG_IEXSCAN]               = UCG_COLL_EXSCAN
+    [COLL_UCG_IEXSCAN]               = UCG_COLL_EXSCAN,
+    [COLL_UCG_IGATHERV]   = UCG_COLL_GATHERV,
+    [COLL_UCG_ISCATTERV]  = UCG_COLL_SCATTERV,
+    [COLL_UCG_IALLGATHERV] = UCG_COLL_ALLGATHERV
 };
 
 /* Whether UCG can and may run this collective of @a bytes per member (the
@@ -333,8 +339,8 @@ static ucg_rule_action_t coll_ucg_rule(mca_coll_ucg_module_t *m, int coll,
 
 /* The tuning rules' choice for a call into call->plan; false when they hand
  * it to the previous module */
-static bool coll_ucg_rule_plan(mca_coll_ucg_module_t *m, int coll,
-                               size_t bytes, coll_ucg_call_t *call)
+bool coll_ucg_rule_plan(mca_coll_ucg_module_t *m, int coll, size_t bytes,
+                        coll_ucg_call_t *call)
 {
     ucg_rule_action_t action = coll_ucg_rule(m, coll, bytes);
 
@@ -350,10 +356,14 @@ size_t coll_ucg_bytes(struct ompi_datatype_t *dtype, int count)
     return (count > 0) ? size * (size_t)count : 0;
 }
 
+/* Parameters with counts per member (UCG copies them at init) are never
+ * those of the cached request: the arrays may say anything new */
 static bool coll_ucg_params_equal(const ucg_coll_params_t *a,
                                   const ucg_coll_params_t *b)
 {
-    return (a->type == b->type) && (a->root == b->root) &&
+    return (a->scounts == NULL) && (a->rcounts == NULL) &&
+           (b->scounts == NULL) && (b->rcounts == NULL) &&
+           (a->type == b->type) && (a->root == b->root) &&
            (a->sbuf == b->sbuf) && (a->rbuf == b->rbuf) &&
            (a->count == b->count) && (a->dtype == b->dtype) &&
            (a->dt_size == b->dt_size) && (a->op == b->op) &&
@@ -361,12 +371,14 @@ static bool coll_ucg_params_equal(const ucg_coll_params_t *a,
 }
 
 /* The parts of @a a and @a b every rank has in common (MPI requires them
- * equal): no buffers, no op handle */
+ * equal): no buffers, no op handle; not the count of a vector collective,
+ * which is each rank's own */
 static bool coll_ucg_common_equal(const ucg_coll_params_t *a,
                                   const ucg_coll_params_t *b)
 {
     return (a->type == b->type) && (a->root == b->root) &&
-           (a->count == b->count) && (a->dtype == b->dtype) &&
+           ((a->count == b->count) || coll_ucg_type_is_v(a->type)) &&
+           (a->dtype == b->dtype) &&
            (a->dt_size == b->dt_size) && (a->op == b->op) &&
            ((a->op != UCG_OP_USER) ||
             (a->user_op.commutative == b->user_op.commutative));
@@ -415,8 +427,8 @@ static bool coll_ucg_known(mca_coll_ucg_module_t *m, int coll,
     return false;
 }
 
-static void coll_ucg_call_init(mca_coll_ucg_module_t *m, int coll,
-                               coll_ucg_call_t *call, size_t pack_bound)
+void coll_ucg_call_init(mca_coll_ucg_module_t *m, int coll,
+                        coll_ucg_call_t *call, size_t pack_bound)
 {
     call->sb.tmp   = call->rb.tmp   = NULL;
     call->sb.owned = call->rb.owned = false;
@@ -607,7 +619,6 @@ void coll_ucg_release_req(mca_coll_ucg_module_t *m, int coll,
     call->req = NULL;
 }
 
-
 /*
  * After the local preparation: the agreement, when planned.  On
  * COLL_UCG_DELEGATE and COLL_UCG_FAIL the request is released; the caller
@@ -767,6 +778,9 @@ static void coll_ucg_call_out(coll_ucg_call_t *call, void *buf, int count,
 
 int coll_ucg_call_finish(coll_ucg_call_t *call, int ret)
 {
+    if (call->v.counts != NULL) {
+        ret = coll_ucg_v_finish(call, ret);
+    }
     coll_ucg_buf_out(NULL, 0, NULL, 0, false, &call->sb);
     if (coll_ucg_buf_out(call->out.buf, call->out.count, call->out.dtype,
                          call->out.bytes,
@@ -1283,6 +1297,9 @@ static int coll_ucg_module_enable(mca_coll_base_module_t *module,
     COLL_UCG_SAVE(m, comm, gather);
     COLL_UCG_SAVE(m, comm, scatter);
     COLL_UCG_SAVE(m, comm, allgather);
+    COLL_UCG_SAVE(m, comm, gatherv);
+    COLL_UCG_SAVE(m, comm, scatterv);
+    COLL_UCG_SAVE(m, comm, allgatherv);
 
     m->comm_size = ompi_comm_size(comm);
     m->comm_rank = ompi_comm_rank(comm);
@@ -1408,6 +1425,9 @@ static void coll_ucg_module_destruct(mca_coll_ucg_module_t *m)
     COLL_UCG_RELEASE_PREV(m, gather);
     COLL_UCG_RELEASE_PREV(m, scatter);
     COLL_UCG_RELEASE_PREV(m, allgather);
+    COLL_UCG_RELEASE_PREV(m, gatherv);
+    COLL_UCG_RELEASE_PREV(m, scatterv);
+    COLL_UCG_RELEASE_PREV(m, allgatherv);
     coll_ucg_nb_release_prev(m);
     coll_ucg_redscan_release_prev(m);
 }
@@ -1437,6 +1457,7 @@ mca_coll_ucg_comm_query(struct ompi_communicator_t *comm, int *priority)
     m->super.coll_gather        = coll_ucg_gather;
     m->super.coll_scatter       = coll_ucg_scatter;
     m->super.coll_allgather     = coll_ucg_allgather;
+    coll_ucg_v_set_ops(m);
     coll_ucg_nb_set_ops(m);
     coll_ucg_redscan_set_ops(m);
     *priority = mca_coll_ucg_component.priority;

@@ -354,6 +354,9 @@ int coll_ucg_nb_enable(mca_coll_ucg_module_t *m,
     COLL_UCG_SAVE(m, comm, igather);
     COLL_UCG_SAVE(m, comm, iscatter);
     COLL_UCG_SAVE(m, comm, iallgather);
+    COLL_UCG_SAVE(m, comm, igatherv);
+    COLL_UCG_SAVE(m, comm, iscatterv);
+    COLL_UCG_SAVE(m, comm, iallgatherv);
     return OMPI_SUCCESS;
 }
 
@@ -366,6 +369,9 @@ void coll_ucg_nb_release_prev(mca_coll_ucg_module_t *m)
     COLL_UCG_RELEASE_PREV(m, igather);
     COLL_UCG_RELEASE_PREV(m, iscatter);
     COLL_UCG_RELEASE_PREV(m, iallgather);
+    COLL_UCG_RELEASE_PREV(m, igatherv);
+    COLL_UCG_RELEASE_PREV(m, iscatterv);
+    COLL_UCG_RELEASE_PREV(m, iallgatherv);
 }
 
 void coll_ucg_nb_close(void)
