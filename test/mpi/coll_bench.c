@@ -12,7 +12,11 @@
  * computation's, and the overlap, max(0, 100 - (overall - compute) / pure
  * * 100) %, averaged over ranks.
  *
- * Usage: coll_bench [-c bcast,allreduce,reduce,ibcast,iallreduce,ireduce]
+ * reduce_scatter_block's size is each rank's block (its send buffer holds
+ * one per rank).
+ *
+ * Usage: coll_bench [-c bcast,allreduce,reduce,ibcast,iallreduce,ireduce,
+ *                       reduce_scatter_block,scan]
  *                   [-s MIN:MAX] [-i ITERS] [-I LARGE_ITERS] [-w WARMUP]
  * Output (rank 0): one line per collective and size:
  *   <coll> <bytes> <avg_us> <min_us> <max_us> <iterations>
@@ -28,9 +32,10 @@
 #define LARGE_SIZE 8192   /* above it, use the large iteration count */
 
 enum { B_BCAST, B_ALLREDUCE, B_REDUCE, B_IBCAST, B_IALLREDUCE, B_IREDUCE,
-       B_LAST };
+       B_REDUCE_SCATTER_BLOCK, B_SCAN, B_LAST };
 static const char *names[] = { "bcast", "allreduce", "reduce", "ibcast",
-                               "iallreduce", "ireduce" };
+                               "iallreduce", "ireduce",
+                               "reduce_scatter_block", "scan" };
 
 static int rank, size;
 
@@ -49,6 +54,12 @@ static size_t parse_size(const char *s)
 static int is_bcast(int coll)
 {
     return (coll == B_BCAST) || (coll == B_IBCAST);
+}
+
+static int is_nb(int coll)
+{
+    return (coll == B_IBCAST) || (coll == B_IALLREDUCE) ||
+           (coll == B_IREDUCE);
 }
 
 /* Start the collective on 'bytes' bytes (floats for reductions): blocking
@@ -78,6 +89,13 @@ static MPI_Request start(int coll, void *sbuf, void *rbuf, size_t bytes)
     case B_IREDUCE:
         MPI_Ireduce(sbuf, rbuf, count, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD,
                     &req);
+        break;
+    case B_REDUCE_SCATTER_BLOCK: /* bytes: each rank's block */
+        MPI_Reduce_scatter_block(sbuf, rbuf, count, MPI_FLOAT, MPI_SUM,
+                                 MPI_COMM_WORLD);
+        break;
+    case B_SCAN:
+        MPI_Scan(sbuf, rbuf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         break;
     }
     return req;
@@ -158,12 +176,19 @@ static long validate(int coll, char *sbuf, char *rbuf, size_t bytes)
         }
         return bad;
     }
-    for (size_t i = 0; i < n; ++i) {
+    for (size_t i = 0; i < n * size; ++i) {
         s[i] = (float)(rank + 1);
+    }
+    for (size_t i = 0; i < n; ++i) {
         r[i] = -1;
     }
     run_once(coll, sbuf, rbuf, bytes);
-    if ((coll == B_ALLREDUCE) || (coll == B_IALLREDUCE) || (rank == 0)) {
+    if (coll == B_SCAN) {
+        expect = (float)(rank + 1) * (rank + 2) / 2;
+    }
+    if ((coll == B_ALLREDUCE) || (coll == B_IALLREDUCE) ||
+        (coll == B_REDUCE_SCATTER_BLOCK) || (coll == B_SCAN) ||
+        (rank == 0)) {
         for (size_t i = 0; i < n; ++i) {
             bad += r[i] != expect;
         }
@@ -200,7 +225,8 @@ int main(int argc, char **argv)
         default:
             if (rank == 0) {
                 fprintf(stderr, "usage: %s [-c bcast,allreduce,reduce,"
-                        "ibcast,iallreduce,ireduce] "
+                        "ibcast,iallreduce,ireduce,reduce_scatter_block,"
+                        "scan] "
                         "[-s MIN:MAX bytes, k/m suffix] [-i ITERS] "
                         "[-I ITERS above %d B] [-w WARMUP]\n", argv[0],
                         LARGE_SIZE);
@@ -230,12 +256,13 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    char *sbuf = malloc(max_size), *rbuf = malloc(max_size);
+    /* reduce_scatter_block sends a block per rank */
+    char *sbuf = malloc(max_size * size), *rbuf = malloc(max_size);
     if (!sbuf || !rbuf) {
         fprintf(stderr, "out of memory\n");
         MPI_Abort(MPI_COMM_WORLD, 3);
     }
-    memset(sbuf, 1, max_size);
+    memset(sbuf, 1, max_size * size);
     memset(rbuf, 0, max_size);
 
     if (rank == 0) {
@@ -273,7 +300,7 @@ int main(int argc, char **argv)
                        sum / size, mn, mx, n);
                 fflush(stdout);
             }
-            if (coll >= B_IBCAST) {
+            if (is_nb(coll)) {
                 /* every rank computes for the same time: the average */
                 MPI_Bcast(&sum, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
                 overlap(coll, sbuf, rbuf, bytes, n, sum / size);
