@@ -213,15 +213,15 @@ ucs_status_t ucg_coll_setup_buffers(ucg_coll_t *coll)
         return UCS_OK;
     case UCG_COLL_REDUCE_SCATTER:
     case UCG_COLL_REDUCE_SCATTER_BLOCK:
-        /* Only read (sent, and this member's block copied) until every
-         * block is in, then the result is folded into rbuf */
+        /* The vector, only read (sent, this member's block copied) until
+         * every block is in; then the phase folds the result into rbuf */
         src            = (params->sbuf == UCG_IN_PLACE) ? params->rbuf :
                          params->sbuf;
         coll->data     = (void*)src;
         coll->data_len = coll->len;
-        coll->acc      = params->rbuf;
-        if ((size == 1) && (src != coll->acc)) {
-            memcpy(coll->acc, src, coll->len); /* no phase: its block */
+        coll->acc      = (void*)src;
+        if ((size == 1) && (src != params->rbuf)) {
+            memcpy(params->rbuf, src, coll->len); /* no phase: its block */
         }
         return UCS_OK;
     case UCG_COLL_SCAN:

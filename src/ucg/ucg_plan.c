@@ -41,6 +41,7 @@ const char *ucg_phase_method_names[] = {
     [UCG_PHASE_P2P_REDUCE_SCATTER]    = "p2p_reduce_scatter",
     [UCG_PHASE_P2P_SCAN]              = "p2p_scan",
     [UCG_PHASE_SM_SCAN]               = "sm_scan",
+    [UCG_PHASE_SM_REDUCE_SCATTER]     = "sm_reduce_scatter",
     [UCG_PHASE_LAST]                  = NULL
 };
 
@@ -77,6 +78,9 @@ const ucg_plan_phase_info_t ucg_plan_phase_info[] = {
     [UCG_PHASE_P2P_REDUCE_SCATTER]   = {"ucp", 0},
     [UCG_PHASE_P2P_SCAN]             = {"ucp", 0},
     [UCG_PHASE_SM_SCAN]              = {UCT_O2M_BCAST_TL_NAME,
+                                        UCG_PHASE_INFO_SM |
+                                        UCG_PHASE_INFO_ELEMS},
+    [UCG_PHASE_SM_REDUCE_SCATTER]    = {UCT_O2M_BCAST_TL_NAME,
                                         UCG_PHASE_INFO_SM |
                                         UCG_PHASE_INFO_ELEMS}
 };

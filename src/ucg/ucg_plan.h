@@ -23,6 +23,7 @@
  *    members' vectors, computed in rank order (identical everywhere);
  *  - P2P_REDUCE_SCATTER: member i gets the rank-ordered reduction of
  *    block i of every member's vector (ucg_coll_t::rs_counts);
+ *    SM_REDUCE_SCATTER: the same on one host;
  *  - P2P_SCAN, SM_SCAN: member i gets the rank-ordered reduction of the
  *    vectors of members 0..i (scan) or 0..i-1 (exscan);
  *  - FOLD: the root reduces all gathered blocks in rank order (any op,
@@ -79,6 +80,9 @@ typedef enum {
     UCG_PHASE_SM_SCAN,            /* as SM_ALLREDUCE, each member folds the
                                      vectors of the lower ranks (and its
                                      own for scan) in rank order */
+    UCG_PHASE_SM_REDUCE_SCATTER,  /* as SM_ALLREDUCE, each member folds
+                                     its block of every vector in rank
+                                     order */
     UCG_PHASE_LAST
 } ucg_phase_method_t;
 

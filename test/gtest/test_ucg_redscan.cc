@@ -114,10 +114,12 @@ std::vector<char> ref_fold(const rs_case &c, unsigned first, unsigned last,
 const unsigned char RBUF_PATTERN = 0xa5;
 const size_t GUARD               = 64;
 
-/* One collective on member @a m: init (or reuse @a coll_p), start, wait,
- * check; with @a coll_p the collective is kept for the next round */
-void run_case(member &m, const rs_case &c, ucg_coll_h *coll_p = NULL)
+/* One collective on member @a m: init, start, wait, check; with
+ * @a rounds > 1 persistent: one init, then @a rounds starts, the inputs
+ * refilled from another seed each time (the buffers stay) */
+void run_case(member &m, const rs_case &c0, int rounds = 1)
 {
+    rs_case c = c0;
     unsigned me   = m.rank, size = m.size;
     size_t esize  = elem_size(c);
     size_t vcount = vec_count(c, size);
@@ -154,17 +156,14 @@ void run_case(member &m, const rs_case &c, ucg_coll_h *coll_p = NULL)
     p.user_op = user_op(c.user);
     p.rcounts = (c.type == UCG_COLL_REDUCE_SCATTER) ? counts.data() : NULL;
 
-    if ((coll_p != NULL) && (*coll_p != NULL)) {
-        coll = *coll_p;
-    } else {
-        status = ucg_coll_init(m.group, &p, &coll);
-        CHILD_CHECK(status == UCS_OK, "%s: init: %s", label.c_str(),
-                    ucs_status_string(status));
-    }
+    status = ucg_coll_init(m.group, &p, &coll);
+    CHILD_CHECK(status == UCS_OK, "%s: init: %s", label.c_str(),
+                ucs_status_string(status));
     /* the counts were copied: they need not outlive init */
     std::fill(counts.begin(), counts.end(), (size_t)-1);
     counts = rs_counts(c, size);
 
+  again:
     status = ucg_coll_start(coll);
     CHILD_CHECK(status == UCS_OK, "%s: start: %s", label.c_str(),
                 ucs_status_string(status));
@@ -210,11 +209,15 @@ void run_case(member &m, const rs_case &c, ucg_coll_h *coll_p = NULL)
     CHILD_CHECK(sbuf == sref, "%s rank %u: send buffer changed",
                 label.c_str(), me);
 
-    if (coll_p != NULL) {
-        *coll_p = coll;
-    } else {
-        ucg_coll_finalize(coll);
+    if (--rounds > 0) {
+        c.seed += 1000;
+        d       = gen_desc(c, vcount);
+        std::fill(rbuf.begin(), rbuf.end(), RBUF_PATTERN);
+        gen_input(d, me, 0, vcount, c.in_place ? rbuf.data() : sbuf.data());
+        sref = sbuf;
+        goto again;
     }
+    ucg_coll_finalize(coll);
 }
 
 std::vector<rs_case> cases(unsigned size)
@@ -296,17 +299,14 @@ TEST_P(ucg_redscan, results)
             run_case(m, c);
         }
 
-        /* persistent: one init, three starts with other inputs each time
-         * (the seeds differ: the buffers are refilled) */
+        /* persistent: one init, three starts, other inputs each time */
         for (ucg_coll_type_t t : {UCG_COLL_REDUCE_SCATTER, UCG_COLL_SCAN,
                                   UCG_COLL_EXSCAN}) {
-            rs_case c = {t, 100, UCG_DT_INT32, UCG_OP_SUM, USER_OP_NONE,
-                         false, t == UCG_COLL_REDUCE_SCATTER, 900};
-            ucg_coll_h coll = NULL;
-            for (int i = 0; i < 3; ++i) {
-                run_case(m, c, &coll);
+            for (int ip = 0; ip < 2; ++ip) {
+                rs_case c = {t, 100, UCG_DT_INT32, UCG_OP_SUM, USER_OP_NONE,
+                             ip != 0, t == UCG_COLL_REDUCE_SCATTER, 900};
+                run_case(m, c, 3);
             }
-            ucg_coll_finalize(coll);
         }
 
         /* outstanding together: all four started, then waited for in
@@ -413,9 +413,12 @@ TEST(ucg_redscan_plan, chosen)
         has(plan(UCG_COLL_EXSCAN, 8), "sm_scan");
         has(plan(UCG_COLL_SCAN, 4096), "p2p_scan");
         has(plan(UCG_COLL_EXSCAN, 4096), "flat");
-        has(plan(UCG_COLL_REDUCE_SCATTER_BLOCK, 8), "p2p_reduce_scatter");
-        has(plan(UCG_COLL_REDUCE_SCATTER, 8), "p2p_reduce_scatter");
+        /* the whole vector counts: 4 x 8 x 4 bytes on one host */
+        has(plan(UCG_COLL_REDUCE_SCATTER_BLOCK, 8), "sm_reduce_scatter");
+        has(plan(UCG_COLL_REDUCE_SCATTER, 8), "sm_reduce_scatter");
         has(plan(UCG_COLL_REDUCE_SCATTER, 8), "reduce_scatter 128 bytes");
+        has(plan(UCG_COLL_REDUCE_SCATTER_BLOCK, 200), "p2p_reduce_scatter");
+        has(plan(UCG_COLL_REDUCE_SCATTER, 200), "flat");
     });
 }
 
@@ -493,6 +496,7 @@ TEST(ucg_redscan_errors, peer_wrong_count)
         ucs_log_level_t level = ucs_global_opts.log_component.log_level;
 
         ucs_global_opts.log_component.log_level = UCS_LOG_LEVEL_FATAL;
+        for (int big = 0; big < 2; ++big)
         for (ucg_coll_type_t t : {UCG_COLL_REDUCE_SCATTER_BLOCK,
                                   UCG_COLL_SCAN, UCG_COLL_EXSCAN}) {
             /* a group per collective: a failed one fails the group's later
@@ -507,8 +511,9 @@ TEST(ucg_redscan_errors, peer_wrong_count)
             memset(&p, 0, sizeof(p));
             p.type = t; p.sbuf = sb.data(); p.rbuf = rb.data();
             p.count = count; p.dtype = UCG_DT_INT32; p.op = UCG_OP_SUM;
-            /* above SM_ALLREDUCE_MAX for scan: point-to-point */
-            if (t != UCG_COLL_REDUCE_SCATTER_BLOCK) {
+            /* small: sm_* on one host; big: above SM_ALLREDUCE_MAX,
+             * point-to-point */
+            if (big) {
                 p.count = count * 16;
                 sb.resize(p.count + 16, 1);
                 rb.assign(p.count + 16, 7);
@@ -517,20 +522,23 @@ TEST(ucg_redscan_errors, peer_wrong_count)
             CHILD_CHECK(ucg_coll_init(g, &p, &coll) == UCS_OK, "init");
             CHILD_CHECK(ucg_coll_start(coll) == UCS_OK, "start");
             ucs_status_t status = wait_coll(coll, ucg_coll_name(t));
-            /* rank 0 of a scan only sends: it may complete */
+            /* rank 0 of a point-to-point scan only sends: it may
+             * complete */
             CHILD_CHECK((status != UCS_OK) ||
-                        ((t != UCG_COLL_REDUCE_SCATTER_BLOCK) &&
+                        (big && (t != UCG_COLL_REDUCE_SCATTER_BLOCK) &&
                          (m.rank == 0)),
-                        "%s rank %u: completed with another member's count",
-                        ucg_coll_name(t), m.rank);
+                        "%s%s rank %u: completed with another member's "
+                        "count", ucg_coll_name(t), big ? " (big)" : "",
+                        m.rank);
+            /* point-to-point: a length UCP or UCG finds wrong; sm: a
+             * fragment of another length; or the others' abort */
             CHILD_CHECK((status == UCS_OK) ||
                         (status == UCS_ERR_MESSAGE_TRUNCATED) ||
+                        (status == UCS_ERR_IO_ERROR) ||
                         (status == UCS_ERR_CANCELED),
                         "%s rank %u: %s", ucg_coll_name(t), m.rank,
                         ucs_status_string(status));
-            for (size_t i = p.count * ((t == UCG_COLL_REDUCE_SCATTER_BLOCK) ?
-                                       1 : 1);
-                 i < rb.size(); ++i) {
+            for (size_t i = p.count; i < rb.size(); ++i) {
                 CHILD_CHECK(rb[i] == 7, "%s rank %u: written past the "
                             "result at %zu", ucg_coll_name(t), m.rank, i);
             }

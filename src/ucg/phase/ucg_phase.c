@@ -82,6 +82,11 @@ const ucg_phase_ops_t ucg_phase_table[UCG_PHASE_LAST] = {
         UCG_SM_ROW(ucg_sm_allreduce_start, ucg_sm_allreduce_progress,
                    ucg_sm_allreduce_eps, ucg_sm_allreduce_expects,
                    ucg_sm_allreduce_deliver, NULL, UCG_PHASE_P2P_SCAN, 0),
+    [UCG_PHASE_SM_REDUCE_SCATTER] =
+        UCG_SM_ROW(ucg_sm_allreduce_start, ucg_sm_allreduce_progress,
+                   ucg_sm_allreduce_eps, ucg_sm_allreduce_expects,
+                   ucg_sm_allreduce_deliver, NULL,
+                   UCG_PHASE_P2P_REDUCE_SCATTER, 0),
     [UCG_PHASE_SM_BCAST_CMA] =
         UCG_SM_ROW(ucg_sm_cma_start, ucg_sm_cma_progress,
                    ucg_sm_bcast_cma_eps, ucg_sm_stream_expects,

@@ -17,7 +17,8 @@
  *   ucg_sm_allreduce.c   SM_ALLREDUCE
  *   ucg_sm_cma.c         SM_BCAST_CMA, SM_REDUCE_CMA
  *   ucg_fold.c           FOLD
- *   ucg_redscan.c        P2P_REDUCE_SCATTER, P2P_SCAN, SM_SCAN's fold
+ *   ucg_redscan.c        P2P_REDUCE_SCATTER, P2P_SCAN, the folds of
+ *                        SM_SCAN and SM_REDUCE_SCATTER
  *   ucg_mc_bcast.c       MC_BCAST (its endpoints: ../ucg_mc.c)
  *
  * A new phase: a value of ucg_phase_method_t (ucg_plan.h) and its name, a
@@ -310,8 +311,8 @@ int          ucg_sm_reduce_cma_contributed(const struct ucg_coll *coll);
 ucs_status_t ucg_fold_start(struct ucg_coll *coll);
 ucs_status_t ucg_fold_progress(struct ucg_coll *coll);
 
-/* ucg_redscan.c (SM_SCAN runs SM_ALLREDUCE's functions, which call
- * ucg_sm_scan_fold at the end) */
+/* ucg_redscan.c (SM_SCAN and SM_REDUCE_SCATTER run SM_ALLREDUCE's
+ * functions, which call ucg_sm_scan_fold at the end) */
 ucs_status_t ucg_p2p_reduce_scatter_start(struct ucg_coll *coll);
 ucs_status_t ucg_p2p_reduce_scatter_progress(struct ucg_coll *coll);
 ucs_status_t ucg_p2p_scan_start(struct ucg_coll *coll);

@@ -11,8 +11,10 @@
  *    every combination is "lower ranks op higher ranks": any op.  Exscan
  *    also prepends it to a second accumulator, the result, which member 0
  *    never gets (its receive buffer is not written).
- *  - SM_SCAN: SM_ALLREDUCE's exchange (ucg_sm_allreduce.c); each member
- *    folds the vectors of the members before it (and its own for scan).
+ *  - SM_SCAN, SM_REDUCE_SCATTER: SM_ALLREDUCE's exchange
+ *    (ucg_sm_allreduce.c) of every member's vector; each member folds the
+ *    vectors of the members before it (and its own for scan), or its block
+ *    of every vector.
  * Every receive's length is the one this member computes from its own
  * arguments (ucg_p2p.h): a peer with another count fails the collective.
  */
@@ -129,7 +131,7 @@ ucs_status_t ucg_p2p_reduce_scatter_progress(ucg_coll_t *coll)
     count                 = coll->rs_counts[me];
     if (count > 0) {
         ucg_redscan_fold(coll, coll->ps.redscan.tmp, count * coll->dt_size,
-                         coll->group->size, count, coll->acc);
+                         coll->group->size, count, coll->params.rbuf);
     }
     return UCS_OK;
 }
@@ -231,15 +233,35 @@ ucs_status_t ucg_p2p_scan_progress(ucg_coll_t *coll)
 
 void ucg_sm_scan_fold(ucg_coll_t *coll, void *vecs)
 {
-    unsigned num = coll->my_idx + (coll->params.type == UCG_COLL_SCAN);
+    unsigned me  = coll->my_idx;
+    unsigned num = me + (coll->params.type == UCG_COLL_SCAN);
+    size_t count, offset;
+    unsigned i;
 
-    if (num == 0) {
-        return; /* exscan on member 0: its receive buffer is not written */
+    /* Ours in its slot first: acc may be the receive buffer (scan, or a
+     * reduce_scatter in place) */
+    memcpy(UCS_PTR_BYTE_OFFSET(vecs, me * coll->len), coll->acc, coll->len);
+
+    if (ucg_coll_type_is_reduce_scatter(coll->params.type)) {
+        /* Member me's block of every vector, in rank order */
+        count  = coll->rs_counts[me];
+        offset = coll->rs_counts[coll->set->count + me] * coll->dt_size;
+        if (count == 0) {
+            return;
+        }
+        memcpy(coll->params.rbuf,
+               UCS_PTR_BYTE_OFFSET(vecs, (coll->set->count - 1) * coll->len +
+                                   offset), count * coll->dt_size);
+        for (i = coll->set->count - 1; i-- > 0;) {
+            ucg_op_reduce(&coll->op,
+                          UCS_PTR_BYTE_OFFSET(vecs, i * coll->len + offset),
+                          coll->params.rbuf, count);
+        }
+        return;
     }
 
-    /* Ours in its slot first: acc may be the receive buffer (scan) */
-    memcpy(UCS_PTR_BYTE_OFFSET(vecs, coll->my_idx * coll->len), coll->acc,
-           coll->len);
-    ucg_redscan_fold(coll, vecs, coll->len, num, coll->params.count,
-                     coll->params.rbuf);
+    if (num > 0) { /* exscan on member 0: its rbuf is not written */
+        ucg_redscan_fold(coll, vecs, coll->len, num, coll->params.count,
+                         coll->params.rbuf);
+    }
 }

@@ -26,6 +26,13 @@ ucs_status_t ucg_sm_allreduce_eps(const ucg_coll_t *coll,
     return status;
 }
 
+/* SM_SCAN: nobody needs the last member's vector, which it does not
+ * send */
+static int ucg_sm_allreduce_last_silent(const ucg_coll_t *coll)
+{
+    return coll->phase->method == UCG_PHASE_SM_SCAN;
+}
+
 static void ucg_sm_allreduce_pack(const ucg_coll_t *coll, void *payload,
                                   size_t offset, size_t length)
 {
@@ -49,6 +56,8 @@ void ucg_sm_allreduce_deliver(ucg_coll_t *coll, const void *data,
 
     ++coll->ps.sm.allreduce.recvd;
     if ((hdr->src >= coll->set->count) || (hdr->src == coll->my_idx) ||
+        (ucg_sm_allreduce_last_silent(coll) &&
+         (hdr->src == coll->set->count - 1)) ||
         (hdr->frag >= coll->ps.sm.nfrags)) {
         coll->ps.sm.status = ucg_sm_recv_error(coll, "bad source or "
                                                "fragment", hdr->src);
@@ -108,6 +117,13 @@ ucs_status_t ucg_sm_allreduce_start(ucg_coll_t *coll)
                                                    coll->len,
                                                    coll->ps.sm.frag_len));
     coll->ps.sm.allreduce.expect = (set.count - 1) * coll->ps.sm.nfrags;
+    if (ucg_sm_allreduce_last_silent(coll)) {
+        if (coll->my_idx == set.count - 1) {
+            coll->ps.sm.next = coll->ps.sm.nfrags; /* sends nothing */
+        } else {
+            coll->ps.sm.allreduce.expect -= coll->ps.sm.nfrags;
+        }
+    }
     coll->ps.sm.status           = UCS_OK;
     coll->ps.sm.role             = UCG_SM_ROLE_BOTH;
     coll->ps.sm.turn             = 1;
@@ -146,7 +162,8 @@ ucs_status_t ucg_sm_allreduce_progress(ucg_coll_t *coll)
         return UCS_OK; /* a barrier */
     }
 
-    if (coll->phase->method == UCG_PHASE_SM_SCAN) {
+    if ((coll->phase->method == UCG_PHASE_SM_SCAN) ||
+        (coll->phase->method == UCG_PHASE_SM_REDUCE_SCATTER)) {
         ucg_sm_scan_fold(coll, vecs);
         return UCS_OK;
     }
