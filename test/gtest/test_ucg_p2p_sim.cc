@@ -94,6 +94,11 @@ const ucg_phase_ops_t *p2p_row(ucg_phase_method_t method)
                 ucg_p2p_allgather_linear_start, ucg_p2p_wait_progress};
         rows[UCG_PHASE_P2P_BARRIER]          = {ucg_p2p_barrier_start,
                                                 ucg_p2p_barrier_progress};
+        rows[UCG_PHASE_P2P_REDUCE_SCATTER]   = {
+                ucg_p2p_reduce_scatter_start,
+                ucg_p2p_reduce_scatter_progress};
+        rows[UCG_PHASE_P2P_SCAN]             = {ucg_p2p_scan_start,
+                                                ucg_p2p_scan_progress};
     }
     return &rows[method];
 }
@@ -1168,6 +1173,177 @@ TEST(ucg_p2p_sim, reductions_multi_set)
 /* Floating-point sums depend on the order of operations: results must not
  * depend on the interleaving, and allreduce results must be identical on
  * every member */
+
+/* ------------------------------------------------------------------------
+ * Reduce-scatter and scans (phase/ucg_redscan.c)
+ * ---------------------------------------------------------------------- */
+
+/* Elements [from, from + count) of members first..last folded in rank
+ * order, v_first op (... op v_last) */
+std::vector<uint8_t> fold_ref(const red_type &t, unsigned first,
+                              unsigned last, size_t from, size_t count,
+                              uint64_t seed)
+{
+    ucg_op_desc_t desc;
+    ucg_op_desc_init(&desc, t.op, t.dtype, 0, NULL);
+    size_t es = desc.dt_size;
+    std::vector<uint8_t> acc(count * es), in(count * es);
+
+    for (size_t e = 0; e < count; ++e) {
+        fill_elem(t, seed, last, from + e, &acc[e * es]);
+    }
+    for (unsigned r = last; r-- > first;) {
+        for (size_t e = 0; e < count; ++e) {
+            fill_elem(t, seed, r, from + e, &in[e * es]);
+        }
+        ucg_op_reduce(&desc, in.data(), acc.data(), count);
+    }
+    return acc;
+}
+
+/* P2P_REDUCE_SCATTER on n members, blocks of base + i elements, every third
+ * (depending on the seed) empty */
+void check_reduce_scatter(unsigned n, size_t base, sim_mode mode,
+                          uint64_t seed, const red_type &t)
+{
+    std::string what = params_str("reduce_scatter", n, 0, base, 0, 0, mode,
+                                  seed) + " " + ucg_dtype_name(t.dtype);
+    phase_desc pd(UCG_PHASE_P2P_REDUCE_SCATTER);
+    pd.add_set(iota(n), 0);
+    p2p_sim sim(n, pd.get(), mode, seed);
+    std::vector<size_t> counts(2 * n);
+    std::vector<std::vector<uint8_t>> vec(n), res(n);
+    ucg_op_desc_t desc;
+    size_t total = 0, es;
+
+    ucg_op_desc_init(&desc, t.op, t.dtype, 0, NULL);
+    es = desc.dt_size;
+    for (unsigned i = 0; i < n; ++i) {
+        counts[i]     = ((seed + i) % 3 == 0) ? 0 : base + i;
+        counts[n + i] = total;
+        total        += counts[i];
+    }
+    for (unsigned r = 0; r < n; ++r) {
+        vec[r].assign(total * es + 1, POISON_INIT);
+        for (size_t e = 0; e < total; ++e) {
+            fill_elem(t, seed, r, e, &vec[r][e * es]);
+        }
+        res[r].assign(counts[r] * es + 1, POISON_INIT);
+        ucg_coll_t *coll  = sim.coll(r);
+        coll->op          = desc;
+        coll->dt_size     = es;
+        coll->params.type = UCG_COLL_REDUCE_SCATTER;
+        coll->params.op   = t.op;
+        coll->params.rbuf = res[r].data();
+        coll->rs_counts   = counts.data();
+        coll->data        = vec[r].data();
+        coll->acc         = vec[r].data();
+        coll->len         = total * es;
+    }
+
+    p2p_sim::result res_sim = sim.run();
+    EXPECT_CLEAN(res_sim, what);
+    for (unsigned r = 0; r < n; ++r) {
+        EXPECT_EQ(POISON_INIT, res[r].back())
+                << what << ": rank " << r << " wrote past its block";
+        res[r].pop_back();
+        if (res[r] != fold_ref(t, 0, n - 1, counts[n + r], counts[r], seed)) {
+            ADD_FAILURE() << what << ": wrong result at rank " << r;
+            return;
+        }
+    }
+}
+
+/* P2P_SCAN (scan or exscan) on n members; as the executor: scan's acc is
+ * its receive buffer, exscan's is not */
+void check_scan(ucg_coll_type_t type, unsigned n, size_t count, sim_mode mode,
+                uint64_t seed, const red_type &t)
+{
+    std::string what = params_str((type == UCG_COLL_SCAN) ? "scan" : "exscan",
+                                  n, 0, count, 0, 0,
+                                  mode, seed) + " " + ucg_dtype_name(t.dtype);
+    phase_desc pd(UCG_PHASE_P2P_SCAN);
+    pd.add_set(iota(n), 0);
+    p2p_sim sim(n, pd.get(), mode, seed);
+    std::vector<std::vector<uint8_t>> acc(n), res(n);
+    ucg_op_desc_t desc;
+    size_t es;
+
+    ucg_op_desc_init(&desc, t.op, t.dtype, 0, NULL);
+    es = desc.dt_size;
+    for (unsigned r = 0; r < n; ++r) {
+        acc[r].assign(count * es + 1, POISON_INIT);
+        for (size_t e = 0; e < count; ++e) {
+            fill_elem(t, seed, r, e, &acc[r][e * es]);
+        }
+        res[r].assign(count * es + 1, POISON_INIT);
+        ucg_coll_t *coll   = sim.coll(r);
+        coll->op           = desc;
+        coll->dt_size      = es;
+        coll->params.type  = type;
+        coll->params.op    = t.op;
+        coll->params.count = count;
+        coll->len          = count * es;
+        coll->acc          = acc[r].data();
+        coll->params.rbuf  = (type == UCG_COLL_SCAN) ? acc[r].data() :
+                                                       res[r].data();
+    }
+
+    p2p_sim::result res_sim = sim.run();
+    EXPECT_CLEAN(res_sim, what);
+    for (unsigned r = 0; r < n; ++r) {
+        std::vector<uint8_t> &out = (type == UCG_COLL_SCAN) ? acc[r] : res[r];
+        EXPECT_EQ(POISON_INIT, out.back())
+                << what << ": rank " << r << " wrote past its vector";
+        out.pop_back();
+        if ((type == UCG_COLL_EXSCAN) && (r == 0)) {
+            /* not written */
+            EXPECT_EQ(std::vector<uint8_t>(count * es, POISON_INIT), out)
+                    << what << ": rank 0's exscan result written";
+            continue;
+        }
+        if (out != fold_ref(t, 0, (type == UCG_COLL_SCAN) ? r : r - 1, 0,
+                            count, seed)) {
+            ADD_FAILURE() << what << ": wrong result at rank " << r;
+            return;
+        }
+    }
+}
+
+TEST(ucg_p2p_sim, reduce_scatter)
+{
+    uint64_t seed = 5500;
+
+    for (unsigned n = 1; n <= 17; ++n) {
+        for (size_t base : {0ul, 1ul, 7ul, 300ul}) {
+            check_reduce_scatter(n, base, (sim_mode)(seed % SIM_LAST), seed,
+                                 red_types[seed % 5]);
+            ++seed;
+            if (too_many_failures()) {
+                return;
+            }
+        }
+    }
+}
+
+TEST(ucg_p2p_sim, scan)
+{
+    uint64_t seed = 5700;
+
+    for (ucg_coll_type_t type : {UCG_COLL_SCAN, UCG_COLL_EXSCAN}) {
+        for (unsigned n = 1; n <= 17; ++n) {
+            for (size_t count : {0ul, 1ul, 7ul, 300ul}) {
+                check_scan(type, n, count, (sim_mode)(seed % SIM_LAST), seed,
+                           red_types[seed % 5]);
+                ++seed;
+                if (too_many_failures()) {
+                    return;
+                }
+            }
+        }
+    }
+}
+
 TEST(ucg_p2p_sim, deterministic)
 {
     const red_type t = {UCG_DT_DOUBLE, UCG_OP_SUM};

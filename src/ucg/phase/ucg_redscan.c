@@ -24,15 +24,15 @@
 
 
 /* The set is every rank in rank order (the planner's flat set): a member's
- * index is its rank */
+ * index is its rank, which indexes rs_counts */
 static ucs_status_t ucg_redscan_check_set(ucg_coll_t *coll)
 {
     if (coll->set->count == coll->group->size) {
         return UCS_OK;
     }
 
-    ucs_error("ucg group %u %s: phase set of %u members in a group of %u",
-              coll->group->id, ucg_coll_name(coll->params.type),
+    ucs_error("ucg group %u seq %u phase %u: a set of %u members in a group "
+              "of %u", coll->group->id, coll->seq, coll->phase_idx,
               coll->set->count, coll->group->size);
     return UCS_ERR_INVALID_PARAM;
 }
@@ -58,8 +58,8 @@ static void ucg_redscan_fold(ucg_coll_t *coll, const void *vecs, size_t len,
 
 ucs_status_t ucg_p2p_reduce_scatter_start(ucg_coll_t *coll)
 {
-    unsigned n            = coll->group->size;
-    unsigned me           = coll->group->rank;
+    unsigned n            = coll->set->count;
+    unsigned me           = coll->my_idx;
     const size_t *counts  = coll->rs_counts;
     const size_t *displs  = coll->rs_counts + n;
     size_t dt             = coll->dt_size;
@@ -86,7 +86,7 @@ ucs_status_t ucg_p2p_reduce_scatter_start(ucg_coll_t *coll)
     for (i = 1; i < n; ++i) {
         peer = (me + i) % n;
         if (counts[peer] > 0) {
-            status = ucg_p2p_send(coll, peer, 0,
+            status = ucg_p2p_send(coll, ucg_p2p_rank(coll, peer), 0,
                                   UCS_PTR_BYTE_OFFSET(coll->data,
                                                       displs[peer] * dt),
                                   counts[peer] * dt);
@@ -97,7 +97,7 @@ ucs_status_t ucg_p2p_reduce_scatter_start(ucg_coll_t *coll)
 
         peer = (me + n - i) % n;
         if (mine > 0) {
-            status = ucg_p2p_recv(coll, peer, 0,
+            status = ucg_p2p_recv(coll, ucg_p2p_rank(coll, peer), 0,
                                   UCS_PTR_BYTE_OFFSET(coll->ps.redscan.tmp,
                                                       peer * mine),
                                   mine);
@@ -107,12 +107,12 @@ ucs_status_t ucg_p2p_reduce_scatter_start(ucg_coll_t *coll)
         }
     }
 
-    return UCS_OK;
+    return ucg_p2p_reduce_scatter_progress(coll);
 }
 
 ucs_status_t ucg_p2p_reduce_scatter_progress(ucg_coll_t *coll)
 {
-    unsigned me = coll->group->rank;
+    unsigned me = coll->my_idx;
     size_t count;
     ucs_status_t status;
 
@@ -131,7 +131,7 @@ ucs_status_t ucg_p2p_reduce_scatter_progress(ucg_coll_t *coll)
     count                 = coll->rs_counts[me];
     if (count > 0) {
         ucg_redscan_fold(coll, coll->ps.redscan.tmp, count * coll->dt_size,
-                         coll->group->size, count, coll->params.rbuf);
+                         coll->set->count, count, coll->params.rbuf);
     }
     return UCS_OK;
 }
@@ -188,7 +188,13 @@ ucs_status_t ucg_p2p_scan_start(ucg_coll_t *coll)
 
     coll->ps.redscan.rounds = rounds;
     coll->ps.redscan.round  = 0;
-    return ucg_p2p_scan_post(coll);
+    if (rounds > 0) {
+        status = ucg_p2p_scan_post(coll);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+    return ucg_p2p_scan_progress(coll);
 }
 
 ucs_status_t ucg_p2p_scan_progress(ucg_coll_t *coll)
