@@ -6,8 +6,10 @@
  *
  * Matrix: the three collectives x blocking / nonblocking (the nonblocking
  * calls of a group outstanding together, waited for in reverse order) x
- * types (int, double, char, and a strided derived type: 2 ints with a hole
- * between them, packed by coll/ucg) x counts per rank (all empty; mixed
+ * types (int, double, char, a strided derived type: 2 ints with a hole
+ * between them, packed by coll/ucg, and that type on the vector buffer's
+ * side with twice as many MPI_INT on the other: datatypes that differ
+ * between ranks with one signature) x counts per rank (all empty; mixed
  * with zeros; one rank larger; rising) x sizes (1 and 300 elements a unit)
  * x roots (0 and the last rank) x in place or not x communicators
  * (MPI_COMM_WORLD, halves of a split: odd sizes when the world's is, and
@@ -26,26 +28,36 @@
 enum { C_GATHERV, C_SCATTERV, C_ALLGATHERV, C_LAST };
 static const char *coll_names[] = {"gatherv", "scatterv", "allgatherv"};
 
-enum { T_INT, T_DOUBLE, T_CHAR, T_STRIDED, T_LAST };
+enum { T_INT, T_DOUBLE, T_CHAR, T_STRIDED, T_MIXED, T_LAST };
 static const char *type_names[] = {"int", "double", "char",
-                                   "strided 2 int"};
+                                   "strided 2 int", "strided/2 x int"};
 
 #define FILL 0x5a
 #define NUM_PATTERNS 4
 
 static MPI_Datatype g_strided; /* int, hole, int: extent 3 ints */
 
-static MPI_Datatype mpi_type(int t)
+/* The datatype of the vector buffer (@a own: of this rank's own block) */
+static MPI_Datatype mpi_type(int t, int own)
 {
-    const MPI_Datatype types[] = {MPI_INT, MPI_DOUBLE, MPI_CHAR, g_strided};
-    return types[t];
+    const MPI_Datatype types[] = {MPI_INT, MPI_DOUBLE, MPI_CHAR, g_strided,
+                                  g_strided};
+    return ((t == T_MIXED) && own) ? MPI_INT : types[t];
 }
 
-/* Bytes an element spans in a buffer */
-static size_t extent_of(int t)
+/* Elements of this rank's own block for @a count in the vector buffer */
+static int own_count(int t, int count)
 {
-    const size_t ext[] = {sizeof(int), sizeof(double), 1, 3 * sizeof(int)};
-    return ext[t];
+    return (t == T_MIXED) ? 2 * count : count;
+}
+
+/* Bytes an element spans in a buffer (@a own: an element's worth of the
+ * own block's datatype) */
+static size_t extent_of(int t, int own)
+{
+    const size_t ext[] = {sizeof(int), sizeof(double), 1, 3 * sizeof(int),
+                          3 * sizeof(int)};
+    return ((t == T_MIXED) && own) ? 2 * sizeof(int) : ext[t];
 }
 
 static uint32_t mix(uint32_t x)
@@ -58,8 +70,8 @@ static uint32_t mix(uint32_t x)
 }
 
 /* Element @a i of rank @a rank's block, written at @a e (the hole of a
- * strided element is left as it is) */
-static void gen(int t, int rank, size_t i, int seed, char *e)
+ * strided element is left as it is; @a own: in the own block's layout) */
+static void gen(int t, int own, int rank, size_t i, int seed, char *e)
 {
     uint32_t h = mix((uint32_t)rank * 7919u + (uint32_t)i * 131u +
                      (uint32_t)seed * 1000003u);
@@ -78,17 +90,19 @@ static void gen(int t, int rank, size_t i, int seed, char *e)
         break;
     default:
         memcpy(e, &v[0], sizeof(int));
-        memcpy(e + 2 * sizeof(int), &v[1], sizeof(int));
+        memcpy(e + ((own && (t == T_MIXED)) ? 1 : 2) * sizeof(int), &v[1],
+               sizeof(int));
         break;
     }
 }
 
-static void gen_block(int t, int rank, int count, int seed, char *buf)
+static void gen_block(int t, int own, int rank, int count, int seed,
+                      char *buf)
 {
     int i;
 
     for (i = 0; i < count; ++i) {
-        gen(t, rank, i, seed, buf + (size_t)i * extent_of(t));
+        gen(t, own, rank, i, seed, buf + (size_t)i * extent_of(t, own));
     }
 }
 
@@ -114,7 +128,7 @@ typedef struct {
 static void call_setup(call_t *x, MPI_Comm comm, int coll, int t,
                        int pattern, int n, int root, int in_place, int seed)
 {
-    size_t ext = extent_of(t);
+    size_t ext = extent_of(t, 0), oext = extent_of(t, 1);
     int rank, size, r, pos, vroot;
 
     MPI_Comm_rank(comm, &rank);
@@ -135,9 +149,9 @@ static void call_setup(call_t *x, MPI_Comm comm, int coll, int t,
     /* the vector buffer: the root's (every rank's in allgatherv) */
     vroot  = (coll == C_ALLGATHERV) || (rank == root);
     x->slen = ((coll == C_SCATTERV) && vroot) ? x->vec * ext :
-              x->counts[rank] * ext;
+              x->counts[rank] * oext;
     x->rlen = ((coll != C_SCATTERV) && vroot) ? x->vec * ext :
-              x->counts[rank] * ext;
+              x->counts[rank] * oext;
     x->sbuf = malloc(x->slen + 1);
     x->rbuf = malloc(x->rlen + 1);
     memset(x->sbuf, FILL, x->slen + 1);
@@ -146,54 +160,53 @@ static void call_setup(call_t *x, MPI_Comm comm, int coll, int t,
     if (coll == C_SCATTERV) {
         if (rank == root) {
             for (r = 0; r < size; ++r) {
-                gen_block(t, r, x->counts[r], seed,
+                gen_block(t, 0, r, x->counts[r], seed,
                           x->sbuf + (size_t)x->displs[r] * ext);
             }
         }
     } else if (in_place && vroot) {
-        gen_block(t, rank, x->counts[rank], seed,
+        gen_block(t, 0, rank, x->counts[rank], seed,
                   x->rbuf + (size_t)x->displs[rank] * ext);
     } else {
-        gen_block(t, rank, x->counts[rank], seed, x->sbuf);
+        gen_block(t, 1, rank, x->counts[rank], seed, x->sbuf);
     }
 }
 
 static int call_post(call_t *x, MPI_Comm comm, int nb)
 {
-    MPI_Datatype dt = mpi_type(x->t);
-    int rank, ip;
+    MPI_Datatype dt = mpi_type(x->t, 0), odt = mpi_type(x->t, 1);
+    int rank, ip, oc;
 
     MPI_Comm_rank(comm, &rank);
+    oc = own_count(x->t, x->counts[rank]);
     ip = x->in_place && ((x->coll == C_ALLGATHERV) || (rank == x->root));
     switch (x->coll) {
     case C_GATHERV:
-        return nb ? MPI_Igatherv(ip ? MPI_IN_PLACE : x->sbuf,
-                                 x->counts[rank], dt, x->rbuf, x->counts,
-                                 x->displs, dt, x->root, comm, &x->req) :
-                    MPI_Gatherv(ip ? MPI_IN_PLACE : x->sbuf,
-                                x->counts[rank], dt, x->rbuf, x->counts,
-                                x->displs, dt, x->root, comm);
+        return nb ? MPI_Igatherv(ip ? MPI_IN_PLACE : x->sbuf, oc, odt,
+                                 x->rbuf, x->counts, x->displs, dt, x->root,
+                                 comm, &x->req) :
+                    MPI_Gatherv(ip ? MPI_IN_PLACE : x->sbuf, oc, odt,
+                                x->rbuf, x->counts, x->displs, dt, x->root,
+                                comm);
     case C_SCATTERV:
         return nb ? MPI_Iscatterv(x->sbuf, x->counts, x->displs, dt,
-                                  ip ? MPI_IN_PLACE : x->rbuf,
-                                  x->counts[rank], dt, x->root, comm,
-                                  &x->req) :
+                                  ip ? MPI_IN_PLACE : x->rbuf, oc, odt,
+                                  x->root, comm, &x->req) :
                     MPI_Scatterv(x->sbuf, x->counts, x->displs, dt,
-                                 ip ? MPI_IN_PLACE : x->rbuf,
-                                 x->counts[rank], dt, x->root, comm);
+                                 ip ? MPI_IN_PLACE : x->rbuf, oc, odt,
+                                 x->root, comm);
     default:
-        return nb ? MPI_Iallgatherv(ip ? MPI_IN_PLACE : x->sbuf,
-                                    x->counts[rank], dt, x->rbuf, x->counts,
-                                    x->displs, dt, comm, &x->req) :
-                    MPI_Allgatherv(ip ? MPI_IN_PLACE : x->sbuf,
-                                   x->counts[rank], dt, x->rbuf, x->counts,
-                                   x->displs, dt, comm);
+        return nb ? MPI_Iallgatherv(ip ? MPI_IN_PLACE : x->sbuf, oc, odt,
+                                    x->rbuf, x->counts, x->displs, dt, comm,
+                                    &x->req) :
+                    MPI_Allgatherv(ip ? MPI_IN_PLACE : x->sbuf, oc, odt,
+                                   x->rbuf, x->counts, x->displs, dt, comm);
     }
 }
 
 static void call_check(call_t *x, MPI_Comm comm, const char *cname, int nb)
 {
-    size_t ext = extent_of(x->t);
+    size_t ext = extent_of(x->t, 0);
     int rank, size, r, vroot;
     char *exp;
 
@@ -204,11 +217,11 @@ static void call_check(call_t *x, MPI_Comm comm, const char *cname, int nb)
     memset(exp, FILL, x->rlen + 1);
     if (x->coll == C_SCATTERV) {
         if (!(x->in_place && (rank == x->root))) {
-            gen_block(x->t, rank, x->counts[rank], x->seed, exp);
+            gen_block(x->t, 1, rank, x->counts[rank], x->seed, exp);
         }
     } else if (vroot) {
         for (r = 0; r < size; ++r) {
-            gen_block(x->t, r, x->counts[r], x->seed,
+            gen_block(x->t, 0, r, x->counts[r], x->seed,
                       exp + (size_t)x->displs[r] * ext);
         }
     }
