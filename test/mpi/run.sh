@@ -355,6 +355,34 @@ if [ "$extra_tests" = 1 ]; then
             "$np" "$vpat" ${vnot:+--not "$vnot"} -- "$mpi_bin/coll_vcoll" 1 ||
             fail=1
     done
+    # Tuning rules for them, looked up with 0 bytes: gatherv (and igatherv)
+    # handed to the previous module, allgatherv on UCG's flat plan, scatterv
+    # untouched; every result still checked
+    if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ]; then
+        vrules=$(mktemp)
+        printf '%s\n' 'ucg-rules 1' 'gatherv * * 0 prev' \
+            'allgatherv * * * flat' >"$vrules"
+        vlog=$(mktemp)
+        timeout -k 10 "$limit" mpirun --allow-run-as-root --oversubscribe \
+            -np 3 "${extra[@]}" --mca coll_ucg_rules_file "$vrules" \
+            "$mpi_bin/coll_vcoll" 1 >"$vlog" 2>&1
+        rc=$?
+        for pat in 'coll_vcoll: OK' \
+                   ': i?gatherv ucg=0 delegated=0 handed=[1-9]' \
+                   ': i?allgatherv ucg=[1-9][0-9]* delegated=0 handed=0 flat=[1-9]' \
+                   ': i?scatterv ucg=[1-9][0-9]* delegated=0 handed=0 flat=0'; do
+            if [ $rc -ne 0 ] || ! grep -Eq "$pat" "$vlog"; then
+                echo "coll_vcoll np=3 with rules: rc=$rc, no line matching" \
+                     "'$pat'"
+                grep -v 'coll:ucg: comm' "$vlog" | tail -10
+                fail=1
+                rc=1
+                break
+            fi
+        done
+        [ $rc -eq 0 ] && echo "coll_vcoll np=3 with rules: passed"
+        rm -f "$vrules" "$vlog"
+    fi
 fi
 
 # Slow is not dead, finished is not failed, side
