@@ -9,7 +9,8 @@
 # Steps:
 #   1. apt packages (UCX 1.13.1, its -dev, ucx-utils, gtest, autotools,
 #      QEMU and the tools of the Soft-RoCE VM bed, ...)
-#   2. a deb-src entry for the configured Debian suites, when absent
+#   2. a deb-src entry for the configured Debian suites, when there is none
+#      for this machine's suite (bookworm; a trixie one does not count)
 #   3. the UCX source package of exactly the installed libucx0 version
 #      (internal headers for the transports), unpacked under .deps/
 #   4. autogen, configure, make in the build dir (default: build/)
@@ -71,14 +72,33 @@ else
 fi
 
 # deb-src entry: same URIs/Suites/Components/Signed-By as the binary sources.
+# Only an entry for this machine's own suite counts: another one (the
+# trixie entry contrib/ompi5-stack.sh adds for Open MPI 5's source) does
+# not serve 'apt-get source ucx=<installed version>'.
 src_list=/etc/apt/sources.list.d/ucx-o2m-debian-src.sources
+codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
+# have_src_for SUITE: an enabled deb-src entry (one-line or deb822) names it
+have_src_for() {
+    grep -sqE "^[[:space:]]*deb-src[[:space:]]+(\[[^]]*\][[:space:]]+)?[^[:space:]]+[[:space:]]+$1[[:space:]]" \
+        /etc/apt/sources.list /etc/apt/sources.list.d/*.list && return 0
+    local f
+    for f in /etc/apt/sources.list.d/*.sources; do
+        [ -f "$f" ] || continue
+        awk -v suite="$1" 'BEGIN { RS = ""; found = 0 }
+            $0 ~ /(^|\n)Types:[^\n]*deb-src/ &&
+            $0 ~ ("(^|\n)Suites:([^\n]*[ \t])?" suite "([ \t]|\n|$)") &&
+            $0 !~ /(^|\n)Enabled:[ \t]*no/ { found = 1 }
+            END { exit !found }' "$f" && return 0
+    done
+    return 1
+}
 have_src=0
-if grep -rqsE '^(Types:.*deb-src|deb-src )' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+if have_src_for "$codename"; then
     have_src=1
 fi
 if [ $have_src -eq 0 ]; then
     bin_list=/etc/apt/sources.list.d/debian.sources
-    [ -f "$bin_list" ] || die "no deb-src entry and no $bin_list to derive one from; add a deb-src line for bookworm by hand"
+    [ -f "$bin_list" ] || die "no deb-src entry and no $bin_list to derive one from; add a deb-src line for $codename by hand"
     say "adding deb-src entry $src_list (derived from $bin_list)"
     sed -e 's/^Types:.*/Types: deb-src/' "$bin_list" | $SUDO tee "$src_list" >/dev/null
     apt_updated=0
