@@ -8,6 +8,8 @@
 #include "common/harness.h"
 #include "common/ucg_harness.h"
 
+#include <api/ucg_rules.h>
+
 extern "C" {
 #include "ucg_dt.h"
 }
@@ -548,4 +550,33 @@ TEST(ucg_redscan_errors, peer_wrong_count)
         }
         ucs_global_opts.log_component.log_level = level;
     });
+}
+
+/* The tuning rules name these collectives (coll/ucg looks them up with the
+ * whole vector's bytes for reduce_scatter) */
+TEST(ucg_redscan_plan, rules)
+{
+    const std::string text = "ucg-rules 1\n"
+                             "scan                 *  *  1-64  prev\n"
+                             "reduce_scatter_block 4- *  *     flat\n"
+                             "reduce_scatter       *  *  1k-   prev\n"
+                             "exscan               *  *  *     ucg\n";
+    ucg_rules_t rules;
+    char err[256] = "";
+
+    ASSERT_EQ(UCS_OK, ucg_rules_parse(text.data(), text.size(), "r.rules",
+                                      &rules, err, sizeof(err))) << err;
+    EXPECT_EQ(UCG_RULE_PREV, ucg_rules_lookup(&rules, UCG_COLL_SCAN, 4, 4, 8));
+    EXPECT_EQ(UCG_RULE_UCG, ucg_rules_lookup(&rules, UCG_COLL_SCAN, 4, 4, 65));
+    EXPECT_EQ(UCG_RULE_FLAT, ucg_rules_lookup(&rules,
+                                              UCG_COLL_REDUCE_SCATTER_BLOCK,
+                                              4, 2, 8));
+    EXPECT_EQ(UCG_RULE_UCG, ucg_rules_lookup(&rules,
+                                             UCG_COLL_REDUCE_SCATTER_BLOCK,
+                                             3, 3, 8));
+    EXPECT_EQ(UCG_RULE_PREV, ucg_rules_lookup(&rules,
+                                              UCG_COLL_REDUCE_SCATTER, 2, 2,
+                                              4096));
+    EXPECT_EQ(UCG_RULE_UCG, ucg_rules_lookup(&rules, UCG_COLL_EXSCAN, 2, 2,
+                                             8));
 }

@@ -336,6 +336,20 @@ if [ "$extra_tests" = 1 ]; then
             "$np" "$rpat" ${rnot:+--not "$rnot"} -- "$mpi_bin/coll_redscan" 2 ||
             fail=1
     done
+    if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ]; then
+        # The tuning rules name them: every scan handed to the previous
+        # module, every reduce_scatter_block on UCG's flat plan (on one
+        # host its plan would be sm_reduce_scatter); results still checked
+        rs_rules=$(mktemp)
+        printf '%s\n' 'ucg-rules 1' 'scan * * * prev' \
+            'reduce_scatter_block * * * flat' >"$rs_rules"
+        run_extra "coll_redscan np=3 with rules (scan prev, reduce_scatter_block flat)" \
+            3 'coll:ucg: .* scan ucg=0 delegated=0 handed=[1-9]' \
+            --not 'coll:ucg: .* (reduce_scatter_block ucg=[0-9]+ delegated=[0-9]+ handed=[0-9]+ flat=0 | scan ucg=[1-9])' \
+            --mca coll_ucg_rules_file "$rs_rules" -- \
+            "$mpi_bin/coll_redscan" 1 || fail=1
+        rm -f "$rs_rules"
+    fi
 fi
 
 # Gatherv, scatterv, allgatherv (coll_vcoll): blocking and nonblocking, on
