@@ -152,9 +152,12 @@ static int coll_ucg_register(void)
         }
         c->coll_max_bytes[i] = 0;
         snprintf(name, sizeof(name), "%s_max_bytes", mca_coll_ucg_coll_names[i]);
-        snprintf(desc, sizeof(desc), "Largest %s message (bytes per "
-                 "member) run on UCG; larger ones are delegated (0: no limit)",
-                 mca_coll_ucg_coll_names[i]);
+        snprintf(desc, sizeof(desc), "Largest %s message (bytes %s) run "
+                 "on UCG; larger ones are delegated (0: no limit)",
+                 mca_coll_ucg_coll_names[i],
+                 ((i == COLL_UCG_REDUCE_SCATTER) ||
+                  (i == COLL_UCG_IREDUCE_SCATTER)) ? "of the whole vector" :
+                                                     "per member");
         mca_base_component_var_register(v, name, desc,
                 MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
                 MCA_BASE_VAR_SCOPE_READONLY, &c->coll_max_bytes[i]);
