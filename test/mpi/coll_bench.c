@@ -13,10 +13,12 @@
  * * 100) %, averaged over ranks.
  *
  * reduce_scatter_block's size is each rank's block (its send buffer holds
- * one per rank).
+ * one per rank); so is that of gatherv, scatterv and allgatherv (bytes,
+ * equal counts: the vector forms' cost against the same data).
  *
  * Usage: coll_bench [-c bcast,allreduce,reduce,ibcast,iallreduce,ireduce,
- *                       reduce_scatter_block,scan]
+ *                       reduce_scatter_block,scan,gatherv,scatterv,
+ *                       allgatherv]
  *                   [-s MIN:MAX] [-i ITERS] [-I LARGE_ITERS] [-w WARMUP]
  * Output (rank 0): one line per collective and size:
  *   <coll> <bytes> <avg_us> <min_us> <max_us> <iterations>
@@ -32,12 +34,15 @@
 #define LARGE_SIZE 8192   /* above it, use the large iteration count */
 
 enum { B_BCAST, B_ALLREDUCE, B_REDUCE, B_IBCAST, B_IALLREDUCE, B_IREDUCE,
-       B_REDUCE_SCATTER_BLOCK, B_SCAN, B_LAST };
+       B_REDUCE_SCATTER_BLOCK, B_SCAN, B_GATHERV, B_SCATTERV, B_ALLGATHERV,
+       B_LAST };
 static const char *names[] = { "bcast", "allreduce", "reduce", "ibcast",
                                "iallreduce", "ireduce",
-                               "reduce_scatter_block", "scan" };
+                               "reduce_scatter_block", "scan", "gatherv",
+                               "scatterv", "allgatherv" };
 
 static int rank, size;
+static int *v_counts, *v_displs; /* [size]: the vector collectives' */
 
 static size_t parse_size(const char *s)
 {
@@ -56,6 +61,13 @@ static int is_bcast(int coll)
     return (coll == B_BCAST) || (coll == B_IBCAST);
 }
 
+/* Moves bytes per rank (not floats) */
+static int is_bytes(int coll)
+{
+    return is_bcast(coll) || (coll == B_GATHERV) || (coll == B_SCATTERV) ||
+           (coll == B_ALLGATHERV);
+}
+
 static int is_nb(int coll)
 {
     return (coll == B_IBCAST) || (coll == B_IALLREDUCE) ||
@@ -66,8 +78,15 @@ static int is_nb(int coll)
  * ones complete here, nonblocking ones return their request */
 static MPI_Request start(int coll, void *sbuf, void *rbuf, size_t bytes)
 {
-    int count = is_bcast(coll) ? (int)bytes : (int)(bytes / sizeof(float));
+    int count = is_bytes(coll) ? (int)bytes : (int)(bytes / sizeof(float));
     MPI_Request req = MPI_REQUEST_NULL;
+
+    if (is_bytes(coll) && !is_bcast(coll)) {
+        for (int r = 0; r < size; ++r) {
+            v_counts[r] = count;
+            v_displs[r] = r * count;
+        }
+    }
 
     switch (coll) {
     case B_BCAST:
@@ -96,6 +115,18 @@ static MPI_Request start(int coll, void *sbuf, void *rbuf, size_t bytes)
         break;
     case B_SCAN:
         MPI_Scan(sbuf, rbuf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        break;
+    case B_GATHERV:
+        MPI_Gatherv(sbuf, count, MPI_CHAR, rbuf, v_counts, v_displs,
+                    MPI_CHAR, 0, MPI_COMM_WORLD);
+        break;
+    case B_SCATTERV:
+        MPI_Scatterv(sbuf, v_counts, v_displs, MPI_CHAR, rbuf, count,
+                     MPI_CHAR, 0, MPI_COMM_WORLD);
+        break;
+    case B_ALLGATHERV:
+        MPI_Allgatherv(sbuf, count, MPI_CHAR, rbuf, v_counts, v_displs,
+                       MPI_CHAR, MPI_COMM_WORLD);
         break;
     }
     return req;
@@ -176,6 +207,24 @@ static long validate(int coll, char *sbuf, char *rbuf, size_t bytes)
         }
         return bad;
     }
+    if (is_bytes(coll)) {
+        /* block r: (char)(r + 1) */
+        for (size_t i = 0; i < bytes * size; ++i) {
+            sbuf[i] = (char)(((coll == B_SCATTERV) ? i / bytes : rank) + 1);
+            rbuf[i] = 0;
+        }
+        run_once(coll, sbuf, rbuf, bytes);
+        if (coll == B_SCATTERV) {
+            for (size_t i = 0; i < bytes; ++i) {
+                bad += rbuf[i] != (char)(rank + 1);
+            }
+        } else if ((coll == B_ALLGATHERV) || (rank == 0)) {
+            for (size_t i = 0; i < bytes * size; ++i) {
+                bad += rbuf[i] != (char)(i / bytes + 1);
+            }
+        }
+        return bad;
+    }
     for (size_t i = 0; i < n * size; ++i) {
         s[i] = (float)(rank + 1);
     }
@@ -226,7 +275,7 @@ int main(int argc, char **argv)
             if (rank == 0) {
                 fprintf(stderr, "usage: %s [-c bcast,allreduce,reduce,"
                         "ibcast,iallreduce,ireduce,reduce_scatter_block,"
-                        "scan] "
+                        "scan,gatherv,scatterv,allgatherv] "
                         "[-s MIN:MAX bytes, k/m suffix] [-i ITERS] "
                         "[-I ITERS above %d B] [-w WARMUP]\n", argv[0],
                         LARGE_SIZE);
@@ -256,14 +305,17 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    /* reduce_scatter_block sends a block per rank */
-    char *sbuf = malloc(max_size * size), *rbuf = malloc(max_size);
-    if (!sbuf || !rbuf) {
+    /* reduce_scatter_block sends a block per rank, gatherv and allgatherv
+     * receive one */
+    char *sbuf = malloc(max_size * size), *rbuf = malloc(max_size * size);
+    v_counts = malloc(sizeof(int) * size);
+    v_displs = malloc(sizeof(int) * size);
+    if (!sbuf || !rbuf || !v_counts || !v_displs) {
         fprintf(stderr, "out of memory\n");
         MPI_Abort(MPI_COMM_WORLD, 3);
     }
     memset(sbuf, 1, max_size * size);
-    memset(rbuf, 0, max_size);
+    memset(rbuf, 0, max_size * size);
 
     if (rank == 0) {
         printf("# np=%d; latency in us: per-rank average, then avg/min/max "
@@ -274,7 +326,7 @@ int main(int argc, char **argv)
     for (int c = 0; c < ncolls; ++c) {
         int coll = colls[c];
         /* reductions need whole floats */
-        size_t first = is_bcast(coll) ? min_size :
+        size_t first = is_bytes(coll) ? min_size :
                        (min_size < sizeof(float) ? sizeof(float) : min_size);
         for (size_t bytes = first; bytes <= max_size; bytes *= 2) {
             int n = (bytes > LARGE_SIZE) ? large_iters : iters;
@@ -317,6 +369,8 @@ int main(int argc, char **argv)
     MPI_Bcast(&bad, 1, MPI_LONG, 0, MPI_COMM_WORLD);
     free(sbuf);
     free(rbuf);
+    free(v_counts);
+    free(v_displs);
     MPI_Finalize();
     return bad ? 1 : 0;
 }

@@ -14,7 +14,8 @@
  * x roots (0 and the last rank) x in place or not x communicators
  * (MPI_COMM_WORLD, halves of a split: odd sizes when the world's is, and
  * the world reversed).  The blocks lie in reverse rank order in the vector
- * buffer, one element apart.
+ * buffer, one element apart.  Then the same buffers call after call with
+ * counts that change between calls.
  *
  * Usage: coll_vcoll [ROUNDS]   (default 1)
  * Prints "coll_vcoll: OK" on rank 0 when every check passed.
@@ -123,7 +124,11 @@ typedef struct {
     char        *sbuf, *rbuf;
     size_t      slen, rlen;        /* bytes */
     MPI_Request req;
+    int         keep;              /* the caller's buffers: not freed */
 } call_t;
+
+/* Buffers kept from call to call (run_same_buffers), large enough */
+static char *g_keep_sbuf, *g_keep_rbuf;
 
 static void call_setup(call_t *x, MPI_Comm comm, int coll, int t,
                        int pattern, int n, int root, int in_place, int seed)
@@ -152,8 +157,14 @@ static void call_setup(call_t *x, MPI_Comm comm, int coll, int t,
               x->counts[rank] * oext;
     x->rlen = ((coll != C_SCATTERV) && vroot) ? x->vec * ext :
               x->counts[rank] * oext;
-    x->sbuf = malloc(x->slen + 1);
-    x->rbuf = malloc(x->rlen + 1);
+    if (g_keep_sbuf != NULL) {
+        x->keep = 1;
+        x->sbuf = g_keep_sbuf;
+        x->rbuf = g_keep_rbuf;
+    } else {
+        x->sbuf = malloc(x->slen + 1);
+        x->rbuf = malloc(x->rlen + 1);
+    }
     memset(x->sbuf, FILL, x->slen + 1);
     memset(x->rbuf, FILL, x->rlen + 1);
 
@@ -232,8 +243,10 @@ static void call_check(call_t *x, MPI_Comm comm, const char *cname, int nb)
           x->in_place ? " in place" : "", type_names[x->t], x->pattern,
           x->n, x->root, cname, rank, size);
     free(exp);
-    free(x->sbuf);
-    free(x->rbuf);
+    if (!x->keep) {
+        free(x->sbuf);
+        free(x->rbuf);
+    }
     free(x->counts);
     free(x->displs);
 }
@@ -289,6 +302,40 @@ static void run_comm(MPI_Comm comm, const char *cname, int round)
     }
 }
 
+/*
+ * The same buffers call after call, as loops do (coll/ucg then reuses the
+ * request it made, when the counts are the same too): three calls with
+ * one set of counts, then three with others, then the first again; every
+ * result checked, so a request reused with other counts shows
+ */
+static void run_same_buffers(MPI_Comm comm, const char *cname, int round)
+{
+    const int patterns[] = {1, 1, 1, 3, 3, 3, 1, 2};
+    int c, i, nb, seed = round * 1000000 + 900000;
+    call_t x;
+
+    g_keep_sbuf = malloc(1 << 20);
+    g_keep_rbuf = malloc(1 << 20);
+    for (c = 0; c < C_LAST; ++c) {
+        for (nb = 0; nb < 2; ++nb) {
+            for (i = 0; i < (int)(sizeof(patterns) / sizeof(*patterns));
+                 ++i) {
+                call_setup(&x, comm, c, T_INT, patterns[i], 5, 0, 0,
+                           ++seed);
+                CALLF(call_post(&x, comm, nb), "%s same buffers call %d on "
+                      "%s", coll_names[c], i, cname);
+                if (nb) {
+                    CALL("MPI_Wait", MPI_Wait(&x.req, MPI_STATUS_IGNORE));
+                }
+                call_check(&x, comm, cname, nb);
+            }
+        }
+    }
+    free(g_keep_sbuf);
+    free(g_keep_rbuf);
+    g_keep_sbuf = g_keep_rbuf = NULL;
+}
+
 int main(int argc, char **argv)
 {
     int rank, size, rounds = (argc > 1) ? atoi(argv[1]) : 1, i, total;
@@ -311,6 +358,8 @@ int main(int argc, char **argv)
         run_comm(MPI_COMM_WORLD, "MPI_COMM_WORLD", i);
         run_comm(half, "half", i);
         run_comm(rev, "reversed", i);
+        run_same_buffers(MPI_COMM_WORLD, "MPI_COMM_WORLD", i);
+        run_same_buffers(half, "half", i);
     }
 
     MPI_Comm_free(&half);

@@ -136,6 +136,10 @@ typedef struct mca_coll_ucg_module {
     ucg_coll_h             cached[COLL_UCG_NUM];
     ucg_coll_params_t      cached_params[COLL_UCG_NUM];
     ucg_plan_choice_t      cached_plan[COLL_UCG_NUM];
+    /* The byte counts and displacements the cached gatherv / scatterv /
+     * allgatherv request was made with ([2 * comm_size]; NULL: none, as
+     * for the other collectives); a call with the same reuses it */
+    size_t                 *cached_v[COLL_UCG_NUM];
 
     /* Parameters of recent calls of each type that all ranks prepared
      * (only the parts equal on all ranks count; UCG keeps their plans): a

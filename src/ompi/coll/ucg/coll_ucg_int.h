@@ -146,6 +146,13 @@ bool coll_ucg_allgatherv_prep(mca_coll_ucg_module_t *m, int coll,
                               struct ompi_datatype_t *rdtype,
                               coll_ucg_call_t *call);
 int coll_ucg_v_finish(coll_ucg_call_t *call, int ret);
+/* Whether the call's byte counts are those of the cached request of
+ * @a coll; keep a copy of them with the request about to be cached
+ * (false: the request is not cached) */
+bool coll_ucg_v_same(const mca_coll_ucg_module_t *m, int coll,
+                     const coll_ucg_call_t *call);
+bool coll_ucg_v_keep(mca_coll_ucg_module_t *m, int coll,
+                     const coll_ucg_call_t *call);
 void coll_ucg_v_set_ops(mca_coll_ucg_module_t *m);
 
 /* What the blocking module's steps share with coll_ucg_vcoll.c */

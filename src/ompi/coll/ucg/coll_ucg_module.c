@@ -356,13 +356,20 @@ size_t coll_ucg_bytes(struct ompi_datatype_t *dtype, int count)
     return (count > 0) ? size * (size_t)count : 0;
 }
 
-/* Parameters with counts per member (UCG copies them at init) are never
- * those of the cached request: the arrays may say anything new */
+/* Parameters with counts per member (UCG copies them at init) are those
+ * of the cached request only when both have counts and the caller found
+ * them the same (@a counts_same: a vector collective's, coll_ucg_v_same;
+ * the cached parameters' arrays are gone, only whether they were there
+ * counts) */
 static bool coll_ucg_params_equal(const ucg_coll_params_t *a,
-                                  const ucg_coll_params_t *b)
+                                  const ucg_coll_params_t *b,
+                                  bool counts_same)
 {
-    return (a->scounts == NULL) && (a->rcounts == NULL) &&
-           (b->scounts == NULL) && (b->rcounts == NULL) &&
+    bool a_counts = (a->scounts != NULL) || (a->rcounts != NULL);
+    bool b_counts = (b->scounts != NULL) || (b->rcounts != NULL);
+
+    return ((!a_counts && !b_counts) ||
+            (a_counts && b_counts && counts_same)) &&
            (a->type == b->type) && (a->root == b->root) &&
            (a->sbuf == b->sbuf) && (a->rbuf == b->rbuf) &&
            (a->count == b->count) && (a->dtype == b->dtype) &&
@@ -579,7 +586,8 @@ static void coll_ucg_prepare_req(mca_coll_ucg_module_t *m, int coll,
 
     call->req = m->cached[coll];
     if ((call->req != NULL) && (m->cached_plan[coll] == call->plan) &&
-        coll_ucg_params_equal(&m->cached_params[coll], &call->params)) {
+        coll_ucg_params_equal(&m->cached_params[coll], &call->params,
+                              coll_ucg_v_same(m, coll, call))) {
         ++m->n_reused[coll];
         return;
     }
@@ -597,8 +605,11 @@ static void coll_ucg_prepare_req(mca_coll_ucg_module_t *m, int coll,
         return;
     }
     /* A user op's argument lives on the caller's stack, and the counts of
-     * a vector collective are not compared: not kept */
-    if ((call->params.op != UCG_OP_USER) && (call->params.rcounts == NULL)) {
+     * reduce_scatter are not compared: not kept; those of gatherv,
+     * scatterv and allgatherv are, with a copy of their counts */
+    if ((call->params.op != UCG_OP_USER) &&
+        (((call->params.rcounts == NULL) && (call->params.scounts == NULL)) ||
+         coll_ucg_v_keep(m, coll, call))) {
         m->cached[coll]        = call->req;
         m->cached_params[coll] = call->params;
         m->cached_plan[coll]   = call->plan;
@@ -1411,6 +1422,7 @@ static void coll_ucg_module_destruct(mca_coll_ucg_module_t *m)
     }
     for (i = 0; i < COLL_UCG_NUM; ++i) {
         coll_ucg_uncache(m, i);
+        free(m->cached_v[i]);
     }
     if (m->group != NULL) {
         ucg_group_destroy(m->group);

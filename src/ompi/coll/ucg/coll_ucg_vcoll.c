@@ -187,6 +187,33 @@ int coll_ucg_v_finish(coll_ucg_call_t *call, int ret)
     return ret;
 }
 
+bool coll_ucg_v_same(const mca_coll_ucg_module_t *m, int coll,
+                     const coll_ucg_call_t *call)
+{
+    return call->v.active && (call->v.bytes != NULL) &&
+           (m->cached_v[coll] != NULL) &&
+           !memcmp(m->cached_v[coll], call->v.bytes,
+                   2 * (size_t)call->v.size * sizeof(*call->v.bytes));
+}
+
+bool coll_ucg_v_keep(mca_coll_ucg_module_t *m, int coll,
+                     const coll_ucg_call_t *call)
+{
+    size_t len = 2 * (size_t)call->v.size * sizeof(*call->v.bytes);
+
+    if (!call->v.active || (call->v.bytes == NULL)) {
+        return false;
+    }
+    if (m->cached_v[coll] == NULL) {
+        m->cached_v[coll] = malloc(len);
+        if (m->cached_v[coll] == NULL) {
+            return false; /* only not cached */
+        }
+    }
+    memcpy(m->cached_v[coll], call->v.bytes, len);
+    return true;
+}
+
 /* Own contribution from @a sbuf (@a count of @a dtype), or in place */
 static void coll_ucg_v_own(mca_coll_ucg_module_t *m, coll_ucg_call_t *call,
                            const void *sbuf, int count,
