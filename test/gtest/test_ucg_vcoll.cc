@@ -499,13 +499,18 @@ namespace {
  * hangs, nothing beyond the buffers is written.
  */
 void wrong_count(ucg_coll_type_t type, unsigned np, unsigned root,
-                 unsigned liar, long delta, size_t scale)
+                 unsigned liar, long delta, size_t scale, bool ring = false)
 {
     run_opts opts;
     std::string label = std::string(ucg_coll_name(type)) + " root " +
                         std::to_string(root) + " liar " +
                         std::to_string(liar) + " delta " +
-                        std::to_string(delta) + " x" + std::to_string(scale);
+                        std::to_string(delta) + " x" + std::to_string(scale) +
+                        (ring ? " ring" : "");
+
+    if (ring) {
+        opts.env["UCX_UCG_ALLGATHERV_P2P"] = "ring";
+    }
 
     opts.timeout     = 60;
     opts.parent_done = [&](const void *shared) {
@@ -542,7 +547,7 @@ void wrong_count(ucg_coll_type_t type, unsigned np, unsigned root,
         ucg_coll_finalize(coll);
 
         /* who receives the liar's message, or receives a block of the
-         * wrong length */
+         * wrong length (in the ring: its right neighbour first) */
         bool receives = (type == UCG_COLL_GATHERV) ? (m.rank == root) :
                         (type == UCG_COLL_SCATTERV) ? (m.rank == liar) :
                         (m.rank != liar);
@@ -580,6 +585,7 @@ TEST(ucg_vcoll, wrong_count)
         wrong_count(UCG_COLL_SCATTERV, 3, 0, 1, delta, 1);
         wrong_count(UCG_COLL_SCATTERV, 3, 2, 0, delta, 1);
         wrong_count(UCG_COLL_ALLGATHERV, 3, 0, 1, delta, 1);
+        wrong_count(UCG_COLL_ALLGATHERV, 4, 0, 2, delta, 1, true);
     }
 }
 
