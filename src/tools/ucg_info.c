@@ -364,7 +364,9 @@ static int ucg_info_print_plan(const ucg_info_opts_t *opts,
     memset(&key, 0, sizeof(key));
     key.type        = type;
     key.root        = ucg_coll_type_is_rooted(type) ? opts->root : 0;
-    key.msg_size    = (type == UCG_COLL_BARRIER) ? 0 : opts->msg_size;
+    /* no size for barrier; alltoallv has none every member knows */
+    key.msg_size    = ((type == UCG_COLL_BARRIER) ||
+                       (type == UCG_COLL_ALLTOALLV)) ? 0 : opts->msg_size;
     key.commutative = 1;
 
     if (ucg_coll_type_is_reduction(type)) {

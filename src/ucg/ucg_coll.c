@@ -164,6 +164,18 @@ static ucs_status_t ucg_coll_check_params(ucg_group_h group,
         }
     }
 
+    if (params->type == UCG_COLL_ALLTOALLV) {
+        /* count is ignored: the per-member arrays, checked once copied
+         * (ucg_coll_check_alltoall) */
+        coll->len = 0;
+        if (params->rbuf == UCG_IN_PLACE) {
+            ucs_error("ucg %s: UCG_IN_PLACE as receive buffer is only valid "
+                      "for scatter at the root", ucg_coll_name(params->type));
+            return UCS_ERR_INVALID_PARAM;
+        }
+        return UCS_OK;
+    }
+
     if ((params->count > SIZE_MAX / coll->dt_size / group->size)) {
         ucs_error("ucg %s: %zu elements of %zu bytes overflow",
                   ucg_coll_name(params->type), params->count, coll->dt_size);
@@ -199,6 +211,7 @@ static ucs_status_t ucg_coll_check_params(ucg_group_h group,
           (params->type == UCG_COLL_REDUCE_SCATTER_BLOCK) ||
           (params->type == UCG_COLL_SCAN) ||
           (params->type == UCG_COLL_EXSCAN) ||
+          (params->type == UCG_COLL_ALLTOALL) ||
           (((params->type == UCG_COLL_REDUCE) ||
             (params->type == UCG_COLL_GATHER)) && is_root))) {
         ucs_error("ucg %s: UCG_IN_PLACE as send buffer is not valid here%s",
@@ -252,6 +265,74 @@ err_null:
     return UCS_ERR_INVALID_PARAM;
 }
 
+/* The per-member arrays of ucg_coll_params_t (API 1.3) a collective reads */
+enum {
+    UCG_COLL_VEC_SCOUNTS = UCS_BIT(0),
+    UCG_COLL_VEC_SDISPLS = UCS_BIT(1),
+    UCG_COLL_VEC_RCOUNTS = UCS_BIT(2),
+    UCG_COLL_VEC_RDISPLS = UCS_BIT(3)
+};
+
+static unsigned ucg_coll_vecs_used(const ucg_coll_params_t *params)
+{
+    switch (params->type) {
+    case UCG_COLL_ALLTOALLV:
+        /* in place, the data to send is laid out as the data received */
+        return UCG_COLL_VEC_RCOUNTS | UCG_COLL_VEC_RDISPLS |
+               ((params->sbuf == UCG_IN_PLACE) ? 0 :
+                (UCG_COLL_VEC_SCOUNTS | UCG_COLL_VEC_SDISPLS));
+    default:
+        return 0;
+    }
+}
+
+/*
+ * Copy the arrays alltoallv reads into coll->vecs (ucg_coll_init copies
+ * them: the caller's need not outlive it), and point coll->params at the
+ * copies (the vector collectives of ucg_coll_vec.c copy theirs in bytes
+ * there).
+ */
+static ucs_status_t ucg_coll_copy_vecs(ucg_coll_t *coll)
+{
+    static const char *names[] = {"scounts", "sdispls", "rcounts",
+                                  "rdispls"};
+    ucg_coll_params_t *params = &coll->params;
+    const size_t **arrays[]   = {&params->scounts, &params->sdispls,
+                                 &params->rcounts, &params->rdispls};
+    unsigned size             = coll->group->size;
+    unsigned used             = ucg_coll_vecs_used(params);
+    unsigned i;
+
+    for (i = 0; i < 4; ++i) {
+        if ((used & UCS_BIT(i)) && (*arrays[i] == NULL)) {
+            ucs_error("ucg %s: %s is NULL", ucg_coll_name(params->type),
+                      names[i]);
+            return UCS_ERR_INVALID_PARAM;
+        }
+    }
+
+    if ((used != 0) && (coll->vecs_size != size)) {
+        ucs_free(coll->vecs);
+        coll->vecs_size = 0;
+        coll->vecs      = ucs_malloc(4 * sizeof(size_t) * size, "ucg vecs");
+        if (coll->vecs == NULL) {
+            ucs_error("ucg: out of memory for the arrays of %u members",
+                      size);
+            return UCS_ERR_NO_MEMORY;
+        }
+        coll->vecs_size = size;
+    }
+
+    for (i = 0; i < 4; ++i) {
+        if (used & UCS_BIT(i)) {
+            memcpy(coll->vecs + (i * size), *arrays[i],
+                   sizeof(size_t) * size);
+            *arrays[i] = coll->vecs + (i * size);
+        }
+    }
+    return UCS_OK;
+}
+
 /*
  * A zeroed collective: the group's spare one (kept by the last
  * ucg_coll_finalize, with its request array and small scratch buffers) or a
@@ -262,7 +343,8 @@ static ucg_coll_t *ucg_coll_alloc(ucg_group_h group)
     ucg_coll_t *coll = group->spare_coll;
     void *scratch[UCG_COLL_MAX_SCRATCH];
     size_t scratch_len[UCG_COLL_MAX_SCRATCH];
-    unsigned max_reqs;
+    unsigned max_reqs, vecs_size;
+    size_t *vecs;
     void **reqs;
 
     if (coll == NULL) {
@@ -272,14 +354,18 @@ static ucg_coll_t *ucg_coll_alloc(ucg_group_h group)
     group->spare_coll = NULL;
     memcpy(scratch, coll->scratch, sizeof(scratch));
     memcpy(scratch_len, coll->scratch_len, sizeof(scratch_len));
-    reqs     = coll->reqs;
-    max_reqs = coll->max_reqs;
+    reqs      = coll->reqs;
+    max_reqs  = coll->max_reqs;
+    vecs      = coll->vecs;
+    vecs_size = coll->vecs_size;
 
     memset(coll, 0, sizeof(*coll));
     memcpy(coll->scratch, scratch, sizeof(scratch));
     memcpy(coll->scratch_len, scratch_len, sizeof(scratch_len));
-    coll->reqs     = reqs;
-    coll->max_reqs = max_reqs;
+    coll->reqs      = reqs;
+    coll->max_reqs  = max_reqs;
+    coll->vecs      = vecs;
+    coll->vecs_size = vecs_size;
     return coll;
 }
 
@@ -293,6 +379,7 @@ static void ucg_coll_free(ucg_coll_t *coll)
     }
     ucg_coll_vec_cleanup(coll);
     ucs_free(coll->reqs);
+    ucs_free(coll->vecs);
     ucs_free(coll);
 }
 
@@ -380,6 +467,14 @@ ucs_status_t ucg_coll_init_plan(ucg_group_h group,
     coll->flat   = (choice == UCG_PLAN_FLAT);
     coll->status = UCS_OK;
     status       = ucg_coll_check_params(group, params, coll);
+    if (status != UCS_OK) {
+        goto err;
+    }
+
+    status = ucg_coll_copy_vecs(coll);
+    if ((status == UCS_OK) && (params->type == UCG_COLL_ALLTOALLV)) {
+        status = ucg_coll_check_alltoall(coll);
+    }
     if (status != UCS_OK) {
         goto err;
     }
@@ -601,7 +696,8 @@ ucs_status_t ucg_coll_start(ucg_coll_h coll)
                          ucg_coll_progress_cb);
 
     if ((coll->len == 0) && (coll->params.type != UCG_COLL_BARRIER) &&
-        !ucg_coll_type_is_vblock(coll->params.type)) {
+        !ucg_coll_type_is_vblock(coll->params.type) &&
+        (coll->params.type != UCG_COLL_ALLTOALLV)) {
         /* Zero bytes everywhere (MPI requires matching signatures; not in
          * the vector collectives, where this member's count is only its
          * own) */

@@ -76,6 +76,11 @@ struct ucg_coll {
 
     void                *scratch[UCG_COLL_MAX_SCRATCH];
     size_t              scratch_len[UCG_COLL_MAX_SCRATCH];
+
+    /* The copies of the per-member arrays of params (API 1.3: ucg_coll_init
+     * copies them), 4 x group size; kept with the group's spare */
+    size_t              *vecs;
+    unsigned            vecs_size;   /* group size they were allocated for */
 };
 
 /** A buffer of at least @a size bytes kept until ucg_coll_finalize();
@@ -129,6 +134,12 @@ void ucg_coll_abort_send(ucg_group_h group, uint16_t seq, ucs_status_t reason);
 
 /** Take the abort messages UCP has for @a group (ucg_coll_abort.c) */
 void ucg_coll_abort_probe(ucg_group_h group);
+
+/** Alltoall and alltoallv (ucg_coll_buf.c): the checks of ucg_coll_init
+ *  beyond the common ones (the arrays already copied into coll->params),
+ *  and the buffers of a start */
+ucs_status_t ucg_coll_check_alltoall(ucg_coll_t *coll);
+ucs_status_t ucg_coll_setup_alltoall(ucg_coll_t *coll);
 
 /** The data of a started @a coll: what its phases read and write (see
  *  ucg_plan.h), in the user's buffers or scratch (ucg_coll_buf.c) */

@@ -256,6 +256,9 @@ ucs_status_t ucg_coll_setup_buffers(ucg_coll_t *coll)
         coll->data     = coll->gbuf;
         coll->data_len = size * coll->len;
         return UCS_OK;
+    case UCG_COLL_ALLTOALL:
+    case UCG_COLL_ALLTOALLV:
+        return ucg_coll_setup_alltoall(coll);
     default:
         return UCS_ERR_INVALID_PARAM;
     }

@@ -29,6 +29,7 @@ const char *ucg_p2p_method_names[] = {
     [UCG_P2P_RING]               = "ring",
     [UCG_P2P_LINEAR]             = "linear",
     [UCG_P2P_DISSEMINATION]      = "dissemination",
+    [UCG_P2P_PAIRWISE]           = "pairwise",
     [UCG_P2P_LAST]               = NULL
 };
 
@@ -176,6 +177,22 @@ ucs_config_field_t ucg_config_table[] = {
      ucs_offsetof(ucg_config_t, p2p_method[UCG_COLL_ALLGATHERV]),
      UCS_CONFIG_TYPE_ENUM(ucg_p2p_method_names)},
 
+    {"ALLTOALL_P2P", "auto",
+     "Method of alltoall (always point-to-point):\n"
+     " auto     - pairwise from ALLTOALL_PAIRWISE_THRESH bytes per block\n"
+     "            with more than 2 members, else linear;\n"
+     " linear   - every send and receive posted at once;\n"
+     " pairwise - size - 1 rounds, one send and one receive each.",
+     ucs_offsetof(ucg_config_t, p2p_method[UCG_COLL_ALLTOALL]),
+     UCS_CONFIG_TYPE_ENUM(ucg_p2p_method_names)},
+
+    {"ALLTOALLV_P2P", "auto",
+     "Method of alltoallv (always point-to-point): auto (linear: the counts\n"
+     "differ between members, which must all choose the same), linear or\n"
+     "pairwise (as ALLTOALL_P2P).",
+     ucs_offsetof(ucg_config_t, p2p_method[UCG_COLL_ALLTOALLV]),
+     UCS_CONFIG_TYPE_ENUM(ucg_p2p_method_names)},
+
     {"SM_BCAST_MODE", "auto",
      "Mode of the host-local sm_bcast groups: batched, centralized, or auto\n"
      "(batched up to SM_BATCHED_MAX_PPN members per host, else centralized).",
@@ -219,6 +236,14 @@ ucs_config_field_t ucg_config_table[] = {
      "Allgathers whose result (bytes per member x members) is at least this\n"
      "size use the ring (with ALLGATHER_P2P=auto); inf: never.",
      ucs_offsetof(ucg_config_t, allgather_ring_thresh),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"ALLTOALL_PAIRWISE_THRESH", "64k",
+     "Alltoalls of at least this many bytes per member pair (count x element\n"
+     "size) use the pairwise exchange between more than 2 members (with\n"
+     "ALLTOALL_P2P=auto): one round at a time bounds what is in flight;\n"
+     "smaller ones post everything at once.  inf: never.",
+     ucs_offsetof(ucg_config_t, alltoall_pairwise_thresh),
      UCS_CONFIG_TYPE_MEMUNITS},
 
     {"SM_BATCHED_MAX_PPN", "8",

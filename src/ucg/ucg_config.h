@@ -19,8 +19,10 @@ typedef enum {
     UCG_P2P_RECURSIVE_DOUBLING, /**< allreduce */
     UCG_P2P_RING,               /**< allreduce (reduce-scatter + allgather),
                                      allgather */
-    UCG_P2P_LINEAR,             /**< gather, scatter, allgather */
+    UCG_P2P_LINEAR,             /**< gather, scatter, allgather, alltoall,
+                                     alltoallv */
     UCG_P2P_DISSEMINATION,      /**< barrier */
+    UCG_P2P_PAIRWISE,           /**< alltoall, alltoallv */
     UCG_P2P_LAST
 } ucg_p2p_method_t;
 
@@ -78,6 +80,7 @@ struct ucg_config {
                                           bcopy minus UCG's header */
     size_t           allreduce_ring_thresh; /* ALLREDUCE_RING_THRESH */
     size_t           allgather_ring_thresh; /* ALLGATHER_RING_THRESH */
+    size_t           alltoall_pairwise_thresh; /* ALLTOALL_PAIRWISE_THRESH */
     unsigned         sm_batched_max_ppn;    /* SM_BATCHED_MAX_PPN: larger
                                                hosts use centralized mode */
     size_t           sm_allreduce_max;      /* SM_ALLREDUCE_MAX */

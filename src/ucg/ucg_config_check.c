@@ -128,6 +128,9 @@ static int ucg_config_p2p_valid(ucg_coll_type_t type, int method)
     case UCG_COLL_ALLGATHER:
     case UCG_COLL_ALLGATHERV:
         return (method == UCG_P2P_RING) || (method == UCG_P2P_LINEAR);
+    case UCG_COLL_ALLTOALL:
+    case UCG_COLL_ALLTOALLV:
+        return (method == UCG_P2P_LINEAR) || (method == UCG_P2P_PAIRWISE);
     default:
         return 0;
     }
@@ -143,7 +146,9 @@ const char *ucg_config_p2p_vars[] = {
     [UCG_COLL_ALLGATHER] = "ALLGATHER_P2P",
     [UCG_COLL_GATHERV]   = "GATHERV_P2P",
     [UCG_COLL_SCATTERV]  = "SCATTERV_P2P",
-    [UCG_COLL_ALLGATHERV] = "ALLGATHERV_P2P"
+    [UCG_COLL_ALLGATHERV] = "ALLGATHERV_P2P",
+    [UCG_COLL_ALLTOALL]  = "ALLTOALL_P2P",
+    [UCG_COLL_ALLTOALLV] = "ALLTOALLV_P2P"
 };
 
 #define UCG_CONFIG_ERROR(_config, _var, _fmt, ...) \
@@ -158,6 +163,7 @@ ucs_status_t ucg_config_check(const ucg_config_t *config)
     } sizes[] = {
         {"ALLREDUCE_RING_THRESH", &config->allreduce_ring_thresh},
         {"ALLGATHER_RING_THRESH", &config->allgather_ring_thresh},
+        {"ALLTOALL_PAIRWISE_THRESH", &config->alltoall_pairwise_thresh},
         {"SM_SCATTER_MAX",        &config->sm_scatter_max},
         {"SM_ALLGATHER_MAX",      &config->sm_allgather_max},
         {"SM_ALLREDUCE_MAX",      &config->sm_allreduce_max},

@@ -42,6 +42,8 @@ const char *ucg_phase_method_names[] = {
     [UCG_PHASE_P2P_SCAN]              = "p2p_scan",
     [UCG_PHASE_SM_SCAN]               = "sm_scan",
     [UCG_PHASE_SM_REDUCE_SCATTER]     = "sm_reduce_scatter",
+    [UCG_PHASE_P2P_ALLTOALL_LINEAR]   = "p2p_alltoall_linear",
+    [UCG_PHASE_P2P_ALLTOALL_PAIRWISE] = "p2p_alltoall_pair",
     [UCG_PHASE_LAST]                  = NULL
 };
 
@@ -82,7 +84,9 @@ const ucg_plan_phase_info_t ucg_plan_phase_info[] = {
                                         UCG_PHASE_INFO_ELEMS},
     [UCG_PHASE_SM_REDUCE_SCATTER]    = {UCT_O2M_BCAST_TL_NAME,
                                         UCG_PHASE_INFO_SM |
-                                        UCG_PHASE_INFO_ELEMS}
+                                        UCG_PHASE_INFO_ELEMS},
+    [UCG_PHASE_P2P_ALLTOALL_LINEAR]  = {"ucp", 0},
+    [UCG_PHASE_P2P_ALLTOALL_PAIRWISE] = {"ucp", 0}
 };
 
 /* Names of the collectives (ucg_coll_name) */
@@ -100,7 +104,9 @@ static const char *ucg_plan_coll_names[] = {
     [UCG_COLL_EXSCAN]               = "exscan",
     [UCG_COLL_GATHERV]   = "gatherv",
     [UCG_COLL_SCATTERV]  = "scatterv",
-    [UCG_COLL_ALLGATHERV] = "allgatherv"
+    [UCG_COLL_ALLGATHERV] = "allgatherv",
+    [UCG_COLL_ALLTOALL]  = "alltoall",
+    [UCG_COLL_ALLTOALLV] = "alltoallv"
 };
 
 const char *ucg_coll_name(ucg_coll_type_t type)
@@ -192,6 +198,12 @@ static int ucg_plan_sm_too_large(ucg_plan_builder_t *b)
     case UCG_COLL_SCAN:
     case UCG_COLL_EXSCAN:
         return !ucg_plan_redscan_hier(b);
+    case UCG_COLL_ALLTOALL:
+    case UCG_COLL_ALLTOALLV:
+        /* Each member gets other data from each member: the host-local
+         * fan-in / fan-out would carry every block through a leader, or
+         * every member's whole buffer to every member (docs/ucg.md) */
+        return 1;
     default:
         return 0;
     }
@@ -222,7 +234,9 @@ static const ucg_plan_build_func_t ucg_plan_builders[] = {
     [UCG_COLL_EXSCAN]               = ucg_plan_build_scan,
     [UCG_COLL_GATHERV]   = ucg_plan_build_gatherv,
     [UCG_COLL_SCATTERV]  = ucg_plan_build_scatterv,
-    [UCG_COLL_ALLGATHERV] = ucg_plan_build_allgatherv
+    [UCG_COLL_ALLGATHERV] = ucg_plan_build_allgatherv,
+    [UCG_COLL_ALLTOALL]  = ucg_plan_build_alltoall,
+    [UCG_COLL_ALLTOALLV] = ucg_plan_build_alltoall
 };
 
 static ucs_status_t ucg_plan_build(ucg_plan_builder_t *b, int hier,

@@ -31,7 +31,11 @@
  *  - SM_BCAST_CMA: as SM_BCAST (bcast only), single-copy;
  *  - SM_REDUCE_CMA: as SM_REDUCE (reduce only, commutative), single-copy;
  *  - barrier phases (SM_GATHER / SM_BCAST with 0 bytes, P2P_BARRIER) only
- *    synchronize.
+ *    synchronize;
+ *  - P2P_ALLTOALL_*: every set member sends its block of each other member
+ *    (alltoall: count elements; alltoallv: scounts / sdispls) and receives
+ *    that member's block of itself, from the user's buffers (or a copy of
+ *    the receive buffer in place).
  */
 #ifndef UCG_PLAN_H_
 #define UCG_PLAN_H_
@@ -83,6 +87,10 @@ typedef enum {
     UCG_PHASE_SM_REDUCE_SCATTER,  /* as SM_ALLREDUCE, each member folds
                                      its block of every vector in rank
                                      order */
+    UCG_PHASE_P2P_ALLTOALL_LINEAR,   /* every member's block to every member,
+                                        all posted at once */
+    UCG_PHASE_P2P_ALLTOALL_PAIRWISE, /* size - 1 rounds: to me + k, from
+                                        me - k */
     UCG_PHASE_LAST
 } ucg_phase_method_t;
 

@@ -119,5 +119,8 @@ ucs_status_t ucg_plan_build_reduce_scatter(ucg_plan_builder_t *b, int hier,
                                            unsigned root);
 ucs_status_t ucg_plan_build_scan(ucg_plan_builder_t *b, int hier,
                                  unsigned root);
+/* ucg_plan_alltoall.c: alltoall and alltoallv */
+ucs_status_t ucg_plan_build_alltoall(ucg_plan_builder_t *b, int hier,
+                                     unsigned root);
 
 #endif

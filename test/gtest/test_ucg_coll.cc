@@ -268,9 +268,15 @@ public:
         const dtype_op dbl_max = reductions[1];
         const dtype_op mat2    = reductions[6];
 
-        /* The collectives the harness's reference knows (the later ones
+        /* The collectives the harness's reference knows (the other ones
          * of API 1.3 have tests of their own, e.g. test_ucg_redscan.cc) */
+        std::vector<int> types;
         for (int t = 0; t <= UCG_COLL_ALLGATHER; ++t) {
+            types.push_back(t);
+        }
+        types.push_back(UCG_COLL_ALLTOALL);
+        types.push_back(UCG_COLL_ALLTOALLV);
+        for (int t : types) {
             ucg_coll_type_t type = (ucg_coll_type_t)t;
             bool is_red          = (type == UCG_COLL_REDUCE) ||
                                    (type == UCG_COLL_ALLREDUCE);
@@ -634,6 +640,8 @@ const coll_config configs[] = {
      "SM_INCAST_MODE=atomic"},
     {"np6_hosts3_hieroff", 6, "3",    O2M_ON,      LEVEL_SMALL,  false, false,
      "HIER=off"},
+    {"np5_hosts2_pairwise", 5, "2",   O2M_ON,      LEVEL_MEDIUM, false, false,
+     "ALLTOALL_P2P=pairwise;ALLTOALLV_P2P=pairwise"},
     {"np7_hosts213_knomial", 7, "2,1,3", O2M_ON,   LEVEL_MEDIUM, false, false,
      "ALLREDUCE_P2P=knomial;SM_FRAG_SIZE=1000;KNOMIAL_RADIX=3"},
     {"np8_ppn4_locked0",  8, "auto",  O2M_ON,      LEVEL_MEDIUM, true,  false,

@@ -20,7 +20,8 @@
  * Modes: uniform random choice among all possible actions; random delays
  * on every request; deliveries first (fast network).
  *
- * Tests: every P2P_* method for set sizes 1..17, several roots, counts
+ * Tests: every P2P_* method (alltoall's with random per-pair counts too)
+ * for set sizes 1..17, several roots, counts
  * 0 / 1 / odd / large, radices, fragment sizes, owner layouts (identity,
  * contiguous hosts, interleaved hosts, random hosts), several sets in one
  * phase, bit-identical results across interleavings, error propagation,
@@ -99,6 +100,11 @@ const ucg_phase_ops_t *p2p_row(ucg_phase_method_t method)
                 ucg_p2p_reduce_scatter_progress};
         rows[UCG_PHASE_P2P_SCAN]             = {ucg_p2p_scan_start,
                                                 ucg_p2p_scan_progress};
+        rows[UCG_PHASE_P2P_ALLTOALL_LINEAR]  = {
+                ucg_p2p_alltoall_linear_start, ucg_p2p_wait_progress};
+        rows[UCG_PHASE_P2P_ALLTOALL_PAIRWISE] = {
+                ucg_p2p_alltoall_pairwise_start,
+                ucg_p2p_alltoall_pairwise_progress};
     }
     return &rows[method];
 }
@@ -1644,6 +1650,115 @@ TEST(ucg_p2p_sim, allgather_ring_large)
 /* ------------------------------------------------------------------------
  * Barrier
  * ---------------------------------------------------------------------- */
+
+/* ------------------------------------------------------------------------
+ * Alltoall phases: every member's block of every other member, alltoall
+ * (blocks of count bytes by rank) or alltoallv (random counts per pair,
+ * send blocks in rank order and receive blocks in reverse order, each
+ * followed by a gap byte that must stay).  The executor copies the own
+ * block; here it stays poisoned.
+ * ---------------------------------------------------------------------- */
+
+void run_alltoall(ucg_phase_method_t method, unsigned n, bool vector,
+                  size_t count, sim_mode mode, uint64_t seed,
+                  const std::string &what)
+{
+    phase_desc pd(method);
+    std::vector<std::vector<uint8_t>> sbuf(n), rbuf(n);
+    std::vector<std::vector<size_t>> sc(n), sd(n), rc(n), rd(n);
+
+    auto cnt = [&](unsigned i, unsigned j) -> size_t {
+        return vector ? (size_t)(mix(seed ^ ((uint64_t)i * 1031 + j)) %
+                                 (count + 1)) : count;
+    };
+
+    pd.add_set(iota(n), 0);
+    p2p_sim sim(n, pd.get(), mode, seed);
+    for (unsigned m = 0; m < n; ++m) {
+        size_t soff = 0, roff = 0;
+
+        sc[m].resize(n);
+        sd[m].resize(n);
+        rc[m].resize(n);
+        rd[m].resize(n);
+        for (unsigned j = 0; j < n; ++j) {
+            sc[m][j] = cnt(m, j);
+            sd[m][j] = vector ? soff : (size_t)j * count;
+            soff    += sc[m][j] + (vector ? 1 : 0);
+        }
+        for (unsigned i = n; i-- > 0;) {
+            rc[m][i] = cnt(i, m);
+            rd[m][i] = vector ? roff : (size_t)i * count;
+            roff    += rc[m][i] + (vector ? 1 : 0);
+        }
+        sbuf[m].resize(soff + 1);
+        for (size_t b = 0; b < sbuf[m].size(); ++b) {
+            sbuf[m][b] = pattern(seed, m, b);
+        }
+        rbuf[m].assign(roff + 1, POISON_INIT);
+
+        ucg_coll_t *coll     = sim.coll(m);
+        coll->params.type    = vector ? UCG_COLL_ALLTOALLV : UCG_COLL_ALLTOALL;
+        coll->params.scounts = sc[m].data();
+        coll->params.sdispls = sd[m].data();
+        coll->params.rcounts = rc[m].data();
+        coll->params.rdispls = rd[m].data();
+        coll->dt_size        = 1;
+        coll->len            = count;
+        coll->block          = count;
+        coll->data           = sbuf[m].data();
+        coll->gbuf           = rbuf[m].data();
+    }
+
+    p2p_sim::result res = sim.run();
+    EXPECT_CLEAN(res, what);
+
+    for (unsigned m = 0; m < n; ++m) {
+        std::vector<uint8_t> exp(rbuf[m].size(), POISON_INIT);
+        for (unsigned i = 0; i < n; ++i) {
+            for (size_t b = 0; (i != m) && (b < rc[m][i]); ++b) {
+                exp[rd[m][i] + b] = sbuf[i][sd[i][m] + b];
+            }
+        }
+        if (rbuf[m] != exp) {
+            ADD_FAILURE() << what << ": member " << m << " received wrong "
+                          << "data";
+            return;
+        }
+    }
+}
+
+void check_alltoall_method(ucg_phase_method_t method, uint64_t seed)
+{
+    for (unsigned n = 1; n <= 17; ++n) {
+        for (int vector = 0; vector < 2; ++vector) {
+            for (size_t count : {0ul, 1ul, 5ul, 40ul}) {
+                sim_mode mode = (sim_mode)(seed % SIM_LAST);
+                run_alltoall(method, n, vector, count, mode, seed,
+                             params_str((method ==
+                                         UCG_PHASE_P2P_ALLTOALL_LINEAR) ?
+                                        "alltoall_linear" :
+                                        "alltoall_pairwise", n, 0, count,
+                                        0, 0, mode, seed) +
+                             (vector ? " vector" : ""));
+                ++seed;
+                if (too_many_failures()) {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+TEST(ucg_p2p_sim, alltoall_linear)
+{
+    check_alltoall_method(UCG_PHASE_P2P_ALLTOALL_LINEAR, 12000);
+}
+
+TEST(ucg_p2p_sim, alltoall_pairwise)
+{
+    check_alltoall_method(UCG_PHASE_P2P_ALLTOALL_PAIRWISE, 13000);
+}
 
 TEST(ucg_p2p_sim, barrier)
 {

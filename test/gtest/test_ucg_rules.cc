@@ -267,7 +267,7 @@ TEST(ucg_rules, bad_files)
         {"ucg-rules 1\nbcast 2 2 8\n",          "t.rules:2: 4 fields"},
         {"ucg-rules 1\nbcast\n",                "t.rules:2: 1 field,"},
         {"ucg-rules 1\nbcast 2 2 8 prev x\n",   "t.rules:2: more than 5 fields"},
-        {"ucg-rules 1\n\nalltoall 2 2 8 prev\n", "t.rules:3: unknown collective 'alltoall'"},
+        {"ucg-rules 1\n\nalltoallw 2 2 8 prev\n", "t.rules:3: unknown collective 'alltoallw'"},
         {"ucg-rules 1\nbcast 2 2 8 fast\n",     "t.rules:2: unknown action 'fast'"},
         {"ucg-rules 1\nbcast 0 2 8 prev\n",     "t.rules:2: np: must be at least 1"},
         {"ucg-rules 1\nbcast 2 0-4 8 prev\n",   "t.rules:2: ppn: must be at least 1"},

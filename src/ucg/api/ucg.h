@@ -238,6 +238,8 @@ typedef enum {
     UCG_COLL_GATHERV,    /**< (API 1.3) */
     UCG_COLL_SCATTERV,   /**< (API 1.3) */
     UCG_COLL_ALLGATHERV, /**< (API 1.3) */
+    UCG_COLL_ALLTOALL,   /**< (API 1.3) */
+    UCG_COLL_ALLTOALLV,  /**< (API 1.3) */
     UCG_COLL_LAST
 } ucg_coll_type_t;
 
@@ -262,11 +264,20 @@ typedef enum {
  *               In place: rbuf == UCG_IN_PLACE at the root;
  *  - ALLGATHERV: sbuf (count) -> rbuf: member i's rcounts[i] elements at
  *               rdispls[i] (rcounts, rdispls on every member).  In place:
- *               sbuf == UCG_IN_PLACE, own block already in rbuf.
+ *               sbuf == UCG_IN_PLACE, own block already in rbuf;
+ *  - ALLTOALL:  sbuf (size * count, block i to member i) -> rbuf (size *
+ *               count, block i from member i).  In place: sbuf ==
+ *               UCG_IN_PLACE, the data is in rbuf and replaced;
+ *  - ALLTOALLV: scounts[i] elements at sdispls[i] of sbuf to member i,
+ *               rcounts[i] elements from member i at rdispls[i] of rbuf
+ *               (count is ignored).  In place: sbuf == UCG_IN_PLACE, the
+ *               data is in rbuf at rcounts / rdispls and replaced;
+ *               scounts and sdispls are ignored.
  * In GATHERV, SCATTERV and ALLGATHERV a member's count must be its entry
  * of the counts (the root's; every member's for ALLGATHERV): a message of
  * another length fails the collective with UCS_ERR_MESSAGE_TRUNCATED where
- * it arrives.
+ * it arrives.  In ALLTOALLV a member's rcounts[i] must be member i's
+ * scounts of it, the same way.
  * The buffers must not change (or be read, for rbuf) until completion.
  */
 typedef struct ucg_coll_params {

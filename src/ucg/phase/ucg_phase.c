@@ -57,6 +57,11 @@ const ucg_phase_ops_t ucg_phase_table[UCG_PHASE_LAST] = {
                     ucg_p2p_reduce_scatter_progress, 0),
     [UCG_PHASE_P2P_SCAN] =
         UCG_P2P_ROW(ucg_p2p_scan_start, ucg_p2p_scan_progress, 0),
+    [UCG_PHASE_P2P_ALLTOALL_LINEAR] =
+        UCG_P2P_ROW(ucg_p2p_alltoall_linear_start, ucg_p2p_wait_progress, 0),
+    [UCG_PHASE_P2P_ALLTOALL_PAIRWISE] =
+        UCG_P2P_ROW(ucg_p2p_alltoall_pairwise_start,
+                    ucg_p2p_alltoall_pairwise_progress, 0),
 
     [UCG_PHASE_SM_BCAST] =
         UCG_SM_ROW(ucg_sm_bcast_start, ucg_sm_stream_progress,

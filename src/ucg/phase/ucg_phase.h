@@ -6,6 +6,7 @@
  *   ucg_p2p_tree.c       P2P_BCAST, P2P_REDUCE (k-nomial tree)
  *   ucg_p2p_allreduce.c  P2P_ALLREDUCE_RD, P2P_ALLREDUCE_RING
  *   ucg_p2p_block.c      P2P_GATHER, P2P_SCATTER, P2P_ALLGATHER_RING/LINEAR
+ *   ucg_p2p_alltoall.c   P2P_ALLTOALL_LINEAR, P2P_ALLTOALL_PAIRWISE
  *   ucg_p2p_barrier.c    P2P_BARRIER
  *   ucg_p2p_ucp.c        the UCP tag primitives of the P2P_* phases
  *   ucg_sm.c             the stream every SM_* phase sends and receives, the
@@ -84,6 +85,10 @@ typedef struct ucg_redscan_state {
     void       *tmp;        /* scan: a vector; reduce_scatter: every
                                member's block of this member */
 } ucg_redscan_state_t;
+/* P2P_ALLTOALL_PAIRWISE (ucg_p2p_alltoall.c) */
+typedef struct ucg_p2p_a2a_state {
+    unsigned   round;       /* the posted one; == set size: done */
+} ucg_p2p_a2a_state_t;
 
 /* P2P_BARRIER: dissemination (ucg_p2p_barrier.c) */
 typedef struct ucg_p2p_barrier_state {
@@ -143,6 +148,7 @@ typedef union ucg_phase_state {
     ucg_p2p_rd_state_t      rd;
     ucg_p2p_ring_state_t    ring;
     ucg_p2p_barrier_state_t barrier;
+    ucg_p2p_a2a_state_t     a2a;
     ucg_sm_state_t          sm;
     ucg_mc_state_t          mc;
     ucg_redscan_state_t     redscan;
@@ -237,6 +243,11 @@ ucs_status_t ucg_p2p_allgather_ring_start(struct ucg_coll *coll);
 ucs_status_t ucg_p2p_allgather_ring_progress(struct ucg_coll *coll);
 /* progress() of phases that post everything in start() */
 ucs_status_t ucg_p2p_wait_progress(struct ucg_coll *coll);
+
+/* ucg_p2p_alltoall.c */
+ucs_status_t ucg_p2p_alltoall_linear_start(struct ucg_coll *coll);
+ucs_status_t ucg_p2p_alltoall_pairwise_start(struct ucg_coll *coll);
+ucs_status_t ucg_p2p_alltoall_pairwise_progress(struct ucg_coll *coll);
 
 /* ucg_p2p_barrier.c */
 ucs_status_t ucg_p2p_barrier_start(struct ucg_coll *coll);

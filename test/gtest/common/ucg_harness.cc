@@ -422,11 +422,80 @@ void ref_reduce(const coll_desc &d, unsigned size, void *result)
     memcpy(result, acc.data(), len);
 }
 
+size_t a2av_count(const coll_desc &d, unsigned i, unsigned j)
+{
+    return (d.count * ((d.in_place ? (i + j) : (i + 2 * j)) % 3)) / 2;
+}
+
+std::vector<size_t> a2av_scounts(const coll_desc &d, unsigned rank,
+                                 unsigned size)
+{
+    std::vector<size_t> c(size);
+
+    for (unsigned j = 0; j < size; ++j) {
+        c[j] = a2av_count(d, rank, j);
+    }
+    return c;
+}
+
+std::vector<size_t> a2av_sdispls(const coll_desc &d, unsigned rank,
+                                 unsigned size)
+{
+    std::vector<size_t> displs(size);
+    size_t off = 0;
+
+    for (unsigned j = 0; j < size; ++j) {
+        displs[j] = off;
+        off      += a2av_count(d, rank, j) + 1;
+    }
+    return displs;
+}
+
+std::vector<size_t> a2av_rcounts(const coll_desc &d, unsigned rank,
+                                 unsigned size)
+{
+    std::vector<size_t> c(size);
+
+    for (unsigned i = 0; i < size; ++i) {
+        c[i] = a2av_count(d, i, rank);
+    }
+    return c;
+}
+
+std::vector<size_t> a2av_rdispls(const coll_desc &d, unsigned rank,
+                                 unsigned size)
+{
+    std::vector<size_t> displs(size);
+    size_t off = 0;
+
+    for (unsigned i = size; i-- > 0;) {
+        displs[i] = off;
+        off      += a2av_count(d, i, rank) + 1;
+    }
+    return displs;
+}
+
+/* Elements of member @a rank's alltoallv send (@a recv: receive) layout */
+static size_t a2av_elems(const coll_desc &d, unsigned rank, unsigned size,
+                         bool recv)
+{
+    size_t n = 0;
+
+    for (unsigned j = 0; j < size; ++j) {
+        n += (recv ? a2av_count(d, j, rank) : a2av_count(d, rank, j)) + 1;
+    }
+    return n;
+}
+
 size_t rbuf_size(const coll_desc &d, unsigned rank, unsigned size)
 {
     size_t len = d.count * d.elem_size();
 
     switch (d.type) {
+    case UCG_COLL_ALLTOALL:
+        return len * size;
+    case UCG_COLL_ALLTOALLV:
+        return a2av_elems(d, rank, size, true) * d.elem_size();
     case UCG_COLL_BCAST:
     case UCG_COLL_ALLREDUCE:
         return len;
@@ -456,6 +525,11 @@ size_t sbuf_size(const coll_desc &d, unsigned rank, unsigned size)
         return d.in_place ? 0 : len;
     case UCG_COLL_SCATTER:
         return (rank == d.root) ? (len * size) : 0;
+    case UCG_COLL_ALLTOALL:
+        return d.in_place ? 0 : (len * size);
+    case UCG_COLL_ALLTOALLV:
+        return d.in_place ? 0 : (a2av_elems(d, rank, size, false) *
+                                 d.elem_size());
     default:
         return 0;
     }
@@ -490,6 +564,31 @@ std::vector<char> ref_result(const coll_desc &d, unsigned rank, unsigned size)
             gen_input(d, d.root, rank * d.count, d.count, res.data());
         }
         break;
+    case UCG_COLL_ALLTOALL:
+        /* member r's input is its send buffer (or its receive buffer in
+         * place): block rank of it */
+        for (unsigned r = 0; r < size; ++r) {
+            gen_input(d, r, rank * d.count, d.count, res.data() + (r * len));
+        }
+        break;
+    case UCG_COLL_ALLTOALLV: {
+        std::vector<size_t> rd = a2av_rdispls(d, rank, size);
+
+        /* the gaps: as filled (in place: the input) */
+        if (d.in_place) {
+            gen_input(d, rank, 0, a2av_elems(d, rank, size, true),
+                      res.data());
+        } else {
+            memset(res.data(), fill_byte, res.size());
+        }
+        for (unsigned i = 0; i < size; ++i) {
+            size_t src = d.in_place ? a2av_rdispls(d, i, size)[rank] :
+                                      a2av_sdispls(d, i, size)[rank];
+            gen_input(d, i, src, a2av_count(d, i, rank),
+                      res.data() + (rd[i] * esize));
+        }
+        break;
+    }
     default:
         break;
     }
@@ -945,6 +1044,19 @@ void coll_bufs::fill(const coll_desc &d)
             gen_input(d, m_rank, 0, d.count * m_size, m_sbuf);
         }
         break;
+    case UCG_COLL_ALLTOALL:
+    case UCG_COLL_ALLTOALLV:
+        /* the whole send layout, gaps included (in place: the receive
+         * buffer) */
+        gen_input(d, m_rank, 0, (d.in_place ? m_rlen : m_slen) /
+                  d.elem_size(), d.in_place ? m_rbuf : m_sbuf);
+        if (d.type == UCG_COLL_ALLTOALLV) {
+            m_scounts = a2av_scounts(d, m_rank, m_size);
+            m_sdispls = a2av_sdispls(d, m_rank, m_size);
+            m_rcounts = a2av_rcounts(d, m_rank, m_size);
+            m_rdispls = a2av_rdispls(d, m_rank, m_size);
+        }
+        break;
     default:
         break;
     }
@@ -970,6 +1082,12 @@ ucg_coll_params_t coll_bufs::params() const
 
     p.sbuf = (m_slen > 0) ? m_sbuf : NULL;
     p.rbuf = (m_rlen > 0) ? m_rbuf : NULL;
+    if (m_d.type == UCG_COLL_ALLTOALLV) {
+        p.scounts = m_scounts.data();
+        p.sdispls = m_sdispls.data();
+        p.rcounts = m_rcounts.data();
+        p.rdispls = m_rdispls.data();
+    }
     if (m_d.in_place) {
         switch (m_d.type) {
         case UCG_COLL_REDUCE:
@@ -980,6 +1098,8 @@ ucg_coll_params_t coll_bufs::params() const
             break;
         case UCG_COLL_ALLREDUCE:
         case UCG_COLL_ALLGATHER:
+        case UCG_COLL_ALLTOALL:
+        case UCG_COLL_ALLTOALLV:
             p.sbuf = UCG_IN_PLACE;
             break;
         case UCG_COLL_SCATTER:

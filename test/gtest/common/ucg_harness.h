@@ -107,6 +107,23 @@ void ref_reduce(const coll_desc &d, unsigned size, void *result);
  */
 std::vector<char> ref_result(const coll_desc &d, unsigned rank, unsigned size);
 
+/*
+ * Alltoallv of a coll_desc: elements member @a i sends member @a j (0,
+ * count / 2 or count, symmetric in place, where what goes to j is where
+ * what comes from j goes), and the layouts: member i's send blocks in
+ * rank order, its receive blocks in reverse rank order, each followed by
+ * a gap of one element
+ */
+size_t a2av_count(const coll_desc &d, unsigned i, unsigned j);
+std::vector<size_t> a2av_scounts(const coll_desc &d, unsigned rank,
+                                 unsigned size);
+std::vector<size_t> a2av_sdispls(const coll_desc &d, unsigned rank,
+                                 unsigned size);
+std::vector<size_t> a2av_rcounts(const coll_desc &d, unsigned rank,
+                                 unsigned size);
+std::vector<size_t> a2av_rdispls(const coll_desc &d, unsigned rank,
+                                 unsigned size);
+
 /* Receive / send buffer sizes of @a rank (0 when not used) */
 size_t rbuf_size(const coll_desc &d, unsigned rank, unsigned size);
 size_t sbuf_size(const coll_desc &d, unsigned rank, unsigned size);
@@ -212,6 +229,8 @@ private:
     size_t            m_rlen;
     /* The input as it was before the collective */
     std::vector<char> m_sref;
+    /* Alltoallv: the arrays of params() */
+    std::vector<size_t> m_scounts, m_sdispls, m_rcounts, m_rdispls;
 };
 
 /* init, start, wait, check, finalize: one collective, CHILD_CHECK on any
