@@ -14,7 +14,8 @@
 #   -x        skip the extra tests: coll_test -F (the Fortran types and
 #             C bool), coll_nb (nonblocking collectives), coll_redscan
 #             (reduce_scatter, scan and their nonblocking forms), coll_vcoll
-#             (gatherv, scatterv, allgatherv and theirs), late_rank and
+#             (gatherv, scatterv, allgatherv and theirs), coll_a2a
+#             (alltoall, alltoallv and their nonblocking forms), late_rank and
 #             comm_churn (about 40 s), and, with coll/ucg, coll_fault
 #   --build-dir DIR  the configured build tree whose test/mpi programs run
 #             (built there with make); default build/, or the source tree
@@ -397,6 +398,49 @@ if [ "$extra_tests" = 1 ]; then
         [ $rc -eq 0 ] && echo "coll_vcoll np=3 with rules: passed"
         rm -f "$vrules" "$vlog"
     fi
+fi
+
+# Alltoall and alltoallv, blocking and nonblocking (coll_a2a): types,
+# sizes, in place, communicator shapes (np 3 and 5: odd halves), results
+# checked; with coll/ucg, each of the four served by UCG on every
+# communicator and none delegated
+if [ "$extra_tests" = 1 ]; then
+    mpi_bin_make "$build_dir" coll_a2a || exit 1
+    for np in 2 3 5; do
+        alog=$(mktemp)
+        timeout -k 10 "$limit" mpirun --allow-run-as-root --oversubscribe \
+            -np "$np" "${extra[@]}" "$mpi_bin/coll_a2a" "${targs[@]}" \
+            >"$alog" 2>&1
+        rc=$?
+        afail=0
+        if [ $rc -ne 0 ] || ! grep -q 'coll_a2a: OK' "$alog"; then
+            echo "coll_a2a np=$np: rc=$rc"
+            afail=1
+        elif [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ]; then
+            for coll in alltoall alltoallv ialltoall ialltoallv; do
+                if ! grep -Eq "coll:ucg: comm MPI_COMM_WORLD .* $coll ucg=[1-9][0-9]* delegated=0 " \
+                     "$alog"; then
+                    echo "coll_a2a np=$np: no 'coll:ucg: ... $coll ucg=N>0" \
+                         "delegated=0' line for MPI_COMM_WORLD"
+                    afail=1
+                fi
+            done
+            if grep -Eq 'coll:ucg: .* i?alltoallv? ucg=[0-9]+ delegated=[1-9]' \
+                 "$alog"; then
+                echo "coll_a2a np=$np: a call was delegated"
+                afail=1
+            fi
+        fi
+        if [ $afail = 1 ]; then
+            grep -v 'coll:ucg: comm' "$alog" | tail -15
+            grep 'coll:ucg: comm MPI_COMM_WORLD' "$alog" | grep alltoall |
+                head -4
+            fail=1
+        else
+            grep 'coll_a2a: OK' "$alog"
+        fi
+        rm -f "$alog"
+    done
 fi
 
 # Slow is not dead, finished is not failed, side

@@ -33,6 +33,8 @@ enum {
     COLL_UCG_GATHERV,     /* the vector ones: coll_ucg_vcoll.c */
     COLL_UCG_SCATTERV,
     COLL_UCG_ALLGATHERV,
+    COLL_UCG_ALLTOALL,
+    COLL_UCG_ALLTOALLV,
     /* nonblocking forms (coll_ucg_nb.c, coll_ucg_redscan.c), in the same
      * order */
     COLL_UCG_IBCAST,
@@ -49,6 +51,8 @@ enum {
     COLL_UCG_IGATHERV,
     COLL_UCG_ISCATTERV,
     COLL_UCG_IALLGATHERV,
+    COLL_UCG_IALLTOALL,
+    COLL_UCG_IALLTOALLV,
     COLL_UCG_NUM
 };
 
@@ -75,8 +79,8 @@ typedef struct mca_coll_ucg_component {
     bool                            enable;
     int                             verbose;
     bool                            coll_enable[COLL_UCG_NUM];
-    /* Bytes per member (per block for gather/scatter/allgather); 0: no
-     * limit; not for the vector collectives */
+    /* Bytes per member (per block for gather/scatter/allgather/alltoall);
+     * 0: no limit; not for the vector collectives nor alltoallv */
     size_t                          coll_max_bytes[COLL_UCG_NUM];
     /* Tuning rules (docs/ucg.md, "Tuning rules"): rules_file names them
      * ("": the built-in table, "none": no rules); read on first use into
@@ -171,6 +175,10 @@ typedef struct mca_coll_ucg_module {
     mca_coll_base_module_t              *prev_scatter_module;
     mca_coll_base_module_allgather_fn_t prev_allgather;
     mca_coll_base_module_t              *prev_allgather_module;
+    mca_coll_base_module_alltoall_fn_t  prev_alltoall;
+    mca_coll_base_module_t              *prev_alltoall_module;
+    mca_coll_base_module_alltoallv_fn_t prev_alltoallv;
+    mca_coll_base_module_t              *prev_alltoallv_module;
     mca_coll_base_module_ibcast_fn_t     prev_ibcast;
     mca_coll_base_module_t               *prev_ibcast_module;
     mca_coll_base_module_iallreduce_fn_t prev_iallreduce;
@@ -214,6 +222,10 @@ typedef struct mca_coll_ucg_module {
     mca_coll_base_module_t                *prev_iscatterv_module;
     mca_coll_base_module_iallgatherv_fn_t prev_iallgatherv;
     mca_coll_base_module_t                *prev_iallgatherv_module;
+    mca_coll_base_module_ialltoall_fn_t  prev_ialltoall;
+    mca_coll_base_module_t               *prev_ialltoall_module;
+    mca_coll_base_module_ialltoallv_fn_t prev_ialltoallv;
+    mca_coll_base_module_t               *prev_ialltoallv_module;
 } mca_coll_ucg_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_ucg_module_t);

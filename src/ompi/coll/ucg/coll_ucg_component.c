@@ -25,6 +25,8 @@ const char *mca_coll_ucg_coll_names[COLL_UCG_NUM] = {
     [COLL_UCG_GATHERV]   = "gatherv",
     [COLL_UCG_SCATTERV]  = "scatterv",
     [COLL_UCG_ALLGATHERV] = "allgatherv",
+    [COLL_UCG_ALLTOALL]  = "alltoall",
+    [COLL_UCG_ALLTOALLV] = "alltoallv",
     [COLL_UCG_IBCAST]     = "ibcast",
     [COLL_UCG_IALLREDUCE] = "iallreduce",
     [COLL_UCG_IREDUCE]    = "ireduce",
@@ -38,7 +40,9 @@ const char *mca_coll_ucg_coll_names[COLL_UCG_NUM] = {
     [COLL_UCG_IEXSCAN]               = "iexscan",
     [COLL_UCG_IGATHERV]   = "igatherv",
     [COLL_UCG_ISCATTERV]  = "iscatterv",
-    [COLL_UCG_IALLGATHERV] = "iallgatherv"
+    [COLL_UCG_IALLGATHERV] = "iallgatherv",
+    [COLL_UCG_IALLTOALL]  = "ialltoall",
+    [COLL_UCG_IALLTOALLV] = "ialltoallv"
 };
 
 static int coll_ucg_register(void);
@@ -147,7 +151,8 @@ static int coll_ucg_register(void)
                 NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
                 &c->coll_enable[i]);
 
-        if ((i == COLL_UCG_BARRIER) || mca_coll_ucg_coll_is_v(i)) {
+        if ((i == COLL_UCG_BARRIER) || mca_coll_ucg_coll_is_v(i) ||
+            (i == COLL_UCG_ALLTOALLV) || (i == COLL_UCG_IALLTOALLV)) {
             continue; /* no data, or no size common to all ranks */
         }
         c->coll_max_bytes[i] = 0;

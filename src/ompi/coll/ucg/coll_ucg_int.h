@@ -68,6 +68,8 @@ typedef struct {
     struct ompi_datatype_t *dtype;
     int                    size;
 } coll_ucg_v_t;
+/* Alltoallv's arrays in bytes and packed copies (coll_ucg_alltoall.c) */
+struct coll_ucg_a2av;
 
 typedef struct {
     ucg_coll_params_t      params;
@@ -81,6 +83,8 @@ typedef struct {
     bool                   ok;     /* this rank's preparation succeeded */
     bool                   nb;     /* nonblocking: packs into its own
                                       buffers (not the module's scratch) */
+    struct coll_ucg_a2av   *a2av;  /* alltoallv: what it allocated and
+                                      unpacks when it completes */
 } coll_ucg_call_t;
 
 /*
@@ -115,6 +119,22 @@ bool coll_ucg_allgather_prep(mca_coll_ucg_module_t *m, int coll,
                              struct ompi_datatype_t *sdtype, void *rbuf,
                              int rcount, struct ompi_datatype_t *rdtype,
                              coll_ucg_call_t *call);
+/* coll_ucg_alltoall.c */
+bool coll_ucg_alltoall_prep(mca_coll_ucg_module_t *m, int coll,
+                            const void *sbuf, int scount,
+                            struct ompi_datatype_t *sdtype, void *rbuf,
+                            int rcount, struct ompi_datatype_t *rdtype,
+                            coll_ucg_call_t *call);
+bool coll_ucg_alltoallv_prep(mca_coll_ucg_module_t *m, int coll,
+                             const void *sbuf, const int *scounts,
+                             const int *sdispls,
+                             struct ompi_datatype_t *sdtype, void *rbuf,
+                             const int *rcounts, const int *rdispls,
+                             struct ompi_datatype_t *rdtype,
+                             coll_ucg_call_t *call);
+/* What coll_ucg_call_finish does for an alltoallv: unpack (@a ret
+ * OMPI_SUCCESS) and release; @a ret, or an error if unpacking failed */
+int coll_ucg_alltoallv_finish(coll_ucg_call_t *call, int ret);
 
 /* Whether a UCG collective type has counts per member: every rank has its
  * own count */
@@ -175,6 +195,15 @@ bool coll_ucg_reduce_params(struct ompi_datatype_t *dtype,
                             coll_ucg_user_op_arg_t *user_arg,
                             ucg_coll_params_t *params);
 bool coll_ucg_use(mca_coll_ucg_module_t *m, int coll, size_t bytes);
+bool coll_ucg_rule_plan(mca_coll_ucg_module_t *m, int coll, size_t bytes,
+                        coll_ucg_call_t *call);
+void coll_ucg_call_init(mca_coll_ucg_module_t *m, int coll,
+                        coll_ucg_call_t *call, size_t pack_bound);
+bool coll_ucg_bytes_call(mca_coll_ucg_module_t *m, int coll,
+                         ucg_coll_type_t type, size_t bytes, int root,
+                         size_t pack_bound, coll_ucg_call_t *call);
+void coll_ucg_call_out(coll_ucg_call_t *call, void *buf, int count,
+                       struct ompi_datatype_t *dtype, size_t bytes);
 size_t coll_ucg_bytes(struct ompi_datatype_t *dtype, int count);
 void *coll_ucg_buf_in(mca_coll_ucg_module_t *m, coll_ucg_call_t *call,
                       int slot, const void *buf, int count,

@@ -291,6 +291,8 @@ static const ucg_coll_type_t coll_ucg_types[COLL_UCG_NUM] = {
     [COLL_UCG_GATHERV]   = UCG_COLL_GATHERV,
     [COLL_UCG_SCATTERV]  = UCG_COLL_SCATTERV,
     [COLL_UCG_ALLGATHERV] = UCG_COLL_ALLGATHERV,
+    [COLL_UCG_ALLTOALL]  = UCG_COLL_ALLTOALL,
+    [COLL_UCG_ALLTOALLV] = UCG_COLL_ALLTOALLV,
     [COLL_UCG_IBCAST]     = UCG_COLL_BCAST,
     [COLL_UCG_IALLREDUCE] = UCG_COLL_ALLREDUCE,
     [COLL_UCG_IREDUCE]    = UCG_COLL_REDUCE,
@@ -304,17 +306,21 @@ static const ucg_coll_type_t coll_ucg_types[COLL_UCG_NUM] = {
     [COLL_UCG_IEXSCAN]               = UCG_COLL_EXSCAN,
     [COLL_UCG_IGATHERV]   = UCG_COLL_GATHERV,
     [COLL_UCG_ISCATTERV]  = UCG_COLL_SCATTERV,
-    [COLL_UCG_IALLGATHERV] = UCG_COLL_ALLGATHERV
+    [COLL_UCG_IALLGATHERV] = UCG_COLL_ALLGATHERV,
+    [COLL_UCG_IALLTOALL]  = UCG_COLL_ALLTOALL,
+    [COLL_UCG_IALLTOALLV] = UCG_COLL_ALLTOALLV
 };
 
 /* Whether UCG can and may run this collective of @a bytes per member (the
- * MCA parameters) */
+ * MCA parameters); a barrier moves none, an alltoallv has no size every
+ * rank knows (0 here, may be 0 everywhere) */
 bool coll_ucg_use(mca_coll_ucg_module_t *m, int coll, size_t bytes)
 {
     mca_coll_ucg_component_t *c = &mca_coll_ucg_component;
 
     return (m->group != NULL) && c->coll_enable[coll] &&
            ((coll == COLL_UCG_BARRIER) || (coll == COLL_UCG_IBARRIER) ||
+            (coll == COLL_UCG_ALLTOALLV) || (coll == COLL_UCG_IALLTOALLV) ||
             (bytes > 0)) &&
            ((c->coll_max_bytes[coll] == 0) ||
             (bytes <= c->coll_max_bytes[coll]));
@@ -755,9 +761,9 @@ static int coll_ucg_go(mca_coll_ucg_module_t *m, int coll,
  * delegated, or as handed over by the tuning rules) when UCG does not take
  * it.  @a pack_bound: the most bytes this
  * rank packs */
-static bool coll_ucg_bytes_call(mca_coll_ucg_module_t *m, int coll,
-                                ucg_coll_type_t type, size_t bytes, int root,
-                                size_t pack_bound, coll_ucg_call_t *call)
+bool coll_ucg_bytes_call(mca_coll_ucg_module_t *m, int coll,
+                         ucg_coll_type_t type, size_t bytes, int root,
+                         size_t pack_bound, coll_ucg_call_t *call)
 {
     if (!coll_ucg_use(m, coll, bytes)) {
         ++m->n_delegated[coll];
@@ -777,8 +783,8 @@ static bool coll_ucg_bytes_call(mca_coll_ucg_module_t *m, int coll,
 
 /* What this rank finds in @a buf after the call (@a count elements of
  * @a dtype, @a bytes packed): unpacked there from the packed copy, if any */
-static void coll_ucg_call_out(coll_ucg_call_t *call, void *buf, int count,
-                              struct ompi_datatype_t *dtype, size_t bytes)
+void coll_ucg_call_out(coll_ucg_call_t *call, void *buf, int count,
+                       struct ompi_datatype_t *dtype, size_t bytes)
 {
     call->out.buf   = buf;
     call->out.count = count;
@@ -789,6 +795,9 @@ static void coll_ucg_call_out(coll_ucg_call_t *call, void *buf, int count,
 
 int coll_ucg_call_finish(coll_ucg_call_t *call, int ret)
 {
+    if (call->a2av != NULL) {
+        return coll_ucg_alltoallv_finish(call, ret);
+    }
     if (call->v.counts != NULL) {
         ret = coll_ucg_v_finish(call, ret);
     }
@@ -1114,6 +1123,52 @@ static int coll_ucg_allgather(const void *sbuf, int scount,
 }
 
 
+static int coll_ucg_alltoall(const void *sbuf, int scount,
+                             struct ompi_datatype_t *sdtype, void *rbuf,
+                             int rcount, struct ompi_datatype_t *rdtype,
+                             struct ompi_communicator_t *comm,
+                             mca_coll_base_module_t *module)
+{
+    mca_coll_ucg_module_t *m = UCG_MOD(module);
+    coll_ucg_call_t call     = {{0}};
+    int ret;
+
+    if (coll_ucg_alltoall_prep(m, COLL_UCG_ALLTOALL, sbuf, scount, sdtype,
+                               rbuf, rcount, rdtype, &call)) {
+        ret = coll_ucg_go_out(m, COLL_UCG_ALLTOALL, comm, &call);
+        if (ret != COLL_UCG_DELEGATE) {
+            return ret;
+        }
+    }
+    return m->prev_alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                            m->prev_alltoall_module);
+}
+
+static int coll_ucg_alltoallv(const void *sbuf, const int *scounts,
+                              const int *sdispls,
+                              struct ompi_datatype_t *sdtype, void *rbuf,
+                              const int *rcounts, const int *rdispls,
+                              struct ompi_datatype_t *rdtype,
+                              struct ompi_communicator_t *comm,
+                              mca_coll_base_module_t *module)
+{
+    mca_coll_ucg_module_t *m = UCG_MOD(module);
+    coll_ucg_call_t call     = {{0}};
+    int ret;
+
+    if (coll_ucg_alltoallv_prep(m, COLL_UCG_ALLTOALLV, sbuf, scounts,
+                                sdispls, sdtype, rbuf, rcounts, rdispls,
+                                rdtype, &call)) {
+        ret = coll_ucg_go_out(m, COLL_UCG_ALLTOALLV, comm, &call);
+        if (ret != COLL_UCG_DELEGATE) {
+            return ret;
+        }
+    }
+    return m->prev_alltoallv(sbuf, scounts, sdispls, sdtype, rbuf, rcounts,
+                             rdispls, rdtype, comm, m->prev_alltoallv_module);
+}
+
+
 /* ---- module ------------------------------------------------------------ */
 
 /*
@@ -1311,6 +1366,8 @@ static int coll_ucg_module_enable(mca_coll_base_module_t *module,
     COLL_UCG_SAVE(m, comm, gatherv);
     COLL_UCG_SAVE(m, comm, scatterv);
     COLL_UCG_SAVE(m, comm, allgatherv);
+    COLL_UCG_SAVE(m, comm, alltoall);
+    COLL_UCG_SAVE(m, comm, alltoallv);
 
     m->comm_size = ompi_comm_size(comm);
     m->comm_rank = ompi_comm_rank(comm);
@@ -1440,6 +1497,8 @@ static void coll_ucg_module_destruct(mca_coll_ucg_module_t *m)
     COLL_UCG_RELEASE_PREV(m, gatherv);
     COLL_UCG_RELEASE_PREV(m, scatterv);
     COLL_UCG_RELEASE_PREV(m, allgatherv);
+    COLL_UCG_RELEASE_PREV(m, alltoall);
+    COLL_UCG_RELEASE_PREV(m, alltoallv);
     coll_ucg_nb_release_prev(m);
     coll_ucg_redscan_release_prev(m);
 }
@@ -1470,6 +1529,8 @@ mca_coll_ucg_comm_query(struct ompi_communicator_t *comm, int *priority)
     m->super.coll_scatter       = coll_ucg_scatter;
     m->super.coll_allgather     = coll_ucg_allgather;
     coll_ucg_v_set_ops(m);
+    m->super.coll_alltoall      = coll_ucg_alltoall;
+    m->super.coll_alltoallv     = coll_ucg_alltoallv;
     coll_ucg_nb_set_ops(m);
     coll_ucg_redscan_set_ops(m);
     *priority = mca_coll_ucg_component.priority;

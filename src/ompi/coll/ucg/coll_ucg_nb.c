@@ -1,6 +1,7 @@
 /**
  * coll/ucg nonblocking collectives: MPI_Ibcast, MPI_Iallreduce,
- * MPI_Ireduce, MPI_Ibarrier, MPI_Igather, MPI_Iscatter, MPI_Iallgather on
+ * MPI_Ireduce, MPI_Ibarrier, MPI_Igather, MPI_Iscatter, MPI_Iallgather,
+ * MPI_Ialltoall, MPI_Ialltoallv on
  * UCG's nonblocking executor (ucg_coll_start / ucg_coll_test), progressed
  * by Open MPI's progress engine, any number outstanding on one or several
  * communicators, completed by MPI_Wait* / MPI_Test* in any order.
@@ -320,6 +321,36 @@ static int coll_ucg_iallgather(const void *sbuf, int scount,
                  m->prev_iallgather_module));
 }
 
+static int coll_ucg_ialltoall(const void *sbuf, int scount,
+                              struct ompi_datatype_t *sdtype, void *rbuf,
+                              int rcount, struct ompi_datatype_t *rdtype,
+                              struct ompi_communicator_t *comm,
+                              ompi_request_t **request,
+                              mca_coll_base_module_t *module)
+{
+    COLL_UCG_NB(COLL_UCG_IALLTOALL, ialltoall, coll_ucg_alltoall_prep,
+                (m, COLL_UCG_IALLTOALL, sbuf, scount, sdtype, rbuf, rcount,
+                 rdtype, &call),
+                (sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
+                 m->prev_ialltoall_module));
+}
+
+static int coll_ucg_ialltoallv(const void *sbuf, const int *scounts,
+                               const int *sdispls,
+                               struct ompi_datatype_t *sdtype, void *rbuf,
+                               const int *rcounts, const int *rdispls,
+                               struct ompi_datatype_t *rdtype,
+                               struct ompi_communicator_t *comm,
+                               ompi_request_t **request,
+                               mca_coll_base_module_t *module)
+{
+    COLL_UCG_NB(COLL_UCG_IALLTOALLV, ialltoallv, coll_ucg_alltoallv_prep,
+                (m, COLL_UCG_IALLTOALLV, sbuf, scounts, sdispls, sdtype,
+                 rbuf, rcounts, rdispls, rdtype, &call),
+                (sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls,
+                 rdtype, comm, request, m->prev_ialltoallv_module));
+}
+
 void coll_ucg_nb_set_ops(mca_coll_ucg_module_t *m)
 {
     m->super.coll_ibcast     = coll_ucg_ibcast;
@@ -329,6 +360,8 @@ void coll_ucg_nb_set_ops(mca_coll_ucg_module_t *m)
     m->super.coll_igather    = coll_ucg_igather;
     m->super.coll_iscatter   = coll_ucg_iscatter;
     m->super.coll_iallgather = coll_ucg_iallgather;
+    m->super.coll_ialltoall  = coll_ucg_ialltoall;
+    m->super.coll_ialltoallv = coll_ucg_ialltoallv;
 }
 
 
@@ -357,6 +390,8 @@ int coll_ucg_nb_enable(mca_coll_ucg_module_t *m,
     COLL_UCG_SAVE(m, comm, igatherv);
     COLL_UCG_SAVE(m, comm, iscatterv);
     COLL_UCG_SAVE(m, comm, iallgatherv);
+    COLL_UCG_SAVE(m, comm, ialltoall);
+    COLL_UCG_SAVE(m, comm, ialltoallv);
     return OMPI_SUCCESS;
 }
 
@@ -372,6 +407,8 @@ void coll_ucg_nb_release_prev(mca_coll_ucg_module_t *m)
     COLL_UCG_RELEASE_PREV(m, igatherv);
     COLL_UCG_RELEASE_PREV(m, iscatterv);
     COLL_UCG_RELEASE_PREV(m, iallgatherv);
+    COLL_UCG_RELEASE_PREV(m, ialltoall);
+    COLL_UCG_RELEASE_PREV(m, ialltoallv);
 }
 
 void coll_ucg_nb_close(void)
