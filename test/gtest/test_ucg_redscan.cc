@@ -7,12 +7,16 @@
  */
 #include "common/harness.h"
 #include "common/ucg_harness.h"
+#include "common/sandbox.h"
 
 #include <api/ucg_rules.h>
 
 extern "C" {
 #include "ucg_dt.h"
+#include "ucg_group.h"
 }
+
+#include <sys/syscall.h>
 #include <ucs/config/global_opts.h>
 
 #include <cstring>
@@ -579,4 +583,54 @@ TEST(ucg_redscan_plan, rules)
                                               4096));
     EXPECT_EQ(UCG_RULE_UCG, ucg_rules_lookup(&rules, UCG_COLL_EXSCAN, 2, 2,
                                              8));
+}
+
+/* Rank 0 cannot create any segment (memfd_create fails with ENOMEM): its
+ * sm_bcast endpoint of sm_scan / sm_reduce_scatter is refused, so every
+ * member runs the point-to-point stand-in on the set (p2p_scan,
+ * p2p_reduce_scatter): the results are right, nobody waits */
+TEST(ucg_redscan_errors, root_out_of_memory)
+{
+    run_opts opts;
+
+    opts.timeout = 120;
+    run_ok(3, opts, [](member &m) {
+        const ucg_coll_type_t types[] = {UCG_COLL_REDUCE_SCATTER_BLOCK,
+                                         UCG_COLL_REDUCE_SCATTER,
+                                         UCG_COLL_SCAN, UCG_COLL_EXSCAN};
+        unsigned refused = 0;
+        uint64_t seed    = 700;
+        ucg_sm_ep_t *sm_ep;
+
+        CHILD_CHECK(m.group->topo.o2m, "no o2m transports");
+        if (m.rank == 0) {
+            CHILD_CHECK(o2m_test::deny_syscall(SYS_memfd_create, ENOMEM),
+                        "seccomp: %m");
+        }
+        m.procs->barrier(m.rank);
+
+        /* twice: the second time the refusal is known at once */
+        for (int round = 0; round < 2; ++round) {
+            for (ucg_coll_type_t t : types) {
+                for (int ip = 0; ip < 2; ++ip) {
+                    /* 8 elements: the one-host sm_* plans */
+                    rs_case c = {t, 8, UCG_DT_INT32, UCG_OP_SUM,
+                                 USER_OP_NONE, ip != 0,
+                                 t == UCG_COLL_REDUCE_SCATTER, seed++};
+                    run_case(m, c);
+                    c = {t, 3, UCG_DT_BYTES, UCG_OP_USER, USER_OP_MAT2,
+                         ip != 0, t == UCG_COLL_REDUCE_SCATTER, seed++};
+                    run_case(m, c);
+                }
+            }
+        }
+
+        ucs_list_for_each(sm_ep, &m.group->sm_eps, list) {
+            refused += (uct_o2m_ep_state(sm_ep->ep, NULL) ==
+                        UCT_O2M_EP_STATE_REFUSED);
+        }
+        CHILD_CHECK(refused > 0, "rank %u: no refused endpoint", m.rank);
+        CHILD_CHECK(m.group->failed == UCS_OK, "group failed: %s",
+                    ucs_status_string(m.group->failed));
+    });
 }
