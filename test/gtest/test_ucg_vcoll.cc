@@ -652,3 +652,93 @@ TEST(ucg_vcoll, plans)
     ucg_topo_cleanup(&topo);
     ucg_config_release(config);
 }
+
+namespace {
+
+/*
+ * Member @a victim dies (SIGKILL) in a vector collective, after a little
+ * progress, or before the others start it (@a late): a survivor's
+ * collective completes with the right data (all it needed had arrived),
+ * or fails within the liveness check's bound, nobody waits.
+ */
+void vcoll_kill(ucg_coll_type_t type, unsigned root, unsigned victim,
+                bool late)
+{
+    const double bound = 0.1 + 5.0; /* CHECK_INTERVAL, slack under load */
+    std::string label  = std::string(ucg_coll_name(type)) + " root " +
+                         std::to_string(root) + " kill rank " +
+                         std::to_string(victim) +
+                         (late ? " (others start late)" : "");
+    run_opts opts;
+
+    opts.env["UCX_UCG_CHECK_INTERVAL"] = "100ms";
+    /* eager sends: UCX 1.13's cma rendezvous aborts the process when its
+     * peer dies in a get (UCX's own, not tested here; see kill_test) */
+    opts.env["UCX_RNDV_THRESH"] = "inf";
+    opts.final_barrier = false;
+    opts.timeout       = 60;
+    opts.shared_size   = sizeof(kill_shared);
+
+    std::vector<int> status = run(3, opts, [&](member &m) {
+        kill_shared *sh = static_cast<kill_shared*>(m.shared);
+        vdesc d         = {type, root, UCG_DT_INT32, 0, 3, 50, false, 3};
+        ucg_coll_params_t p;
+        ucg_coll_h coll;
+        ucs_status_t st;
+        double kill_time;
+
+        /* connections established, everyone alive */
+        run_vcoll(m, d, 1);
+        m.procs->barrier(m.rank);
+
+        vbufs b(d, m.rank, m.size);
+        b.fill();
+        p = b.params();
+        CHILD_CHECK_OK(ucg_coll_init(m.group, &p, &coll));
+        if (late && (m.rank != victim)) {
+            double deadline = o2m_test::now_sec() + 30;
+            do {
+                CHILD_CHECK(o2m_test::now_sec() < deadline,
+                            "the victim did not die");
+                usleep(1000);
+                __atomic_load(&sh->kill_time, &kill_time, __ATOMIC_SEQ_CST);
+            } while (kill_time == 0);
+            usleep(100000);
+        }
+
+        CHILD_CHECK_OK(ucg_coll_start(coll));
+        if (m.rank == victim) {
+            die_in_coll(coll, sh);
+        }
+
+        st = wait_coll(coll, label, bound + 10);
+        if (st == UCS_OK) {
+            /* finished is not failed: then the data is right */
+            b.check(label + ": completed although a member died");
+        } else {
+            __atomic_load(&sh->kill_time, &kill_time, __ATOMIC_SEQ_CST);
+            CHILD_CHECK(kill_time > 0, "%s: rank %u failed (%s) before "
+                        "the kill", label.c_str(), m.rank,
+                        ucs_status_string(st));
+            CHILD_CHECK(o2m_test::now_sec() - kill_time <= bound,
+                        "%s: rank %u: %s came %.2f s after the kill",
+                        label.c_str(), m.rank, ucs_status_string(st),
+                        o2m_test::now_sec() - kill_time);
+        }
+        ucg_coll_finalize(coll);
+    }, label);
+
+    o2m_test::expect_only_killed(status, victim, label);
+}
+
+} // namespace
+
+TEST(ucg_vcoll, kill_member)
+{
+    vcoll_kill(UCG_COLL_GATHERV, 0, 2, false);
+    vcoll_kill(UCG_COLL_GATHERV, 1, 1, true);
+    vcoll_kill(UCG_COLL_SCATTERV, 0, 1, true);
+    vcoll_kill(UCG_COLL_SCATTERV, 2, 2, false);
+    vcoll_kill(UCG_COLL_ALLGATHERV, 0, 1, false);
+    vcoll_kill(UCG_COLL_ALLGATHERV, 0, 0, true);
+}
