@@ -6,19 +6,20 @@
  * maximum over ranks are reported (gathered with MPI_Reduce).  After the
  * timed loop one untimed call validates the data.
  *
- * The nonblocking forms (ibcast, iallreduce, ireduce) are timed as the
- * call and its MPI_Wait, and then, as OSU's osu_i* do, with a computation
- * as long as that time between the call and the wait: overall time, the
- * computation's, and the overlap, max(0, 100 - (overall - compute) / pure
- * * 100) %, averaged over ranks.
+ * The nonblocking forms (ibcast, iallreduce, ireduce, ialltoall) are timed
+ * as the call and its MPI_Wait, and then, as OSU's osu_i* do, with a
+ * computation as long as that time between the call and the wait: overall
+ * time, the computation's, and the overlap, max(0, 100 - (overall -
+ * compute) / pure * 100) %, averaged over ranks.
  *
  * reduce_scatter_block's size is each rank's block (its send buffer holds
  * one per rank); so is that of gatherv, scatterv and allgatherv (bytes,
- * equal counts: the vector forms' cost against the same data).
+ * equal counts: the vector forms' cost against the same data), and of
+ * alltoall, alltoallv and ialltoall (the block each rank sends each rank).
  *
  * Usage: coll_bench [-c bcast,allreduce,reduce,ibcast,iallreduce,ireduce,
  *                       reduce_scatter_block,scan,gatherv,scatterv,
- *                       allgatherv]
+ *                       allgatherv,alltoall,alltoallv,ialltoall]
  *                   [-s MIN:MAX] [-i ITERS] [-I LARGE_ITERS] [-w WARMUP]
  * Output (rank 0): one line per collective and size:
  *   <coll> <bytes> <avg_us> <min_us> <max_us> <iterations>
@@ -35,11 +36,12 @@
 
 enum { B_BCAST, B_ALLREDUCE, B_REDUCE, B_IBCAST, B_IALLREDUCE, B_IREDUCE,
        B_REDUCE_SCATTER_BLOCK, B_SCAN, B_GATHERV, B_SCATTERV, B_ALLGATHERV,
-       B_LAST };
+       B_ALLTOALL, B_ALLTOALLV, B_IALLTOALL, B_LAST };
 static const char *names[] = { "bcast", "allreduce", "reduce", "ibcast",
                                "iallreduce", "ireduce",
                                "reduce_scatter_block", "scan", "gatherv",
-                               "scatterv", "allgatherv" };
+                               "scatterv", "allgatherv", "alltoall",
+                               "alltoallv", "ialltoall" };
 
 static int rank, size;
 static int *v_counts, *v_displs; /* [size]: the vector collectives' */
@@ -65,13 +67,14 @@ static int is_bcast(int coll)
 static int is_bytes(int coll)
 {
     return is_bcast(coll) || (coll == B_GATHERV) || (coll == B_SCATTERV) ||
-           (coll == B_ALLGATHERV);
+           (coll == B_ALLGATHERV) || (coll == B_ALLTOALL) ||
+           (coll == B_ALLTOALLV) || (coll == B_IALLTOALL);
 }
 
 static int is_nb(int coll)
 {
     return (coll == B_IBCAST) || (coll == B_IALLREDUCE) ||
-           (coll == B_IREDUCE);
+           (coll == B_IREDUCE) || (coll == B_IALLTOALL);
 }
 
 /* Start the collective on 'bytes' bytes (floats for reductions): blocking
@@ -127,6 +130,18 @@ static MPI_Request start(int coll, void *sbuf, void *rbuf, size_t bytes)
     case B_ALLGATHERV:
         MPI_Allgatherv(sbuf, count, MPI_CHAR, rbuf, v_counts, v_displs,
                        MPI_CHAR, MPI_COMM_WORLD);
+        break;
+    case B_ALLTOALL: /* bytes: each block */
+        MPI_Alltoall(sbuf, count, MPI_CHAR, rbuf, count, MPI_CHAR,
+                     MPI_COMM_WORLD);
+        break;
+    case B_ALLTOALLV:
+        MPI_Alltoallv(sbuf, v_counts, v_displs, MPI_CHAR, rbuf, v_counts,
+                      v_displs, MPI_CHAR, MPI_COMM_WORLD);
+        break;
+    case B_IALLTOALL:
+        MPI_Ialltoall(sbuf, count, MPI_CHAR, rbuf, count, MPI_CHAR,
+                      MPI_COMM_WORLD, &req);
         break;
     }
     return req;
@@ -208,13 +223,22 @@ static long validate(int coll, char *sbuf, char *rbuf, size_t bytes)
         return bad;
     }
     if (is_bytes(coll)) {
-        /* block r: (char)(r + 1) */
+        /* block r: (char)(r + 1); alltoall: block r of rank q
+         * (char)(q * size + r + 1) */
+        int a2a = (coll == B_ALLTOALL) || (coll == B_ALLTOALLV) ||
+                  (coll == B_IALLTOALL);
         for (size_t i = 0; i < bytes * size; ++i) {
-            sbuf[i] = (char)(((coll == B_SCATTERV) ? i / bytes : rank) + 1);
+            sbuf[i] = (char)(((coll == B_SCATTERV) ? i / bytes :
+                              a2a ? (size_t)rank * size + i / bytes :
+                                    (size_t)rank) + 1);
             rbuf[i] = 0;
         }
         run_once(coll, sbuf, rbuf, bytes);
-        if (coll == B_SCATTERV) {
+        if (a2a) {
+            for (size_t i = 0; i < bytes * size; ++i) {
+                bad += rbuf[i] != (char)((i / bytes) * size + rank + 1);
+            }
+        } else if (coll == B_SCATTERV) {
             for (size_t i = 0; i < bytes; ++i) {
                 bad += rbuf[i] != (char)(rank + 1);
             }
@@ -275,7 +299,8 @@ int main(int argc, char **argv)
             if (rank == 0) {
                 fprintf(stderr, "usage: %s [-c bcast,allreduce,reduce,"
                         "ibcast,iallreduce,ireduce,reduce_scatter_block,"
-                        "scan,gatherv,scatterv,allgatherv] "
+                        "scan,gatherv,scatterv,allgatherv,alltoall,"
+                        "alltoallv,ialltoall] "
                         "[-s MIN:MAX bytes, k/m suffix] [-i ITERS] "
                         "[-I ITERS above %d B] [-w WARMUP]\n", argv[0],
                         LARGE_SIZE);
