@@ -238,11 +238,12 @@ ucs_config_field_t ucg_config_table[] = {
      ucs_offsetof(ucg_config_t, allgather_ring_thresh),
      UCS_CONFIG_TYPE_MEMUNITS},
 
-    {"ALLTOALL_PAIRWISE_THRESH", "64k",
+    {"ALLTOALL_PAIRWISE_THRESH", "inf",
      "Alltoalls of at least this many bytes per member pair (count x element\n"
      "size) use the pairwise exchange between more than 2 members (with\n"
      "ALLTOALL_P2P=auto): one round at a time bounds what is in flight;\n"
-     "smaller ones post everything at once.  inf: never.",
+     "smaller ones post everything at once.  inf (the default): never - on\n"
+     "one host linear was faster at every size (docs/ucg.md).",
      ucs_offsetof(ucg_config_t, alltoall_pairwise_thresh),
      UCS_CONFIG_TYPE_MEMUNITS},
 

@@ -88,14 +88,21 @@ struct plan_env {
 } // namespace
 
 
-/* Linear below ALLTOALL_PAIRWISE_THRESH (64 KiB per pair), pairwise from
- * it with more than 2 members; alltoallv linear; never host-local (hosts
- * of 4 members); the variables force either */
+/* Linear by default at every size (ALLTOALL_PAIRWISE_THRESH inf); with a
+ * threshold (64 KiB per pair), pairwise from it with more than 2 members;
+ * alltoallv linear; never host-local (hosts of 4 members); the variables
+ * force either */
 TEST(ucg_alltoall, plan)
 {
     plan_env env(8, 4);
     size_t lo, hi;
 
+    EXPECT_EQ(UCG_PHASE_P2P_ALLTOALL_LINEAR,
+              env.method(UCG_COLL_ALLTOALL, SIZE_MAX / 8, &lo, &hi));
+    EXPECT_EQ(0u, lo);
+    EXPECT_EQ(SIZE_MAX, hi);
+    EXPECT_EQ(UCS_OK, ucg_config_modify(env.config,
+                                        "ALLTOALL_PAIRWISE_THRESH", "64k"));
     EXPECT_EQ(UCG_PHASE_P2P_ALLTOALL_LINEAR,
               env.method(UCG_COLL_ALLTOALL, 8, &lo, &hi));
     EXPECT_EQ(0u, lo);
@@ -138,12 +145,14 @@ TEST(ucg_alltoall, plan_two_members)
     EXPECT_EQ(0u, lo);
     EXPECT_EQ(SIZE_MAX, hi);
     EXPECT_EQ(UCS_OK, ucg_config_modify(env.config,
-                                        "ALLTOALL_PAIRWISE_THRESH", "inf"));
+                                        "ALLTOALL_PAIRWISE_THRESH", "0"));
+    EXPECT_EQ(UCG_PHASE_P2P_ALLTOALL_LINEAR,
+              env.method(UCG_COLL_ALLTOALL, 1 << 20));
     plan_env env3(3, 1);
     EXPECT_EQ(UCS_OK, ucg_config_modify(env3.config,
-                                        "ALLTOALL_PAIRWISE_THRESH", "inf"));
-    EXPECT_EQ(UCG_PHASE_P2P_ALLTOALL_LINEAR,
-              env3.method(UCG_COLL_ALLTOALL, SIZE_MAX / 4));
+                                        "ALLTOALL_PAIRWISE_THRESH", "0"));
+    EXPECT_EQ(UCG_PHASE_P2P_ALLTOALL_PAIRWISE,
+              env3.method(UCG_COLL_ALLTOALL, 8));
 }
 
 TEST(ucg_alltoall, bad_args)
