@@ -83,10 +83,17 @@ static const struct {
     {UCG_COLL_BARRIER,   "barrier"},
     {UCG_COLL_GATHER,    "gather"},
     {UCG_COLL_SCATTER,   "scatter"},
-    {UCG_COLL_ALLGATHER, "allgather"}
+    {UCG_COLL_ALLGATHER, "allgather"},
+    /* size: each member's block */
+    {UCG_COLL_REDUCE_SCATTER_BLOCK, "reduce_scatter_block"},
+    {UCG_COLL_SCAN,      "scan"},
+    {UCG_COLL_EXSCAN,    "exscan"}
 };
 
 #define UCG_PERF_NUM_COLLS (sizeof(ucg_perf_colls) / sizeof(ucg_perf_colls[0]))
+
+/* Without -c: the collectives up to allgather (the others with -c) */
+#define UCG_PERF_DEFAULT_COLLS ((1u << 7) - 1)
 
 
 typedef struct {
@@ -272,6 +279,18 @@ static void ucg_perf_prepare(ucg_perf_proc_t *p, const ucg_perf_cell_t *cell)
                                (cell->type == UCG_COLL_ALLGATHER)) ?
                               (bytes * p->nprocs) : bytes);
         break;
+    case UCG_COLL_SCAN:
+    case UCG_COLL_EXSCAN:
+    case UCG_COLL_REDUCE_SCATTER_BLOCK:
+        /* reduce_scatter_block: a block for every member */
+        if (cell->type == UCG_COLL_REDUCE_SCATTER_BLOCK) {
+            count *= p->nprocs;
+        }
+        for (i = 0; i < count; ++i) {
+            ucg_perf_set(p->sbuf, i, ucg_perf_value(p->stamp, p->rank, i));
+        }
+        memset(p->rbuf, 0xff, bytes);
+        break;
     case UCG_COLL_SCATTER:
         if (ucg_perf_is_root(p)) {
             for (rank = 0; rank < p->nprocs; ++rank) {
@@ -340,6 +359,31 @@ static void ucg_perf_check(ucg_perf_proc_t *p, const ucg_perf_cell_t *cell)
         for (i = 0; i < count; ++i) {
             for (sum = 0, rank = 0; rank < p->nprocs; ++rank) {
                 sum += ucg_perf_value(p->stamp, rank, i);
+            }
+            got = ucg_perf_get(p->rbuf, i);
+            if (got != (double)sum) {
+                ucg_perf_mismatch(cell, "rbuf", i, got, (double)sum);
+            }
+        }
+        break;
+    case UCG_COLL_SCAN:
+    case UCG_COLL_EXSCAN:
+    case UCG_COLL_REDUCE_SCATTER_BLOCK:
+        /* scan: members 0..rank; exscan: 0..rank-1 (member 0: nothing);
+         * reduce_scatter_block: every member's block of this member */
+        if ((cell->type == UCG_COLL_EXSCAN) && (p->rank == 0)) {
+            break;
+        }
+        for (i = 0; i < count; ++i) {
+            for (sum = 0, rank = 0;
+                 rank < ((cell->type == UCG_COLL_SCAN) ? p->rank + 1 :
+                         (cell->type == UCG_COLL_EXSCAN) ? p->rank :
+                         p->nprocs);
+                 ++rank) {
+                sum += ucg_perf_value(p->stamp, rank,
+                                      (cell->type ==
+                                       UCG_COLL_REDUCE_SCATTER_BLOCK) ?
+                                      (p->rank * count) + i : i);
             }
             got = ucg_perf_get(p->rbuf, i);
             if (got != (double)sum) {
@@ -887,7 +931,8 @@ static void ucg_perf_usage(FILE *stream)
 "Options:\n"
 "  -n LIST   numbers of processes, comma-separated, 2..%d (default 2,3,4,8)\n"
 "  -c LIST   collectives: bcast,allreduce,reduce,barrier,gather,scatter,\n"
-"            allgather or all (default all)\n"
+"            allgather,reduce_scatter_block (size: each member's block),\n"
+"            scan,exscan or all (default: bcast..allgather)\n"
 "  -s LIST   sizes in bytes per member, multiples of 8 with an optional K/M\n"
 "            suffix (default 8,32,128,512,2K,8K,32K,128K,512K,1M)\n"
 "  -i N      timed iterations per variant (default 1000); above %luK they\n"
@@ -964,8 +1009,8 @@ static void ucg_perf_parse_colls(const char *arg)
         }
         if (i == UCG_PERF_NUM_COLLS) {
             perf_die("-c: unknown collective '%s' (bcast, allreduce, "
-                     "reduce, barrier, gather, scatter, allgather, all)",
-                     tok);
+                     "reduce, barrier, gather, scatter, allgather, "
+                     "reduce_scatter_block, scan, exscan, all)", tok);
         }
     }
     free(copy);
@@ -989,7 +1034,7 @@ static void ucg_perf_parse_opts(int argc, char **argv)
     ucg_perf_opts.timeout      = 900;
     perf_sup.wait_timeout      = 60;
     ucg_perf_opts.bind         = 1;
-    ucg_perf_opts.colls        = (1u << UCG_PERF_NUM_COLLS) - 1;
+    ucg_perf_opts.colls        = UCG_PERF_DEFAULT_COLLS;
     ucg_perf_parse_nprocs("2,3,4,8");
     ucg_perf_parse_sizes("8,32,128,512,2K,8K,32K,128K,512K,1M");
 

@@ -8,6 +8,7 @@
 #include "common/harness.h"
 #include "common/ucg_harness.h"
 #include "common/sandbox.h"
+#include "common/tools.h"
 
 #include <api/ucg_rules.h>
 
@@ -20,6 +21,7 @@ extern "C" {
 #include <ucs/config/global_opts.h>
 
 #include <cstring>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -633,4 +635,24 @@ TEST(ucg_redscan_errors, root_out_of_memory)
         CHILD_CHECK(m.group->failed == UCS_OK, "group failed: %s",
                     ucs_status_string(m.group->failed));
     });
+}
+
+/* ucg_perf measures them (-c), with and without the one-to-many transports,
+ * and checks the first result of every block: a small run succeeds */
+TEST(ucg_redscan_plan, ucg_perf_runs)
+{
+    int status;
+    std::string out = o2m_test::run_command(
+            std::string(O2M_BUILD_DIR) + "/src/tools/ucg_perf -n 2,3 "
+            "-c reduce_scatter_block,scan,exscan -s 8,4K -i 20 -r 1 -q "
+            "-T 240 -W 120", &status, 300);
+    std::regex row("\\n(reduce_scatter_block|scan|exscan) +(8|4K) +[0-9]+ "
+                   "\\|");
+
+    EXPECT_EQ(0, status) << out;
+    /* 3 collectives x 2 sizes x 2 group sizes */
+    EXPECT_EQ(12, std::distance(std::sregex_iterator(out.begin(), out.end(),
+                                                     row),
+                                std::sregex_iterator())) << out;
+    EXPECT_EQ(std::string::npos, out.find("FAILED")) << out;
 }
