@@ -11,13 +11,17 @@
 # and verdict CSVs and draws a PNG with the slower sizes marked.
 #
 #   contrib/bench-mpi.sh [-n NP] [-c COLLS] [-s MIN:MAX] [-i ITERS]
-#                        [-I LARGE_ITERS] [-r REPS] [-o OUTDIR]
+#                        [-I LARGE_ITERS] [-r REPS] [-M] [-o OUTDIR]
 #                        [-C 'name=mpirun args'] [--ucg-path DIR] [-t SEC]
 #                        [--build-dir DIR]
 #
 # Defaults: np = number of cores, bcast,allreduce, 8:1m bytes, 1000/100
 # iterations, 3 repetitions (at least 2 are needed for the noise; with 1 the
-# noise is 0), output in ./bench-mpi-out.  Configurations:
+# noise is 0), output in ./bench-mpi-out.  -M: each rank's latency is the
+# median of its calls (coll_bench -M) instead of OSU's average, which the
+# calls preempted on a loaded machine multiply (the tables still say
+# "average latency"; the header line of the run says which).
+# Configurations:
 #   default  --mca pml ob1                       (Open MPI default: tuned)
 #   ucx      --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any
 #   han      --mca coll_han_priority 100
@@ -53,6 +57,7 @@ colls=bcast,allreduce
 sizes=8:1m
 iters=1000
 large_iters=100
+median=
 reps=3
 outdir=$PWD/bench-mpi-out
 limit=300
@@ -70,6 +75,7 @@ while [ $# -gt 0 ]; do
     -s) sizes=$2; shift 2 ;;
     -i) iters=$2; shift 2 ;;
     -I) large_iters=$2; shift 2 ;;
+    -M) median=-M; shift ;;
     -r) reps=$2; shift 2 ;;
     -o) outdir=$2; shift 2 ;;
     -t) limit=$2; shift 2 ;;
@@ -157,7 +163,7 @@ echo "config,rep,coll,bytes,overall_us,compute_us,pure_us,overlap_pct" \
     >"$overlap"
 
 echo "bench-mpi: np=$np colls=$colls sizes=$sizes iterations=$iters/$large_iters" \
-     "repetitions=$reps"
+     "repetitions=$reps; per-rank latency: ${median:+median of the calls (-M)}${median:-average (OSU)}"
 for c in "${configs[@]}"; do
     echo "  ${c%%=*}: ${c#*=}"
 done
@@ -177,7 +183,7 @@ for rep in $(seq 1 "$reps"); do
         done
         if ! timeout -k 10 "$limit" env "${envs[@]}" mpirun "${common[@]}" -np "$np" "${args[@]}" \
                 "$build_dir/test/mpi/coll_bench" -c "$colls" -s "$sizes" \
-                -i "$iters" -I "$large_iters" >"$log" 2>&1; then
+                -i "$iters" -I "$large_iters" $median >"$log" 2>&1; then
             echo "bench-mpi: $name (repetition $rep) failed:"
             tail -15 "$log"
             failed=1

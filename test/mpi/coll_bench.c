@@ -2,9 +2,11 @@
  * Collective latency benchmark, OSU micro-benchmarks methodology:
  * per message size, warm-up iterations, then timed iterations of the
  * collective alone with an MPI_Barrier between iterations outside the timed
- * region; each rank's latency is its own average; the average, minimum and
- * maximum over ranks are reported (gathered with MPI_Reduce).  After the
- * timed loop one untimed call validates the data.
+ * region; each rank's latency is its own average (with -M: the median of
+ * its calls, which the few calls preempted on a loaded machine do not move,
+ * where they can multiply an average); the average, minimum and maximum
+ * over ranks are reported (gathered with MPI_Reduce).  After the timed loop
+ * one untimed call validates the data.
  *
  * The nonblocking forms (ibcast, iallreduce, ireduce, ialltoall) are timed
  * as the call and its MPI_Wait, and then, as OSU's osu_i* do, with a
@@ -21,6 +23,7 @@
  *                       reduce_scatter_block,scan,gatherv,scatterv,
  *                       allgatherv,alltoall,alltoallv,ialltoall]
  *                   [-s MIN:MAX] [-i ITERS] [-I LARGE_ITERS] [-w WARMUP]
+ *                   [-M]
  * Output (rank 0): one line per collective and size:
  *   <coll> <bytes> <avg_us> <min_us> <max_us> <iterations>
  * and for a nonblocking one also
@@ -33,6 +36,20 @@
 #include <unistd.h>
 
 #define LARGE_SIZE 8192   /* above it, use the large iteration count */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double*)a, y = *(const double*)b;
+
+    return (x < y) ? -1 : (x > y);
+}
+
+/* Median of @a n values (sorted in place) */
+static double median(double *v, int n)
+{
+    qsort(v, n, sizeof(*v), cmp_double);
+    return (n % 2) ? v[n / 2] : (v[(n / 2) - 1] + v[n / 2]) / 2;
+}
 
 enum { B_BCAST, B_ALLREDUCE, B_REDUCE, B_IBCAST, B_IALLREDUCE, B_IREDUCE,
        B_REDUCE_SCATTER_BLOCK, B_SCAN, B_GATHERV, B_SCATTERV, B_ALLGATHERV,
@@ -273,6 +290,7 @@ int main(int argc, char **argv)
 {
     size_t min_size = 8, max_size = 1u << 20;
     int iters = 1000, large_iters = 100, warmup = 100, opt;
+    int use_median = 0;
     int colls[B_LAST], ncolls = 0;
     char list[256] = "bcast,allreduce";
     long bad_total = 0;
@@ -281,7 +299,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
 
-    while ((opt = getopt(argc, argv, "c:s:i:I:w:h")) != -1) {
+    while ((opt = getopt(argc, argv, "c:s:i:I:w:Mh")) != -1) {
         switch (opt) {
         case 'c':
             snprintf(list, sizeof(list), "%s", optarg);
@@ -295,6 +313,7 @@ int main(int argc, char **argv)
         case 'i': iters = atoi(optarg); break;
         case 'I': large_iters = atoi(optarg); break;
         case 'w': warmup = atoi(optarg); break;
+        case 'M': use_median = 1; break;
         default:
             if (rank == 0) {
                 fprintf(stderr, "usage: %s [-c bcast,allreduce,reduce,"
@@ -302,7 +321,8 @@ int main(int argc, char **argv)
                         "scan,gatherv,scatterv,allgatherv,alltoall,"
                         "alltoallv,ialltoall] "
                         "[-s MIN:MAX bytes, k/m suffix] [-i ITERS] "
-                        "[-I ITERS above %d B] [-w WARMUP]\n", argv[0],
+                        "[-I ITERS above %d B] [-w WARMUP] [-M: per-rank "
+                        "median, not average]\n", argv[0],
                         LARGE_SIZE);
             }
             MPI_Finalize();
@@ -333,9 +353,11 @@ int main(int argc, char **argv)
     /* reduce_scatter_block sends a block per rank, gatherv and allgatherv
      * receive one */
     char *sbuf = malloc(max_size * size), *rbuf = malloc(max_size * size);
+    double *times = malloc(sizeof(*times) *
+                           (iters > large_iters ? iters : large_iters));
     v_counts = malloc(sizeof(int) * size);
     v_displs = malloc(sizeof(int) * size);
-    if (!sbuf || !rbuf || !v_counts || !v_displs) {
+    if (!sbuf || !rbuf || !v_counts || !v_displs || !times) {
         fprintf(stderr, "out of memory\n");
         MPI_Abort(MPI_COMM_WORLD, 3);
     }
@@ -343,9 +365,9 @@ int main(int argc, char **argv)
     memset(rbuf, 0, max_size * size);
 
     if (rank == 0) {
-        printf("# np=%d; latency in us: per-rank average, then avg/min/max "
+        printf("# np=%d; latency in us: per-rank %s, then avg/min/max "
                "over ranks\n# coll bytes avg_us min_us max_us iterations\n",
-               size);
+               size, use_median ? "median" : "average");
         fflush(stdout);
     }
     for (int c = 0; c < ncolls; ++c) {
@@ -365,9 +387,10 @@ int main(int argc, char **argv)
                 MPI_Barrier(MPI_COMM_WORLD);
                 double t0 = MPI_Wtime();
                 run_once(coll, sbuf, rbuf, bytes);
-                total += MPI_Wtime() - t0;
+                times[i] = MPI_Wtime() - t0;
+                total   += times[i];
             }
-            lat = total / n * 1e6;
+            lat = (use_median ? median(times, n) : total / n) * 1e6;
             MPI_Reduce(&lat, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
             MPI_Reduce(&lat, &mn, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
             MPI_Reduce(&lat, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
@@ -392,6 +415,7 @@ int main(int argc, char **argv)
                 bad);
     }
     MPI_Bcast(&bad, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    free(times);
     free(sbuf);
     free(rbuf);
     free(v_counts);

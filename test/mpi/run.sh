@@ -320,6 +320,17 @@ if [ "$extra_tests" = 1 ]; then
     done
 fi
 
+# The benchmark's per-call median (coll_bench -M, used by bench-mpi.sh -M
+# on loaded machines): runs every collective it times, validates their
+# data (exit 0) and says it reports medians
+if [ "$extra_tests" = 1 ]; then
+    mpi_bin_make "$build_dir" coll_bench || exit 1
+    run_extra "coll_bench -M np=2 (per-call median)" 2 \
+        '^# np=2; latency in us: per-rank median' -- \
+        "$mpi_bin/coll_bench" -M -c bcast,allreduce,reduce,ibcast,iallreduce,ireduce \
+        -s 8:64 -i 50 -w 5 || fail=1
+fi
+
 # Reduce-scatter and scans (coll_redscan): blocking and nonblocking, on
 # the world, a split (odd sizes) and a reversed communicator, every result
 # checked; with coll/ucg, every one of their calls served by UCG (none
