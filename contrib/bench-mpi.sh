@@ -163,7 +163,8 @@ echo "config,rep,coll,bytes,overall_us,compute_us,pure_us,overlap_pct" \
     >"$overlap"
 
 echo "bench-mpi: np=$np colls=$colls sizes=$sizes iterations=$iters/$large_iters" \
-     "repetitions=$reps; per-rank latency: ${median:+median of the calls (-M)}${median:-average (OSU)}"
+     "repetitions=$reps; per-rank latency: $([ -n "$median" ] &&
+        echo "median of the calls (-M)" || echo "average (OSU)")"
 for c in "${configs[@]}"; do
     echo "  ${c%%=*}: ${c#*=}"
 done
