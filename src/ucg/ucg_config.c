@@ -257,7 +257,9 @@ ucs_config_field_t ucg_config_table[] = {
      "SM_ALLREDUCE_MAX_PPN members (commutative operations, ALLREDUCE_P2P=auto)\n"
      "is one sm_allreduce phase: every member fans out its vector and every\n"
      "member reduces all of them in rank order (one hop instead of a fan-in\n"
-     "and a fan-out).  0: never.",
+     "and a fan-out).  The same bound (bytes of the whole vector) makes\n"
+     "reduce_scatter, reduce_scatter_block, scan and exscan on such a host\n"
+     "sm_reduce_scatter / sm_scan (any operation).  0: never.",
      ucs_offsetof(ucg_config_t, sm_allreduce_max), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"SM_SCATTER_MAX", "4k",
@@ -274,8 +276,8 @@ ucs_config_field_t ucg_config_table[] = {
 
     {"SM_ALLREDUCE_MAX_PPN", "4",
      "Largest host for sm_allreduce (see SM_ALLREDUCE_MAX), also used by\n"
-     "barriers on one host (BARRIER_P2P=auto): every member receives from\n"
-     "every other one.",
+     "barriers on one host (BARRIER_P2P=auto), sm_reduce_scatter and\n"
+     "sm_scan: every member receives from every other one.",
      ucs_offsetof(ucg_config_t, sm_allreduce_max_ppn), UCS_CONFIG_TYPE_UINT},
 
     {"SM_LOCKED_THRESH", "inf",
