@@ -554,6 +554,47 @@ TEST(ucg_redscan_errors, peer_wrong_count)
             m.procs->barrier(m.rank);
             ucg_group_destroy(g);
         }
+
+        /* reduce_scatter where rank 1 thinks its own block is empty and
+         * the others give it 5 (700) elements: rank 1 receives blocks of
+         * another length than it expects and fails; nobody waits for a
+         * block that is never sent.  Point-to-point, the others get blocks
+         * of the lengths they expect from rank 1 (its displacements
+         * differ): they may complete (finished is not failed); on one
+         * host the vectors' lengths differ and every member fails */
+        for (int big = 0; big < 2; ++big) {
+            ucg_group_h g = create_group(m);
+            size_t n      = big ? 700 : 5;
+            std::vector<size_t> rc(m.size, n);
+            if (m.rank == 1) {
+                rc[1] = 0;
+            }
+            std::vector<int32_t> sb(n * m.size, 1), rb(n + 16, 7);
+            ucg_coll_params_t p;
+            ucg_coll_h coll;
+
+            memset(&p, 0, sizeof(p));
+            p.type = UCG_COLL_REDUCE_SCATTER; p.sbuf = sb.data();
+            p.rbuf = rb.data(); p.dtype = UCG_DT_INT32; p.op = UCG_OP_SUM;
+            p.rcounts = rc.data();
+            CHILD_CHECK(ucg_coll_init(g, &p, &coll) == UCS_OK, "init");
+            CHILD_CHECK(ucg_coll_start(coll) == UCS_OK, "start");
+            ucs_status_t status = wait_coll(coll, "reduce_scatter counts");
+            CHILD_CHECK(((status == UCS_OK) && big && (m.rank != 1)) ||
+                        (status == UCS_ERR_MESSAGE_TRUNCATED) ||
+                        (status == UCS_ERR_IO_ERROR) ||
+                        (status == UCS_ERR_CANCELED),
+                        "reduce_scatter with other counts%s rank %u: %s",
+                        big ? " (big)" : "", m.rank,
+                        ucs_status_string(status));
+            for (size_t i = rc[m.rank]; i < rb.size(); ++i) {
+                CHILD_CHECK(rb[i] == 7, "reduce_scatter rank %u: written "
+                            "past the result at %zu", m.rank, i);
+            }
+            ucg_coll_finalize(coll);
+            m.procs->barrier(m.rank);
+            ucg_group_destroy(g);
+        }
         ucs_global_opts.log_component.log_level = level;
     });
 }

@@ -2,7 +2,7 @@
  * UCG phases of the reductions whose members get different results:
  *  - P2P_REDUCE_SCATTER: every member sends each other member that member's
  *    block of its vector and receives its own block of every other vector
- *    (all posted at once, zero-sized blocks not sent); then it folds the
+ *    (all posted at once, empty blocks as empty messages); then it folds the
  *    blocks in rank order into its result.  Any op: the fold keeps rank
  *    order, and each member moves (n-1)/n of its vector once.
  *  - P2P_SCAN: recursive doubling (Hillis-Steele): in round k a member
@@ -82,28 +82,28 @@ ucs_status_t ucg_p2p_reduce_scatter_start(ucg_coll_t *coll)
                UCS_PTR_BYTE_OFFSET(coll->data, displs[me] * dt), mine);
     }
 
-    /* Starting at the next member: not everyone sends to 0 first */
+    /* Starting at the next member: not everyone sends to 0 first.  Empty
+     * blocks are sent too: every receive is matched by a message whose
+     * length is checked, so a member with other counts fails the
+     * collective instead of leaving a peer waiting for a block it never
+     * sends */
     for (i = 1; i < n; ++i) {
-        peer = (me + i) % n;
-        if (counts[peer] > 0) {
-            status = ucg_p2p_send(coll, ucg_p2p_rank(coll, peer), 0,
-                                  UCS_PTR_BYTE_OFFSET(coll->data,
-                                                      displs[peer] * dt),
-                                  counts[peer] * dt);
-            if (status != UCS_OK) {
-                return status;
-            }
+        peer   = (me + i) % n;
+        status = ucg_p2p_send(coll, ucg_p2p_rank(coll, peer), 0,
+                              UCS_PTR_BYTE_OFFSET(coll->data,
+                                                  displs[peer] * dt),
+                              counts[peer] * dt);
+        if (status != UCS_OK) {
+            return status;
         }
 
-        peer = (me + n - i) % n;
-        if (mine > 0) {
-            status = ucg_p2p_recv(coll, ucg_p2p_rank(coll, peer), 0,
-                                  UCS_PTR_BYTE_OFFSET(coll->ps.redscan.tmp,
-                                                      peer * mine),
-                                  mine);
-            if (status != UCS_OK) {
-                return status;
-            }
+        peer   = (me + n - i) % n;
+        status = ucg_p2p_recv(coll, ucg_p2p_rank(coll, peer), 0,
+                              UCS_PTR_BYTE_OFFSET(coll->ps.redscan.tmp,
+                                                  peer * mine),
+                              mine);
+        if (status != UCS_OK) {
+            return status;
         }
     }
 
