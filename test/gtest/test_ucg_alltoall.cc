@@ -20,6 +20,7 @@ extern "C" {
 #include <cstring>
 #include <string>
 #include <vector>
+#include <unistd.h>
 
 using namespace ucg_test;
 using o2m_test::scoped_log_capture;
@@ -474,4 +475,81 @@ TEST(ucg_alltoall, persistent_outstanding)
         m.procs->barrier(m.rank);
         ucg_group_destroy(g2);
     });
+}
+
+namespace {
+
+/*
+ * Member @a victim dies (SIGKILL) in an alltoall or alltoallv after a
+ * little progress, or before the others start it (@a late): a survivor's
+ * collective completes with the right data (what it needed had arrived)
+ * or fails within the liveness check's bound (generous, against hangs);
+ * nobody waits.
+ */
+void a2a_kill(ucg_coll_type_t type, unsigned victim, bool late)
+{
+    const double bound = 0.1 + 5.0; /* CHECK_INTERVAL, slack under load */
+    std::string label  = std::string(ucg_coll_name(type)) + " kill rank " +
+                         std::to_string(victim) +
+                         (late ? " (others start late)" : "");
+    run_opts opts;
+
+    opts.env["UCX_UCG_CHECK_INTERVAL"] = "100ms";
+    /* eager sends: UCX 1.13's cma rendezvous aborts the process when its
+     * peer dies in a get (UCX's own, not tested here) */
+    opts.env["UCX_RNDV_THRESH"] = "inf";
+    opts.final_barrier = false;
+    opts.timeout       = 60;
+    opts.shared_size   = sizeof(kill_shared);
+
+    std::vector<int> status = run(3, opts, [&](member &m) {
+        kill_shared *sh = static_cast<kill_shared*>(m.shared);
+        coll_desc d(type, 300, UCG_DT_INT32);
+        ucg_coll_params_t p;
+        ucg_coll_h coll;
+        ucs_status_t st;
+        double kill_time;
+
+        /* connections established, everyone alive */
+        d.seed = 1;
+        run_coll(m, d);
+        m.procs->barrier(m.rank);
+
+        d.seed = 2;
+        coll_bufs b(d, m.rank, m.size);
+        p = b.params();
+        CHILD_CHECK(ucg_coll_init(m.group, &p, &coll) == UCS_OK, "init");
+        if (late && (m.rank != victim)) {
+            double deadline = o2m_test::now_sec() + 30;
+            do {
+                CHILD_CHECK(o2m_test::now_sec() < deadline,
+                            "the victim did not die");
+                usleep(1000);
+                __atomic_load(&sh->kill_time, &kill_time, __ATOMIC_SEQ_CST);
+            } while (kill_time == 0);
+            usleep(100000);
+        }
+
+        CHILD_CHECK(ucg_coll_start(coll) == UCS_OK, "start");
+        if (m.rank == victim) {
+            die_in_coll(coll, sh);
+        }
+
+        st = wait_coll(coll, label, bound + 10);
+        check_end_after_kill(m, st, o2m_test::now_sec(), b, label, victim,
+                             bound, false);
+        ucg_coll_finalize(coll);
+    }, label);
+
+    o2m_test::expect_only_killed(status, victim, label);
+}
+
+} // namespace
+
+TEST(ucg_alltoall, kill_member)
+{
+    a2a_kill(UCG_COLL_ALLTOALL, 1, false);
+    a2a_kill(UCG_COLL_ALLTOALL, 0, true);
+    a2a_kill(UCG_COLL_ALLTOALLV, 2, false);
+    a2a_kill(UCG_COLL_ALLTOALLV, 1, true);
 }
