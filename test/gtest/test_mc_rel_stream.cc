@@ -341,6 +341,71 @@ TEST_F(mc_rel_stream, join_then_messages_across_wraparound)
     }
 }
 
+/* ACKs on demand: a message of one packet (less than a quarter of the
+ * window of 8) is not acknowledged on its own, nor when the user stops
+ * waiting; the root's SYNC after an RTO of silence asks, and member 1
+ * passes member 2's answer up as soon as it comes (one SYNC drains the
+ * window).  A member that leaves sends its final ACK unasked, once. */
+TEST_F(mc_rel_stream, acks_on_demand)
+{
+    std::vector<uint8_t> msg(10, 0x5a);
+    uct_mc_rel_stats_t before[3];
+    uint64_t deadline;
+
+    join();
+    for (unsigned r = 0; r < 3; ++r) {
+        before[r] = stats(r);
+    }
+
+    ASSERT_EQ(UCS_OK, uct_mc_rel_send(m_ep[0].stream, msg.data(), msg.size(),
+                                      m_now));
+    uct_mc_rel_expect(m_ep[1].stream, 1, m_now);
+    pump();
+    uct_mc_rel_expect(m_ep[1].stream, 0, m_now);
+    pump();
+    for (unsigned r = 1; r < 3; ++r) {
+        ASSERT_EQ(1u, m_ep[r].delivered.size());
+        EXPECT_EQ(before[r].tx_ack, stats(r).tx_ack) << r;
+    }
+    EXPECT_EQ(UCS_INPROGRESS, uct_mc_rel_flush(m_ep[0].stream));
+
+    /* the root asks after its RTO of silence */
+    deadline = uct_mc_rel_next_deadline(m_ep[0].stream);
+    ASSERT_NE(UCT_MC_REL_TIME_INF, deadline);
+    ASSERT_GT(deadline, m_now);
+    m_now = deadline;
+    pump();
+    EXPECT_EQ(before[0].tx_sync + 1, stats(0).tx_sync);
+    EXPECT_EQ(UCS_OK, uct_mc_rel_flush(m_ep[0].stream));
+    for (unsigned r = 1; r < 3; ++r) {
+        EXPECT_EQ(before[r].tx_ack + 1, stats(r).tx_ack) << r;
+        EXPECT_EQ(UCT_MC_REL_TIME_INF,
+                  uct_mc_rel_next_deadline(m_ep[r].stream)) << r;
+    }
+    EXPECT_EQ(UCT_MC_REL_TIME_INF, uct_mc_rel_next_deadline(m_ep[0].stream));
+
+    /* the next message, and the members leave, deepest first: unasked */
+    ASSERT_EQ(UCS_OK, uct_mc_rel_send(m_ep[0].stream, msg.data(), msg.size(),
+                                      m_now));
+    pump();
+    uct_mc_rel_leave(m_ep[2].stream, m_now);
+    pump();
+    EXPECT_EQ(before[2].tx_ack + 2, stats(2).tx_ack);
+    EXPECT_EQ(before[1].tx_ack + 1, stats(1).tx_ack);
+    EXPECT_EQ(UCS_INPROGRESS, uct_mc_rel_flush(m_ep[0].stream));
+    uct_mc_rel_leave(m_ep[1].stream, m_now);
+    pump();
+    EXPECT_EQ(before[1].tx_ack + 2, stats(1).tx_ack);
+    EXPECT_EQ(UCS_OK, uct_mc_rel_flush(m_ep[0].stream));
+    EXPECT_EQ(before[0].tx_sync + 1, stats(0).tx_sync);
+
+    /* once: the parent has it; and the root has nothing to send */
+    for (unsigned r = 0; r < 3; ++r) {
+        uct_mc_rel_leave(m_ep[r].stream, m_now);
+        EXPECT_TRUE(m_ep[r].sent.empty()) << r;
+    }
+}
+
 TEST_F(mc_rel_stream, send_limits)
 {
     std::vector<uint8_t> msg(200);

@@ -15,9 +15,10 @@
  *
  * A member waits for data with uct_o2m_ep_expect(ep, 1) set: the endpoint
  * then fails when its root or its parent in the ACK tree is gone, and the
- * phase with it.  When it stops waiting (the last collective waiting on
- * the endpoint got its data), the member acknowledges at once: it may not
- * progress UCG again for a while, and the root's window must not wait.
+ * phase with it.  It stops waiting when the last collective waiting on the
+ * endpoint got its data; it sends nothing then (the engine's ACKs are on
+ * demand: the root's window does not wait for them, its SYNC asks when it
+ * needs them, and the endpoint's destroy sends the last one).
  */
 #include "ucg_coll.h"
 #include "ucg_mc.h"
@@ -55,8 +56,8 @@ void ucg_mc_bcast_deliver(ucg_coll_t *coll, const void *data, size_t length)
     ucg_sm_stream_deliver(coll, data, length, ucg_mc_bcast_recv);
 }
 
-/* The member stops waiting on the endpoint (the last of its collectives
- * that waited acknowledges at once: ucg_mc_bcast.c's header) */
+/* The member stops waiting on the endpoint (when the last of its
+ * collectives that waited got its data) */
 static void ucg_mc_bcast_unwait(ucg_coll_t *coll)
 {
     ucg_mc_ep_t *mc_ep = coll->ps.mc.ep;

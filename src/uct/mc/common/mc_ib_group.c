@@ -750,6 +750,11 @@ static void uct_mc_ib_ep_destroy(uct_ep_h tl_ep)
 {
     uct_mc_ib_ep_t *ep = ucs_derived_of(tl_ep, uct_mc_ib_ep_t);
 
+    if ((ep->super.rel != NULL) && (ep->qp != NULL)) {
+        /* a member's final ACK: the root may still flush (ACKs on
+         * demand); best effort, the QP goes right after */
+        uct_mc_rel_leave(ep->super.rel, uct_mc_rel_ep_now());
+    }
     uct_mc_ib_ep_release(ep);
     uct_mc_rel_ep_cleanup(&ep->super);
     ucs_free(ep->peers);

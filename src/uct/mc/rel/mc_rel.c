@@ -243,10 +243,14 @@ static int uct_mc_rel_waits_upstream(const uct_mc_rel_stream_t *s)
            s->expecting;
 }
 
+/* The root waits for a child that has not acknowledged everything sent; a
+ * member only for one that has not acknowledged what a SYNC asked for
+ * (ACKs on demand: the children of a member owe nothing else) */
 static int uct_mc_rel_child_lags(const uct_mc_rel_stream_t *s,
                                  const uct_mc_rel_child_t *c)
 {
-    uint32_t own = s->is_root ? s->high : s->next;
+    uint32_t own = s->is_root ? s->high :
+                   uct_mc_rel_psn_min(s->next, s->ack_owed);
 
     return !c->known || (s->started && uct_mc_rel_psn_lt(c->acked, own));
 }
@@ -269,6 +273,32 @@ int uct_mc_rel_busy(const uct_mc_rel_stream_t *s)
     return s->is_root && (s->next != s->base);
 }
 
+/* A member that waits only because its user expects a message: it has
+ * everything it knows of, the join is over, no child owes an ACK and no
+ * peer timeout is set.  Its watch only asks the liveness callback about
+ * the root, and a transport answers that with a packet (mc_udp: a PING
+ * to the root, whose answer is an ICMP error when its port is closed):
+ * every rto_max, not on the RTO's back-off.  On the bed, backing off from
+ * the RTO cost each member 1.5 PINGs per 8-byte MPI_Bcast and the root
+ * 4.5 receives, as much as the ACKs; a gone root is found within two
+ * rto_max (the kernel rate limits ICMP errors to about one per second per
+ * destination off loopback in any case) */
+static int uct_mc_rel_only_expects(const uct_mc_rel_stream_t *s)
+{
+    unsigned i;
+
+    if (s->is_root || !s->started || !s->ready_seen ||
+        (s->next != s->high) || (s->cfg.peer_timeout != 0)) {
+        return 0;
+    }
+    for (i = 0; i < s->nchildren; ++i) {
+        if (uct_mc_rel_child_lags(s, &s->children[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 void uct_mc_rel_watch_arm(uct_mc_rel_stream_t *s, uint64_t now)
 {
     int busy = uct_mc_rel_busy(s);
@@ -277,7 +307,9 @@ void uct_mc_rel_watch_arm(uct_mc_rel_stream_t *s, uint64_t now)
         s->t_busy = now; /* a wait begins: nobody owed an answer before */
     }
     s->backoff = 0;
-    s->t_watch = busy ? (now + uct_mc_rel_rto(s)) : UCT_MC_REL_TIME_INF;
+    s->t_watch = !busy ? UCT_MC_REL_TIME_INF :
+                 (now + (uct_mc_rel_only_expects(s) ? s->cfg.rto_max :
+                         uct_mc_rel_rto(s)));
 }
 
 /* A child waits for news from the root */
@@ -662,9 +694,10 @@ static void uct_mc_rel_watch_fire(uct_mc_rel_stream_t *s, uint64_t now)
      * Doubling per round, a chain of 43 at 30 % loss spent 130 ms per
      * window advance, 33 of its 40 rounds at rto_max (mc_rel_sim.
      * lossy_chain_44) */
-    s->t_watch = now + uct_mc_rel_backoff(s, s->is_root ?
-                                             s->backoff / s->depth :
-                                             s->backoff);
+    s->t_watch = now + (uct_mc_rel_only_expects(s) ? s->cfg.rto_max :
+                        uct_mc_rel_backoff(s, s->is_root ?
+                                              s->backoff / s->depth :
+                                              s->backoff));
 }
 
 ucs_status_t uct_mc_rel_progress(uct_mc_rel_stream_t *s, uint64_t now)
@@ -690,7 +723,7 @@ ucs_status_t uct_mc_rel_progress(uct_mc_rel_stream_t *s, uint64_t now)
          * progress: with a message per packet, an ACK per message cost
          * every receiver a send and the root N receives per message */
         s->ack_due = 0;
-        uct_mc_rel_rx_ack(s, UCT_MC_REL_ACK_BATCH, 0, now);
+        uct_mc_rel_rx_ack(s, uct_mc_rel_rx_ack_mode(s), 0, now);
     }
     if (now >= s->t_nack) {
         uct_mc_rel_rx_nack_timer(s, now);
@@ -755,14 +788,24 @@ void uct_mc_rel_expect(uct_mc_rel_stream_t *s, int expect, uint64_t now)
     s->expecting = !!expect;
     if (s->expecting) {
         s->last_upstream = now; /* the silence starts now */
-    } else {
-        /* The user has what it waited for and may not progress again for
-         * a while: acknowledge it now, not at the next batch, so that the
-         * root's window does not wait for this member (unless the parent
-         * has it already) */
-        uct_mc_rel_rx_ack(s, UCT_MC_REL_ACK_CHANGED, 0, now);
     }
+    /* No ACK when the user got its message: ACKs are on demand (the
+     * root's window does not wait for them; its SYNC asks when it needs
+     * them, and uct_mc_rel_leave() sends the last one).  This ACK was a
+     * system call in every member's MPI_Bcast on the bed */
     uct_mc_rel_watch_arm(s, now);
+}
+
+void uct_mc_rel_leave(uct_mc_rel_stream_t *s, uint64_t now)
+{
+    if (s->is_root || (s->state != UCT_MC_REL_ST_READY) || !s->joined_sent) {
+        return;
+    }
+    /* The root asks a member that has not acknowledged everything with a
+     * SYNC, which a member that is gone cannot answer: its cumulative ACK
+     * goes now, if its parent does not have it (best effort: a lost one
+     * is a gone member the root waits for) */
+    uct_mc_rel_rx_ack(s, UCT_MC_REL_ACK_CHANGED, 0, now);
 }
 
 unsigned uct_mc_rel_tx_space(const uct_mc_rel_stream_t *s)
@@ -905,6 +948,7 @@ ucs_status_t uct_mc_rel_stream_create(const uct_mc_rel_params_t *params,
     s->t_nack        = UCT_MC_REL_TIME_INF;
     s->t_arrived     = UCT_MC_REL_TIME_INF;
     s->last_upstream = now;
+    s->t_root        = now;
     s->t_busy        = now;
     if (s->is_root) {
         s->started = 1;

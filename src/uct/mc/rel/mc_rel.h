@@ -284,13 +284,22 @@ ucs_status_t uct_mc_rel_flush(const uct_mc_rel_stream_t *stream);
  * else while it has all it knows of: a lost tail is revealed by the root's
  * SYNC.  Without it, a member that has received everything it heard of
  * cannot tell a root that is quiet from a root that is gone or cut off: it
- * learns of such a failure from the next packet of the group.  When it
- * stops waiting, the member acknowledges what it has at once if that moved
- * (its subtree's cumulative ACK, not waiting for a batch): a user that got
- * its message may not progress the stream again for a while.
+ * learns of such a failure from the next packet of the group.  Stopping
+ * to wait sends nothing: ACKs are on demand (the root's SYNC asks for
+ * them), so a user that got its message and does not progress the stream
+ * for a while holds nothing up until the root asks.
  */
 void uct_mc_rel_expect(uct_mc_rel_stream_t *stream, int expect,
                        uint64_t now);
+
+/**
+ * A member is about to destroy its end of the stream: it sends its
+ * subtree's cumulative ACK to its parent if the parent does not have it
+ * (the final ACK: ACKs are on demand, and a member that is gone cannot
+ * answer the root's SYNC).  Best effort, one packet; nothing on the root
+ * or a failed stream.  Call it while the send callback still works.
+ */
+void uct_mc_rel_leave(uct_mc_rel_stream_t *stream, uint64_t now);
 
 /* Root: free packets in the window (a message of n fragments fits when n
  * is at most this) */

@@ -117,8 +117,10 @@ struct uct_mc_rel_stream {
     uint32_t               view_next;  /* last heard */
     uint32_t               ack_sent;   /* last cumulative ACK sent */
     int                    joined_sent;
-    uint32_t               ackreq;     /* end of the last message that asks
-                                          for an ACK */
+    uint32_t               ack_owed;   /* receiver: a SYNC asked its
+                                          subtree for an ACK up to this
+                                          PSN: until the ACK sent reaches
+                                          it, every move goes up at once */
 
     /* reassembly of a message of several fragments */
     uint8_t                *asm_buf;
@@ -140,6 +142,8 @@ struct uct_mc_rel_stream {
                                           owes nobody an answer */
     unsigned               backoff;
     uint64_t               last_upstream;
+    uint64_t               t_root;     /* receiver: last packet from the
+                                          root */
     uint64_t               t_sync;     /* root: last PROBE/SYNC sent */
     uint64_t               t_disturb;  /* root: last NACK or SYNC: ACKs of
                                           packets sent before are no RTT
@@ -262,12 +266,17 @@ void uct_mc_rel_root_nack(uct_mc_rel_stream_t *s,
 
 /* When a member sends its subtree's cumulative ACK (uct_mc_rel_rx_ack) */
 typedef enum {
-    UCT_MC_REL_ACK_BATCH,   /* it moved by a quarter of the window, or past
-                               the end of a message that asked for one */
+    UCT_MC_REL_ACK_BATCH,   /* it moved by a quarter of the window */
+    UCT_MC_REL_ACK_OWED,    /* it reached what a SYNC asked for
+                               (ack_owed), or as BATCH */
     UCT_MC_REL_ACK_CHANGED, /* it moved at all */
     UCT_MC_REL_ACK_FORCE    /* always: an answer (probe, ping, a SYNC that
                                shows the ACK may be lost) */
 } uct_mc_rel_ack_mode_t;
+
+/* The mode of the ACK decided at a progress: OWED while a SYNC's ACK is
+ * owed (uct_mc_rel_stream_t.ack_owed), else BATCH */
+uct_mc_rel_ack_mode_t uct_mc_rel_rx_ack_mode(const uct_mc_rel_stream_t *s);
 
 /* Send the subtree's cumulative ACK to the parent when @a mode says so
  * (with @a want_sync: always, as a ping) */

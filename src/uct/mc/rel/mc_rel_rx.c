@@ -35,6 +35,12 @@ static uint32_t uct_mc_rel_rx_agg(const uct_mc_rel_stream_t *s,
     return agg;
 }
 
+uct_mc_rel_ack_mode_t uct_mc_rel_rx_ack_mode(const uct_mc_rel_stream_t *s)
+{
+    return uct_mc_rel_psn_lt(s->ack_sent, s->ack_owed) ?
+           UCT_MC_REL_ACK_OWED : UCT_MC_REL_ACK_BATCH;
+}
+
 void uct_mc_rel_rx_ack(uct_mc_rel_stream_t *s, uct_mc_rel_ack_mode_t mode,
                        int want_sync, uint64_t now)
 {
@@ -56,13 +62,17 @@ void uct_mc_rel_rx_ack(uct_mc_rel_stream_t *s, uct_mc_rel_ack_mode_t mode,
         }
         hdr.flags = UCT_MC_REL_FLAG_WANT_SYNC;
     } else {
+        /* On demand: not per message, only per quarter window, when a
+         * SYNC asks (the root's, after an RTO of silence while it holds
+         * packets not acknowledged by every member), or when the member
+         * leaves (docs/multicast.md, "ACKs (custody)") */
         if (!want_sync && (mode != UCT_MC_REL_ACK_FORCE) &&
             s->joined_sent &&
             (!uct_mc_rel_psn_lt(s->ack_sent, agg) ||
-             ((mode == UCT_MC_REL_ACK_BATCH) &&
-              ((uint32_t)(agg - s->ack_sent) < batch) &&
-              !(uct_mc_rel_psn_lt(s->ack_sent, s->ackreq) &&
-                uct_mc_rel_psn_le(s->ackreq, agg))))) {
+             (((mode == UCT_MC_REL_ACK_BATCH) ||
+               ((mode == UCT_MC_REL_ACK_OWED) &&
+                uct_mc_rel_psn_lt(agg, s->ack_owed))) &&
+              ((uint32_t)(agg - s->ack_sent) < batch)))) {
             return; /* nothing the parent does not know, or not yet */
         }
         hdr.flags = UCT_MC_REL_FLAG_JOINED |
@@ -270,11 +280,6 @@ static void uct_mc_rel_rx_store(uct_mc_rel_stream_t *s,
     if (hdr->flags & UCT_MC_REL_FLAG_REPAIR) {
         uct_mc_rel_repair_lat(s, now - slot->t_gap);
     }
-    if (hdr->flags & UCT_MC_REL_FLAG_ACK_REQ) {
-        if (uct_mc_rel_psn_lt(s->ackreq, hdr->psn + 1)) {
-            s->ackreq = hdr->psn + 1;
-        }
-    }
     ++s->stats.rx_data;
 
     for (i = 0; i < s->nchildren; ++i) {
@@ -333,6 +338,9 @@ void uct_mc_rel_rx_data(uct_mc_rel_stream_t *s,
     }
 
     s->last_upstream = now;
+    if (hdr->src == s->root) {
+        s->t_root = now;
+    }
     slot = uct_mc_rel_slot(s, hdr->psn);
     if (uct_mc_rel_psn_lt(hdr->psn, s->high) && slot->valid) {
         ++s->stats.rx_dup;
@@ -374,6 +382,9 @@ void uct_mc_rel_rx_probe(uct_mc_rel_stream_t *s,
     }
 
     s->last_upstream = now;
+    if (hdr->src == s->root) {
+        s->t_root = now;
+    }
     if (!s->started) {
         s->state      = UCT_MC_REL_ST_READY;
         s->started    = 1;
@@ -384,7 +395,7 @@ void uct_mc_rel_rx_probe(uct_mc_rel_stream_t *s,
         s->view_acked = hdr->psn;
         s->view_next  = hdr->psn;
         s->ack_sent   = hdr->psn;
-        s->ackreq     = hdr->psn;
+        s->ack_owed   = hdr->psn;
         for (i = 0; i < s->nchildren; ++i) {
             c = &s->children[i];
             /* before the first data, every subtree is at the first PSN */
@@ -433,6 +444,9 @@ void uct_mc_rel_rx_sync(uct_mc_rel_stream_t *s,
 
     news             = !s->ready_seen || uct_mc_rel_psn_lt(s->high, hdr->aux);
     s->last_upstream = now;
+    if (hdr->src == s->root) {
+        s->t_root = now;
+    }
     s->ready_seen    = 1;
     if (uct_mc_rel_psn_le(s->view_next, hdr->aux) &&
         uct_mc_rel_psn_le(s->view_acked, hdr->psn)) {
@@ -449,10 +463,29 @@ void uct_mc_rel_rx_sync(uct_mc_rel_stream_t *s,
      * that this member keeps waiting and pinging; the root's SYNCs, which
      * come by multicast behind the data, tell of the packets to NACK.
      * Once the root is gone no SYNC comes from it and nothing more is on
-     * its way: then the parent (custody) tells of the tail */
+     * its way: then the parent (custody) tells of the tail.  So also when
+     * nothing came from the root for two rto_max (its SYNCs, while it
+     * holds packets not acknowledged by every member, are at most rto_max
+     * apart): it is cut off from this member, and whatever was on its way
+     * has arrived; with ACKs on demand the root's first SYNC after a burst
+     * comes an RTO after its last packet, and a partition in between left
+     * a member that lost the tail waiting with its parent holding it */
     if ((hdr->src == s->root) ||
+        (now - s->t_root > 2 * s->cfg.rto_max) ||
         ((s->ops.is_alive != NULL) && !s->ops.is_alive(s->arg, s->root))) {
         uct_mc_rel_rx_extend(s, hdr->aux, now);
+    }
+    if ((hdr->src != s->root) || (hdr->bitmap & (1ull << s->top))) {
+        /* Asked: the root waits for this subtree (or the parent asks).
+         * ACKs are sent on demand, so this member's ACK up to the root's
+         * next PSN goes up as soon as its subtree has it all - when the
+         * children's answers or the repairs came - and its children owe
+         * theirs until then, not a SYNC round later.  A part of it waits
+         * for the root's next SYNC (its answer, below), so that a member
+         * sends one ACK per SYNC and not one per child's answer */
+        if (uct_mc_rel_psn_lt(s->ack_owed, hdr->aux)) {
+            s->ack_owed = hdr->aux;
+        }
     }
     agg = uct_mc_rel_rx_agg(s, &joined);
     if ((hdr->src != s->root) ||

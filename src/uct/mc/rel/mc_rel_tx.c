@@ -46,9 +46,15 @@ void uct_mc_rel_root_transmit(uct_mc_rel_stream_t *s, uint64_t now)
         sent = 1;
     }
 
-    if (sent && (s->t_watch == UCT_MC_REL_TIME_INF)) {
+    if (sent) {
+        if (s->t_watch == UCT_MC_REL_TIME_INF) {
+            s->t_busy = now; /* the children owe ACKs from now on */
+        }
+        /* The SYNC that asks for ACKs comes after an RTO of silence: while
+         * the root sends, every packet tells the members what exists (a
+         * gap is NACKed), and they acknowledge each quarter window on
+         * their own; only the tail needs the SYNC */
         s->backoff = 0;
-        s->t_busy  = now; /* the children owe ACKs from now on */
         s->t_watch = now + uct_mc_rel_rto(s);
     }
 }

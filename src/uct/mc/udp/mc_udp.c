@@ -572,6 +572,8 @@ static void uct_mc_udp_stream_cleanup(uct_mc_udp_stream_t *s)
     uct_mc_rel_stats_t stats;
 
     ucs_list_del(&s->list);
+    /* a member's final ACK: the root may still flush (ACKs on demand) */
+    uct_mc_rel_leave(s->rel, uct_mc_rel_ep_now());
     uct_mc_rel_stats(s->rel, &stats);
     uct_mc_udp_add_stats(&s->iface->cnt, &stats);
     uct_mc_udp_add_repair_stats(&s->iface->repair, &stats);
