@@ -406,6 +406,38 @@ TEST_F(mc_rel_stream, acks_on_demand)
     }
 }
 
+/* A point-to-point stream's receiver (config ack_per_msg, what mc_udp
+ * sets for UCP's endpoints) acknowledges each message's end on its own:
+ * the root's flush completes without a SYNC */
+TEST_F(mc_rel_stream, ack_per_msg)
+{
+    std::vector<uint8_t> msg(10, 0x3c);
+    uct_mc_rel_stats_t before[3];
+
+    for (endpoint &ep : m_ep) {
+        uct_mc_rel_stream_destroy(ep.stream);
+        ep.stream = NULL;
+        ep.sent.clear();
+    }
+    m_config.ack_per_msg = 1;
+    for (unsigned r = 0; r < 3; ++r) {
+        ASSERT_EQ(UCS_OK, create(r, &m_ep[r].stream, &m_ep[r]));
+    }
+    join();
+    for (unsigned r = 0; r < 3; ++r) {
+        before[r] = stats(r);
+    }
+
+    ASSERT_EQ(UCS_OK, uct_mc_rel_send(m_ep[0].stream, msg.data(), msg.size(),
+                                      m_now));
+    pump();
+    EXPECT_EQ(UCS_OK, uct_mc_rel_flush(m_ep[0].stream));
+    EXPECT_EQ(before[0].tx_sync, stats(0).tx_sync);
+    for (unsigned r = 1; r < 3; ++r) {
+        EXPECT_EQ(before[r].tx_ack + 1, stats(r).tx_ack) << r;
+    }
+}
+
 TEST_F(mc_rel_stream, send_limits)
 {
     std::vector<uint8_t> msg(200);

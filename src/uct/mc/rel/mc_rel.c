@@ -48,6 +48,7 @@ void uct_mc_rel_config_default(uct_mc_rel_config_t *config)
     config->peer_timeout   = 0;
     config->remcast_thresh = 0;
     config->test_drop      = 0;
+    config->ack_per_msg    = 0;
 }
 
 uint64_t uct_mc_rel_rto(const uct_mc_rel_stream_t *s)

@@ -82,6 +82,13 @@ typedef struct uct_mc_rel_config {
                                 packet's index in the stream); repairs
                                 pass, so every drop is repaired once; 0:
                                 off */
+    int      ack_per_msg;    /* 1: a member also ACKs the end of every
+                                message on its own (a point-to-point
+                                stream: UCP closes its endpoint with a
+                                flush and may stop progressing its worker
+                                once its own close is done, before the
+                                root's SYNC could be answered); 0 (the
+                                default): ACKs on demand only */
 } uct_mc_rel_config_t;
 
 

@@ -117,6 +117,8 @@ struct uct_mc_rel_stream {
     uint32_t               view_next;  /* last heard */
     uint32_t               ack_sent;   /* last cumulative ACK sent */
     int                    joined_sent;
+    uint32_t               ackreq;     /* receiver: end of the last message
+                                          (ack_per_msg) */
     uint32_t               ack_owed;   /* receiver: a SYNC asked its
                                           subtree for an ACK up to this
                                           PSN: until the ACK sent reaches

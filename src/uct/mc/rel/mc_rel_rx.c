@@ -72,7 +72,10 @@ void uct_mc_rel_rx_ack(uct_mc_rel_stream_t *s, uct_mc_rel_ack_mode_t mode,
              (((mode == UCT_MC_REL_ACK_BATCH) ||
                ((mode == UCT_MC_REL_ACK_OWED) &&
                 uct_mc_rel_psn_lt(agg, s->ack_owed))) &&
-              ((uint32_t)(agg - s->ack_sent) < batch)))) {
+              ((uint32_t)(agg - s->ack_sent) < batch) &&
+              !(s->cfg.ack_per_msg &&
+                uct_mc_rel_psn_lt(s->ack_sent, s->ackreq) &&
+                uct_mc_rel_psn_le(s->ackreq, agg))))) {
             return; /* nothing the parent does not know, or not yet */
         }
         hdr.flags = UCT_MC_REL_FLAG_JOINED |
@@ -280,6 +283,10 @@ static void uct_mc_rel_rx_store(uct_mc_rel_stream_t *s,
     if (hdr->flags & UCT_MC_REL_FLAG_REPAIR) {
         uct_mc_rel_repair_lat(s, now - slot->t_gap);
     }
+    if ((hdr->flags & UCT_MC_REL_FLAG_ACK_REQ) &&
+        uct_mc_rel_psn_lt(s->ackreq, hdr->psn + 1)) {
+        s->ackreq = hdr->psn + 1; /* a message ends (ack_per_msg) */
+    }
     ++s->stats.rx_data;
 
     for (i = 0; i < s->nchildren; ++i) {
@@ -396,6 +403,7 @@ void uct_mc_rel_rx_probe(uct_mc_rel_stream_t *s,
         s->view_next  = hdr->psn;
         s->ack_sent   = hdr->psn;
         s->ack_owed   = hdr->psn;
+        s->ackreq     = hdr->psn;
         for (i = 0; i < s->nchildren; ++i) {
             c = &s->children[i];
             /* before the first data, every subtree is at the first PSN */

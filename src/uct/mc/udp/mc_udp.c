@@ -490,6 +490,7 @@ uct_mc_udp_stream_init(uct_mc_udp_stream_t *s, uct_mc_udp_iface_t *iface,
                        uint32_t epoch, unsigned num_members,
                        unsigned my_rank, unsigned root)
 {
+    uct_mc_rel_config_t rel = iface->rel;
     uct_mc_rel_params_t params;
     ucs_status_t status;
 
@@ -520,7 +521,12 @@ uct_mc_udp_stream_init(uct_mc_udp_stream_t *s, uct_mc_udp_iface_t *iface,
     params.my_rank     = my_rank;
     params.root        = root;
     params.init_psn    = (uint32_t)ucs_generate_uuid((uintptr_t)s);
-    params.config      = &iface->rel;
+    /* A point-to-point stream is UCP's: it closes its endpoints with a
+     * flush and may stop progressing its worker once its own close is
+     * done, so its receiver acknowledges each message as it comes (ACKs
+     * on demand only in groups) */
+    rel.ack_per_msg    = (kind != UCT_MC_UDP_KIND_GROUP);
+    params.config      = &rel;
     params.ops         = &uct_mc_udp_rel_ops;
     params.arg         = s;
 
