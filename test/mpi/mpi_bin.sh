@@ -36,3 +36,26 @@ mpi_bin_make() {
     make -s -C "$mpi_bin" "$@" >/dev/null ||
         { echo "building $* in $mpi_bin failed" >&2; return 1; }
 }
+
+# mpi_stack: the Open MPI the build tree's programs are built with
+# (configure's MPICC: /usr/bin's, or the one of --with-ompi=DIR, e.g.
+# contrib/ompi5-stack.sh's Open MPI 5): sets mpi_run (its mpirun),
+# mpi_version (e.g. 4.1.4) and mpi_comp_dir (its own component directory,
+# for mca_base_component_path).  Call after mpi_bin_make.
+mpi_stack() {
+    local cc bindir=""
+    cc=$(sed -n 's/^MPICC = //p' "$mpi_bin/Makefile")
+    case "$cc" in
+    */*) bindir=$(dirname "$cc")/ ;;
+    esac
+    mpi_run=${bindir}mpirun
+    mpi_version=$("${bindir}ompi_info" --parsable 2>/dev/null |
+                  sed -n 's/^ompi:version:full://p' | head -n 1)
+    mpi_comp_dir=$("${bindir}ompi_info" --path pkglibdir --parsable \
+                   2>/dev/null | sed -n 's/^path:pkglibdir://p')
+    if [ -z "$mpi_version" ] || [ -z "$mpi_comp_dir" ]; then
+        echo "cannot ask ${bindir}ompi_info for the version and component" \
+             "directory of the Open MPI of $mpi_build" >&2
+        return 1
+    fi
+}

@@ -43,9 +43,18 @@
 # The check requires such a line with N > 0 for bcast and for allreduce, e.g.
 #   [host:pid] coll:ucg: comm MPI_COMM_WORLD (cid 0) rank 0: bcast ucg=2 delegated=0 ...
 # (Open MPI prefixes "[host:pid] ", so the pattern is not anchored.)
-# --ucg-path DIR runs with OMPI_MCA_mca_base_component_path=DIR:<system dir>
-# (a build tree's .libs does not load: link the .so into a directory of its
-# own).  `-- --mca mca_base_component_path ...` works as well.
+# --ucg-path DIR runs with OMPI_MCA_mca_base_component_path=DIR:<the Open
+# MPI's own component directory> (a build tree's .libs does not load: link
+# the .so into a directory of its own).  `-- --mca mca_base_component_path
+# ...` works as well.
+#
+# The stack: the programs run with the Open MPI the build tree was
+# configured with (its MPICC; mpi_bin.sh's mpi_stack): Debian 12's 4.1.4,
+# or Open MPI 5 for a tree configured --with-ompi=DIR (contrib/ompi5-stack.sh
+# builds it; contrib/test.sh's build-ompi5/), whose mpirun then runs them.
+# There coll_persist (MPI 4.0's persistent collectives) runs too; with
+# MPI_TEST_EXPECT_UCG=1 every one of its seven kinds must be served by
+# coll/ucg ("coll:ucg: ... bcast_init ucg=N>0 ...") and none delegated.
 #
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -53,6 +62,7 @@ nps="2 3 4 5 6 7 8"
 limit=180
 extra_tests=1
 build_dir=""
+ucg_path=""
 targs=()
 extra=()
 while [ $# -gt 0 ]; do
@@ -63,9 +73,7 @@ while [ $# -gt 0 ]; do
     -w) targs+=(-w); shift ;;
     -v) targs+=(-v); shift ;;
     -x) extra_tests=0; shift ;;
-    --ucg-path)
-        export OMPI_MCA_mca_base_component_path="$2:/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3"
-        shift 2 ;;
+    --ucg-path) ucg_path=$2; shift 2 ;;
     --build-dir) build_dir="$2"; shift 2 ;;
     --) shift; extra=("$@"); break ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -90,12 +98,26 @@ fi
 
 . "$here/mpi_bin.sh"
 mpi_bin_make "$build_dir" coll_test || exit 1
+mpi_stack || exit 1
+if [ -n "$ucg_path" ]; then
+    export OMPI_MCA_mca_base_component_path="$ucg_path:$mpi_comp_dir"
+    # Open MPI 5's PMIx reads OMPI_MCA_ variables too: without its own
+    # directory named, each rank's PMIx lists every file of ours as "bad
+    # prefix" (8 lines per rank)
+    if [ "${mpi_version%%.*}" -ge 5 ]; then
+        pmix_dir=$("$(dirname "$mpi_run")/pmix_info" --path pkglibdir \
+                   --parsable 2>/dev/null | sed -n 's/^path:pkglibdir://p')
+        [ -n "$pmix_dir" ] &&
+            export PMIX_MCA_mca_base_component_path="$pmix_dir"
+    fi
+fi
+echo "run.sh: Open MPI $mpi_version ($mpi_run)"
 
 fail=0
 start=$(date +%s)
 for np in $nps; do
     log=$(mktemp)
-    timeout -k 10 "$limit" mpirun --allow-run-as-root --oversubscribe \
+    timeout -k 10 "$limit" "$mpi_run" --allow-run-as-root --oversubscribe \
         -np "$np" "${extra[@]}" "$mpi_bin/coll_test" "${targs[@]}" >"$log" 2>&1
     rc=$?
     grep -v 'coll:ucg:' "$log" | grep -E '^(np=|MISMATCH)' | head -40
@@ -145,7 +167,7 @@ run_extra() {
     while [ $# -gt 0 ] && [ "$1" != -- ]; do args+=("$1"); shift; done
     shift
     log=$(mktemp)
-    timeout -k 10 "$limit" mpirun --allow-run-as-root --oversubscribe \
+    timeout -k 10 "$limit" "$mpi_run" --allow-run-as-root --oversubscribe \
         -np "$np" "${extra[@]}" "${args[@]}" "$@" >"$log" 2>&1
     rc=$?
     if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
@@ -234,7 +256,7 @@ if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ] && [ "$extra_tests" = 1 ]; then
         >"$rules_dir/bad.rules"
     printf '%s\n' 'ucg-rules 1' 'bcast * * * prev' >"$rules_dir/other.rules"
     rlog=$rules_dir/log
-    timeout -k 10 "$limit" mpirun --allow-run-as-root --oversubscribe -np 3 \
+    timeout -k 10 "$limit" "$mpi_run" --allow-run-as-root --oversubscribe -np 3 \
         "${extra[@]}" \
         --mca coll_ucg_rules_file "$rules_dir/hand.rules" \
         "$mpi_bin/coll_test" -q >"$rlog" 2>&1
@@ -257,7 +279,7 @@ if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ] && [ "$extra_tests" = 1 ]; then
         --mca coll_ucg_rules_file "$rules_dir/bad.rules" -- \
         "$mpi_bin/coll_test" -q || fail=1
     # MPMD: rank 0 reads another file than ranks 1-2
-    timeout -k 10 "$limit" mpirun --allow-run-as-root --oversubscribe \
+    timeout -k 10 "$limit" "$mpi_run" --allow-run-as-root --oversubscribe \
         "${extra[@]}" \
         -np 1 -x "OMPI_MCA_coll_ucg_rules_file=$rules_dir/other.rules" \
         "$mpi_bin/coll_test" -q : \
@@ -389,7 +411,7 @@ if [ "$extra_tests" = 1 ]; then
         printf '%s\n' 'ucg-rules 1' 'gatherv * * 0 prev' \
             'allgatherv * * * flat' >"$vrules"
         vlog=$(mktemp)
-        timeout -k 10 "$limit" mpirun --allow-run-as-root --oversubscribe \
+        timeout -k 10 "$limit" "$mpi_run" --allow-run-as-root --oversubscribe \
             -np 3 "${extra[@]}" --mca coll_ucg_rules_file "$vrules" \
             "$mpi_bin/coll_vcoll" 1 >"$vlog" 2>&1
         rc=$?
@@ -419,7 +441,7 @@ if [ "$extra_tests" = 1 ]; then
     mpi_bin_make "$build_dir" coll_a2a || exit 1
     for np in 2 3 5; do
         alog=$(mktemp)
-        timeout -k 10 "$limit" mpirun --allow-run-as-root --oversubscribe \
+        timeout -k 10 "$limit" "$mpi_run" --allow-run-as-root --oversubscribe \
             -np "$np" "${extra[@]}" "$mpi_bin/coll_a2a" "${targs[@]}" \
             >"$alog" 2>&1
         rc=$?
@@ -451,6 +473,62 @@ if [ "$extra_tests" = 1 ]; then
             grep 'coll_a2a: OK' "$alog"
         fi
         rm -f "$alog"
+    done
+fi
+
+# Persistent collectives (coll_persist; MPI 4.0: Open MPI 5 only): each
+# initialized once, started many times with new data, results checked;
+# with coll/ucg, every kind served by UCG and none delegated
+if [ "$extra_tests" = 1 ] && [ "${mpi_version%%.*}" -ge 5 ]; then
+    mpi_bin_make "$build_dir" coll_persist || exit 1
+    # with coll/ucg the strided datatype is freed once the requests exist
+    # (coll_persist's "free": its requests keep it; Open MPI 5.0.7's own
+    # libnbc does not); and no tuning rule hands a call to the previous
+    # module: every call on UCG
+    pfree=""
+    pargs=()
+    if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ]; then
+        pfree=free
+        pargs=(--mca coll_ucg_rules_file none)
+    fi
+    for np in 2 3 4; do
+        name="coll_persist np=$np (persistent collectives)"
+        plog=$(mktemp)
+        timeout -k 10 "$limit" "$mpi_run" --allow-run-as-root \
+            --oversubscribe -np "$np" "${extra[@]}" "${pargs[@]}" \
+            "$mpi_bin/coll_persist" 12 $pfree >"$plog" 2>&1
+        rc=$?
+        if [ $rc -ne 0 ] || ! grep -q 'coll_persist: OK' "$plog"; then
+            echo "$name: mpirun exited with $rc, or no 'coll_persist: OK':"
+            grep -v 'coll:ucg: comm' "$plog" | tail -15
+            rc=1
+        fi
+        if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ]; then
+            for c in bcast_init allreduce_init reduce_init barrier_init \
+                     gather_init scatter_init allgather_init; do
+                if ! grep -Eq "coll:ucg: .* $c ucg=[1-9][0-9]* delegated=0" \
+                     "$plog"; then
+                    echo "$name: no 'coll:ucg: ... $c ucg=N>0" \
+                         "delegated=0' line: not served by coll/ucg"
+                    rc=1
+                fi
+            done
+            nouse='_init ucg=[0-9]+ (delegated=[1-9]|delegated=0 handed=[1-9])'
+            if grep -Eq "coll:ucg: .*$nouse" "$plog"; then
+                echo "$name: persistent calls delegated or handed over:"
+                grep -E "$nouse" "$plog" | head -4
+                rc=1
+            fi
+        fi
+        if [ $rc -eq 0 ]; then
+            echo "$name: passed"
+            grep -E 'coll:ucg: comm MPI_COMM_WORLD .* rank 0: (bcast|allgather)_init' \
+                "$plog" | head -2
+        else
+            grep 'coll:ucg:' "$plog" | grep '_init' | head -8
+            fail=1
+        fi
+        rm -f "$plog"
     done
 fi
 

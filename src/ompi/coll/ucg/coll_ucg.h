@@ -1,7 +1,7 @@
 /**
- * coll/ucg: Open MPI 4.1 coll component that runs MPI collectives on UCG
- * (src/ucg).  Collectives it cannot run, or is told not to, go to the
- * module that was selected before it on the communicator.
+ * coll/ucg: Open MPI coll component (4.1 and 5.0) that runs MPI collectives
+ * on UCG (src/ucg).  Collectives it cannot run, or is told not to, go to
+ * the module that was selected before it on the communicator.
  */
 #ifndef MCA_COLL_UCG_H_
 #define MCA_COLL_UCG_H_
@@ -16,6 +16,46 @@
 #include <ucs/datastruct/list.h>
 
 BEGIN_C_DECLS
+
+/*
+ * The Open MPI versions coll/ucg builds against, from the same source:
+ * Debian 12's 4.1 (coll framework 2.0.0) and Debian 13's 5.0 (2.4.0).
+ * What differs between them for this component is here, and only here:
+ * - the component structure and the framework version it declares;
+ * - the words an ompi_coll_base_nbc_request_t (the request Open MPI's
+ *   MPI_I* and MPI_*_init functions keep the call's datatypes and op in)
+ *   has after its ompi_request_t: 4.1 a callback, its data and a union of
+ *   two pointers; 5.0 the same with a union of up to 2 pointers and 2 ints
+ *   (24 bytes) and 7 arrays to free.  coll_ucg_nb.c checks the size
+ *   against the class at run time;
+ * - persistent collectives (MPI 4.0's MPI_Bcast_init and friends): on UCG
+ *   with 5.0 only (coll_ucg_persist.c); 4.1 has them as MPIX_ extensions,
+ *   left to the previous module there;
+ * - the export of the component's symbol (5.0 has no
+ *   OMPI_MODULE_DECLSPEC) and the communicator's local id (5.0's ids are
+ *   extended; the local one is what 4.1's ompi_comm_get_cid gives).
+ * The modules' function tables and the blocking and nonblocking
+ * signatures are the same in both.
+ */
+#if OMPI_MAJOR_VERSION >= 6
+#  error "coll/ucg builds against Open MPI 4.1 or 5.0, not a later one"
+#elif OMPI_MAJOR_VERSION == 5
+typedef mca_coll_base_component_2_4_0_t coll_ucg_base_component_t;
+#  define COLL_UCG_BASE_VERSION    MCA_COLL_BASE_VERSION_2_4_0
+#  define COLL_UCG_NBC_REQ_WORDS   12
+#  define COLL_UCG_HAVE_PERSISTENT 1
+#  define COLL_UCG_DECLSPEC        OMPI_DECLSPEC
+#  define coll_ucg_comm_cid(_comm) ompi_comm_get_local_cid(_comm)
+#elif (OMPI_MAJOR_VERSION == 4) && (OMPI_MINOR_VERSION >= 1)
+typedef mca_coll_base_component_2_0_0_t coll_ucg_base_component_t;
+#  define COLL_UCG_BASE_VERSION    MCA_COLL_BASE_VERSION_2_0_0
+#  define COLL_UCG_NBC_REQ_WORDS   4
+#  define COLL_UCG_HAVE_PERSISTENT 0
+#  define COLL_UCG_DECLSPEC        OMPI_MODULE_DECLSPEC
+#  define coll_ucg_comm_cid(_comm) ompi_comm_get_cid(_comm)
+#else
+#  error "coll/ucg builds against Open MPI 4.1 or 5.0"
+#endif
 
 /* The collectives this component runs; order of the MCA parameters */
 enum {
@@ -53,6 +93,15 @@ enum {
     COLL_UCG_IALLGATHERV,
     COLL_UCG_IALLTOALL,
     COLL_UCG_IALLTOALLV,
+    /* persistent forms (coll_ucg_persist.c, Open MPI 5), in the same
+     * order */
+    COLL_UCG_BCAST_INIT,
+    COLL_UCG_ALLREDUCE_INIT,
+    COLL_UCG_REDUCE_INIT,
+    COLL_UCG_BARRIER_INIT,
+    COLL_UCG_GATHER_INIT,
+    COLL_UCG_SCATTER_INIT,
+    COLL_UCG_ALLGATHER_INIT,
     COLL_UCG_NUM
 };
 
@@ -65,16 +114,20 @@ static inline bool mca_coll_ucg_coll_is_v(int coll)
            (coll == COLL_UCG_ISCATTERV) || (coll == COLL_UCG_IALLGATHERV);
 }
 
+#define COLL_UCG_IS_PERSISTENT(_coll) \
+    (((_coll) >= COLL_UCG_BCAST_INIT) && ((_coll) <= COLL_UCG_ALLGATHER_INIT))
+
 /* Where coll_ucg_test_fail_rank fails (coll_ucg_test_fail_point) */
 enum {
     COLL_UCG_TEST_FAIL_PREPARE, /* preparation of a call needing agreement */
     COLL_UCG_TEST_FAIL_CREATE,  /* UCG group creation, in its 2nd round */
     COLL_UCG_TEST_FAIL_START,   /* start of a call the ranks run on UCG */
-    COLL_UCG_TEST_FAIL_NB_START /* start of a nonblocking call on UCG */
+    COLL_UCG_TEST_FAIL_NB_START /* start of a nonblocking or persistent
+                                   call on UCG */
 };
 
 typedef struct mca_coll_ucg_component {
-    mca_coll_base_component_2_0_0_t super;
+    coll_ucg_base_component_t       super;
     int                             priority;
     bool                            enable;
     int                             verbose;
@@ -106,9 +159,12 @@ typedef struct mca_coll_ucg_component {
     ucs_list_link_t                 nb_active;
     bool                            nb_progress;     /* its callback is
                                                         registered */
+    /* Started persistent calls (coll_ucg_persist.c), of all modules */
+    ucs_list_link_t                 persist_active;
+    bool                            persist_progress;
 } mca_coll_ucg_component_t;
 
-OMPI_MODULE_DECLSPEC extern mca_coll_ucg_component_t mca_coll_ucg_component;
+COLL_UCG_DECLSPEC extern mca_coll_ucg_component_t mca_coll_ucg_component;
 
 /* Parameter sets of each collective remembered as prepared by all ranks */
 #define COLL_UCG_KNOWN 8
@@ -226,6 +282,20 @@ typedef struct mca_coll_ucg_module {
     mca_coll_base_module_t               *prev_ialltoall_module;
     mca_coll_base_module_ialltoallv_fn_t prev_ialltoallv;
     mca_coll_base_module_t               *prev_ialltoallv_module;
+    mca_coll_base_module_bcast_init_fn_t     prev_bcast_init;
+    mca_coll_base_module_t                   *prev_bcast_init_module;
+    mca_coll_base_module_allreduce_init_fn_t prev_allreduce_init;
+    mca_coll_base_module_t                   *prev_allreduce_init_module;
+    mca_coll_base_module_reduce_init_fn_t    prev_reduce_init;
+    mca_coll_base_module_t                   *prev_reduce_init_module;
+    mca_coll_base_module_barrier_init_fn_t   prev_barrier_init;
+    mca_coll_base_module_t                   *prev_barrier_init_module;
+    mca_coll_base_module_gather_init_fn_t    prev_gather_init;
+    mca_coll_base_module_t                   *prev_gather_init_module;
+    mca_coll_base_module_scatter_init_fn_t   prev_scatter_init;
+    mca_coll_base_module_t                   *prev_scatter_init_module;
+    mca_coll_base_module_allgather_init_fn_t prev_allgather_init;
+    mca_coll_base_module_t                   *prev_allgather_init_module;
 } mca_coll_ucg_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_ucg_module_t);

@@ -42,7 +42,14 @@ const char *mca_coll_ucg_coll_names[COLL_UCG_NUM] = {
     [COLL_UCG_ISCATTERV]  = "iscatterv",
     [COLL_UCG_IALLGATHERV] = "iallgatherv",
     [COLL_UCG_IALLTOALL]  = "ialltoall",
-    [COLL_UCG_IALLTOALLV] = "ialltoallv"
+    [COLL_UCG_IALLTOALLV] = "ialltoallv",
+    [COLL_UCG_BCAST_INIT]     = "bcast_init",
+    [COLL_UCG_ALLREDUCE_INIT] = "allreduce_init",
+    [COLL_UCG_REDUCE_INIT]    = "reduce_init",
+    [COLL_UCG_BARRIER_INIT]   = "barrier_init",
+    [COLL_UCG_GATHER_INIT]    = "gather_init",
+    [COLL_UCG_SCATTER_INIT]   = "scatter_init",
+    [COLL_UCG_ALLGATHER_INIT] = "allgather_init"
 };
 
 static int coll_ucg_register(void);
@@ -54,7 +61,7 @@ static int coll_ucg_init_query(bool enable_progress_threads,
 mca_coll_ucg_component_t mca_coll_ucg_component = {
     .super = {
         .collm_version = {
-            MCA_COLL_BASE_VERSION_2_0_0,
+            COLL_UCG_BASE_VERSION,
             .mca_component_name            = "ucg",
             MCA_BASE_MAKE_VERSION(component, 1, 0, 0),
             .mca_open_component            = coll_ucg_open,
@@ -72,12 +79,44 @@ mca_coll_ucg_component_t mca_coll_ucg_component = {
     .verbose  = 0,
 };
 
+/*
+ * The Open MPI this process runs must be the one coll/ucg was built
+ * against (coll_ucg.h): one built against 4.1 and loaded by 5.0 (both
+ * libmpi.so.40, both searching ~/.openmpi/components) would read
+ * structures of another layout.  Checked first, before anything else of
+ * the component runs; on a mismatch it is not used (one line).
+ */
+static int coll_ucg_check_ompi_version(void)
+{
+    char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int len, major, minor;
+
+    if ((PMPI_Get_library_version(version, &len) != MPI_SUCCESS) ||
+        (sscanf(version, "Open MPI v%d.%d", &major, &minor) != 2)) {
+        opal_output(0, "coll:ucg: cannot tell the version of this Open MPI "
+                    "('%.60s'); built against %d.%d: not used", version,
+                    OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION);
+        return OMPI_ERROR;
+    }
+    if ((major != OMPI_MAJOR_VERSION) || (minor != OMPI_MINOR_VERSION)) {
+        opal_output(0, "coll:ucg: built against Open MPI %d.%d, loaded by "
+                    "Open MPI %d.%d: not used", OMPI_MAJOR_VERSION,
+                    OMPI_MINOR_VERSION, major, minor);
+        return OMPI_ERROR;
+    }
+    return OMPI_SUCCESS;
+}
+
 static int coll_ucg_register(void)
 {
     mca_coll_ucg_component_t *c = &mca_coll_ucg_component;
     const mca_base_component_t *v = &c->super.collm_version;
     char name[64], desc[256];
     int i;
+
+    if (coll_ucg_check_ompi_version() != OMPI_SUCCESS) {
+        return OMPI_ERROR;
+    }
 
     c->priority = 90;
     mca_base_component_var_register(v, "priority",
@@ -144,6 +183,10 @@ static int coll_ucg_register(void)
 
     for (i = 0; i < COLL_UCG_NUM; ++i) {
         c->coll_enable[i] = true;
+        c->coll_max_bytes[i] = 0;
+        if (!COLL_UCG_HAVE_PERSISTENT && COLL_UCG_IS_PERSISTENT(i)) {
+            continue; /* the previous module's with this Open MPI */
+        }
         snprintf(name, sizeof(name), "%s_enable", mca_coll_ucg_coll_names[i]);
         snprintf(desc, sizeof(desc), "Run %s on UCG (0: always "
                  "delegate to the previous module)", mca_coll_ucg_coll_names[i]);
@@ -151,11 +194,11 @@ static int coll_ucg_register(void)
                 NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
                 &c->coll_enable[i]);
 
-        if ((i == COLL_UCG_BARRIER) || mca_coll_ucg_coll_is_v(i) ||
+        if ((i == COLL_UCG_BARRIER) || (i == COLL_UCG_BARRIER_INIT) ||
+            mca_coll_ucg_coll_is_v(i) ||
             (i == COLL_UCG_ALLTOALLV) || (i == COLL_UCG_IALLTOALLV)) {
             continue; /* no data, or no size common to all ranks */
         }
-        c->coll_max_bytes[i] = 0;
         snprintf(name, sizeof(name), "%s_max_bytes", mca_coll_ucg_coll_names[i]);
         snprintf(desc, sizeof(desc), "Largest %s message (bytes %s) run "
                  "on UCG; larger ones are delegated (0: no limit)",
@@ -180,6 +223,8 @@ static int coll_ucg_open(void)
     mca_coll_ucg_component.rules_mismatch_warned = false;
     mca_coll_ucg_component.nb_progress    = false;
     ucs_list_head_init(&mca_coll_ucg_component.nb_active);
+    mca_coll_ucg_component.persist_progress = false;
+    ucs_list_head_init(&mca_coll_ucg_component.persist_active);
     return OMPI_SUCCESS;
 }
 
@@ -203,6 +248,7 @@ static int coll_ucg_close(void)
     mca_coll_ucg_component_t *c = &mca_coll_ucg_component;
 
     coll_ucg_nb_close();
+    coll_ucg_persist_close();
     if (c->ucg_context == NULL) {
         return OMPI_SUCCESS;
     }

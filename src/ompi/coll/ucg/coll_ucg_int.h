@@ -1,6 +1,7 @@
 /**
- * coll/ucg internals shared by the blocking collectives (coll_ucg_module.c)
- * and the nonblocking ones (coll_ucg_nb.c): the preparation of one call
+ * coll/ucg internals shared by the blocking collectives (coll_ucg_module.c),
+ * the nonblocking ones (coll_ucg_nb.c) and the persistent ones
+ * (coll_ucg_persist.c): the preparation of one call
  * (parameters, packed copies of non-contiguous buffers) and what remains
  * after UCG ran it (unpacking what this rank received).
  */
@@ -8,6 +9,7 @@
 #define MCA_COLL_UCG_INT_H_
 
 #include "coll_ucg.h"
+#include "ompi/request/request.h"
 
 #define UCG_MOD(_m) ((mca_coll_ucg_module_t*)(_m))
 
@@ -29,6 +31,25 @@
             OBJ_RELEASE((_m)->prev_##_coll##_module); \
         } \
     } while (0)
+
+/*
+ * Open MPI's MPI_I* and MPI_*_init functions (ompi/mpi/c/) take the request
+ * of a nonblocking or persistent collective for an
+ * ompi_coll_base_nbc_request_t, and may keep the call's derived datatypes
+ * and user op in its fields after ompi_request_t.  Its header
+ * (coll_base_util.h) cannot be included
+ * here: in 4.1 it includes a Fortran header the devel package lacks.  So
+ * the request has room for those fields (COLL_UCG_NBC_REQ_WORDS, per Open
+ * MPI version in coll_ucg.h), and derives from that class, whose
+ * constructor clears them; coll_ucg_nb_enable checks the size against the
+ * class of the Open MPI it runs in.
+ */
+typedef struct {
+    ompi_request_t super;
+    void           *nbc_fields[COLL_UCG_NBC_REQ_WORDS];
+} ompi_coll_base_nbc_request_t;
+
+OMPI_DECLSPEC extern opal_class_t ompi_coll_base_nbc_request_t_class;
 
 /* Size of each of the module's two pack buffers (allocated at enable) */
 #define COLL_UCG_SCRATCH_SIZE (64 * 1024)
@@ -254,5 +275,12 @@ int coll_ucg_nb_enable(mca_coll_ucg_module_t *m,
 void coll_ucg_nb_set_ops(mca_coll_ucg_module_t *m);
 void coll_ucg_nb_release_prev(mca_coll_ucg_module_t *m);
 void coll_ucg_nb_close(void);
+
+/* Persistent collectives (coll_ucg_persist.c; Open MPI 5, nothing with 4.1) */
+int coll_ucg_persist_enable(mca_coll_ucg_module_t *m,
+                            struct ompi_communicator_t *comm);
+void coll_ucg_persist_set_ops(mca_coll_ucg_module_t *m);
+void coll_ucg_persist_release_prev(mca_coll_ucg_module_t *m);
+void coll_ucg_persist_close(void);
 
 #endif

@@ -308,7 +308,14 @@ static const ucg_coll_type_t coll_ucg_types[COLL_UCG_NUM] = {
     [COLL_UCG_ISCATTERV]  = UCG_COLL_SCATTERV,
     [COLL_UCG_IALLGATHERV] = UCG_COLL_ALLGATHERV,
     [COLL_UCG_IALLTOALL]  = UCG_COLL_ALLTOALL,
-    [COLL_UCG_IALLTOALLV] = UCG_COLL_ALLTOALLV
+    [COLL_UCG_IALLTOALLV] = UCG_COLL_ALLTOALLV,
+    [COLL_UCG_BCAST_INIT]     = UCG_COLL_BCAST,
+    [COLL_UCG_ALLREDUCE_INIT] = UCG_COLL_ALLREDUCE,
+    [COLL_UCG_REDUCE_INIT]    = UCG_COLL_REDUCE,
+    [COLL_UCG_BARRIER_INIT]   = UCG_COLL_BARRIER,
+    [COLL_UCG_GATHER_INIT]    = UCG_COLL_GATHER,
+    [COLL_UCG_SCATTER_INIT]   = UCG_COLL_SCATTER,
+    [COLL_UCG_ALLGATHER_INIT] = UCG_COLL_ALLGATHER
 };
 
 /* Whether UCG can and may run this collective of @a bytes per member (the
@@ -321,7 +328,7 @@ bool coll_ucg_use(mca_coll_ucg_module_t *m, int coll, size_t bytes)
     return (m->group != NULL) && c->coll_enable[coll] &&
            ((coll == COLL_UCG_BARRIER) || (coll == COLL_UCG_IBARRIER) ||
             (coll == COLL_UCG_ALLTOALLV) || (coll == COLL_UCG_IALLTOALLV) ||
-            (bytes > 0)) &&
+            (coll == COLL_UCG_BARRIER_INIT) || (bytes > 0)) &&
            ((c->coll_max_bytes[coll] == 0) ||
             (bytes <= c->coll_max_bytes[coll]));
 }
@@ -1371,13 +1378,17 @@ static int coll_ucg_module_enable(mca_coll_base_module_t *module,
 
     m->comm_size = ompi_comm_size(comm);
     m->comm_rank = ompi_comm_rank(comm);
-    m->comm_cid  = ompi_comm_get_cid(comm);
+    m->comm_cid  = coll_ucg_comm_cid(comm);
     snprintf(m->comm_name, sizeof(m->comm_name), "%s", comm->c_name);
     ret = coll_ucg_nb_enable(m, comm);
     if (ret != OMPI_SUCCESS) {
         return ret;
     }
     ret = coll_ucg_redscan_enable(m, comm);
+    if (ret != OMPI_SUCCESS) {
+        return ret;
+    }
+    ret = coll_ucg_persist_enable(m, comm);
     if (ret != OMPI_SUCCESS) {
         return ret;
     }
@@ -1501,6 +1512,7 @@ static void coll_ucg_module_destruct(mca_coll_ucg_module_t *m)
     COLL_UCG_RELEASE_PREV(m, alltoallv);
     coll_ucg_nb_release_prev(m);
     coll_ucg_redscan_release_prev(m);
+    coll_ucg_persist_release_prev(m);
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_ucg_module_t, mca_coll_base_module_t,
@@ -1533,6 +1545,7 @@ mca_coll_ucg_comm_query(struct ompi_communicator_t *comm, int *priority)
     m->super.coll_alltoallv     = coll_ucg_alltoallv;
     coll_ucg_nb_set_ops(m);
     coll_ucg_redscan_set_ops(m);
+    coll_ucg_persist_set_ops(m);
     *priority = mca_coll_ucg_component.priority;
     return &m->super;
 }

@@ -26,22 +26,6 @@
 #include <string.h>
 
 
-/*
- * Open MPI's MPI_I* functions (4.1: ompi/mpi/c/i*.c) take the request of a
- * nonblocking collective for an ompi_coll_base_nbc_request_t, and keep the
- * call's derived datatypes and user op in its fields after ompi_request_t
- * until it completes.  Its header (coll_base_util.h) cannot be included
- * here: it includes a Fortran header the devel package lacks.  So the
- * request has room for those fields (a completion callback, its data, two
- * objects), and derives from that class, whose constructor clears them;
- * coll_ucg_nb_enable checks the size against the class of this Open MPI.
- */
-typedef struct {
-    ompi_request_t super;
-    void           *nbc_fields[4];
-} ompi_coll_base_nbc_request_t;
-
-OMPI_DECLSPEC extern opal_class_t ompi_coll_base_nbc_request_t_class;
 
 typedef struct {
     ompi_coll_base_nbc_request_t super;
