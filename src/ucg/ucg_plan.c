@@ -89,32 +89,6 @@ const ucg_plan_phase_info_t ucg_plan_phase_info[] = {
     [UCG_PHASE_P2P_ALLTOALL_PAIRWISE] = {"ucp", 0}
 };
 
-/* Names of the collectives (ucg_coll_name) */
-static const char *ucg_plan_coll_names[] = {
-    [UCG_COLL_BCAST]     = "bcast",
-    [UCG_COLL_REDUCE]    = "reduce",
-    [UCG_COLL_ALLREDUCE] = "allreduce",
-    [UCG_COLL_BARRIER]   = "barrier",
-    [UCG_COLL_GATHER]    = "gather",
-    [UCG_COLL_SCATTER]   = "scatter",
-    [UCG_COLL_ALLGATHER] = "allgather",
-    [UCG_COLL_REDUCE_SCATTER]       = "reduce_scatter",
-    [UCG_COLL_REDUCE_SCATTER_BLOCK] = "reduce_scatter_block",
-    [UCG_COLL_SCAN]                 = "scan",
-    [UCG_COLL_EXSCAN]               = "exscan",
-    [UCG_COLL_GATHERV]   = "gatherv",
-    [UCG_COLL_SCATTERV]  = "scatterv",
-    [UCG_COLL_ALLGATHERV] = "allgatherv",
-    [UCG_COLL_ALLTOALL]  = "alltoall",
-    [UCG_COLL_ALLTOALLV] = "alltoallv"
-};
-
-const char *ucg_coll_name(ucg_coll_type_t type)
-{
-    return ((unsigned)type < UCG_COLL_LAST) ? ucg_plan_coll_names[type] :
-           "invalid";
-}
-
 
 /* ------------------------------------------------------------------------ */
 /* Size thresholds                                                          */
@@ -356,7 +330,7 @@ ucs_status_t ucg_plan_create(const ucg_config_t *config,
     root = ucg_coll_type_is_rooted(key->type) ? key->root : 0;
     if (root >= topo->size) {
         ucs_error("%s: root %u is not a rank of a group of %u",
-                  ucg_plan_coll_names[key->type], root, topo->size);
+                  ucg_coll_name(key->type), root, topo->size);
         return UCS_ERR_INVALID_PARAM;
     }
 

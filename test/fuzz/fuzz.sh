@@ -79,7 +79,8 @@ mc_rel)
         exit 0
     fi ;;
 ucg_rules)
-    sources=("$top/src/ucg/ucg_rules.c" "$top/test/fuzz/fuzz_ucg_rules.c")
+    sources=("$top/src/ucg/ucg_rules.c" "$top/src/ucg/ucg_coll_name.c"
+             "$top/test/fuzz/fuzz_ucg_rules.c")
     common+=(-I"$top/src/ucg")
     libs=($(make_var '$(UCX_LDFLAGS)') -lucs)
     corpus=("$top/test/fuzz/corpus_rules")

@@ -18,18 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The names the parser takes from the planner (src/ucg/ucg_plan.c), which
- * this target does not link */
-const char *ucg_coll_name(ucg_coll_type_t type)
-{
-    static const char *names[] = {
-        "bcast", "reduce", "allreduce", "barrier", "gather", "scatter",
-        "allgather"
-    };
-
-    return ((unsigned)type < UCG_COLL_LAST) ? names[type] : "invalid";
-}
-
 static void fuzz_check_table(const ucg_rules_t *rules)
 {
     static ucg_rules_t again;
