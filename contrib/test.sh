@@ -49,8 +49,9 @@
 #      stamp: about 1 s); build-ompi5/ is configured
 #      --with-ompi=<it> (coll/ucg and test/mpi built against it), and the
 #      MPI suite runs there with its mpirun (test/mpi/run.sh -n '2 3 4',
-#      coll/ucg forced, the persistent collectives of coll_persist too);
-#      SKIPPED with the reason where the stack cannot be built (no root,
+#      coll/ucg forced, the persistent collectives of coll_persist too;
+#      2.5-4 min on the loaded machine, plus about 3 min to configure and
+#      build build-ompi5/ the first time); SKIPPED with the reason where the stack cannot be built (no root,
 #      no source package).  Debian 13's UCX 1.18.1 is SKIPPED: its source
 #      package is not served here (contrib/ompi5-stack.sh --ucx118 checks
 #      again and says why)
