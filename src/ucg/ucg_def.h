@@ -39,7 +39,8 @@ typedef struct ucg_sm_hdr {
     uint32_t epoch : UCG_GROUP_EPOCH_BITS; /* of the group: a message of an
                                               earlier group with the same
                                               id is not taken */
-    uint32_t frag;      /* fragment index in the phase */
+    uint32_t frag;      /* fragment index in the phase, with
+                           UCG_SM_FRAG_LAST on the sender's last one */
     uint32_t src;       /* SM_ALLREDUCE: sender's index in its set */
 } UCS_S_PACKED ucg_sm_hdr_t; /* 16 bytes: data after it keeps the alignment
                                 of the header's start.  Packed because a
@@ -47,6 +48,12 @@ typedef struct ucg_sm_hdr {
                                 puts its AM id in the byte before it): the
                                 fields are read and written without
                                 assuming alignment */
+
+/* ucg_sm_hdr_t.frag of the last fragment a sender sends in a phase.  A
+ * sender whose count is smaller by whole fragments sends nothing else that
+ * differs from what its receivers expect: without the mark they would wait
+ * for fragments that never come */
+#define UCG_SM_FRAG_LAST (1u << 31)
 
 
 /** Whether a collective of @a type has a root (ucg_coll_params_t::root) */

@@ -1559,6 +1559,96 @@ TEST(ucg_coll_errors, abort_bcast_o2m)
                                    UCG_OP_LAST, 1));
 }
 
+/* A member whose count is smaller by whole fragments sends only fragments
+ * that look right: the last one's mark (UCG_SM_FRAG_LAST) tells the
+ * receivers that its data ends before theirs (or goes on past it), so they
+ * fail with UCS_ERR_MESSAGE_TRUNCATED instead of waiting for fragments that
+ * never come or returning a truncated result.  One host, sm phases of 8
+ * fragments (6 at the short member): bcast with the short member as the
+ * root and as a receiver, reduce with the short member as the lowest
+ * contributor (its header is the one the fan-in delivers), allreduce. */
+TEST(ucg_coll_errors, sm_count_short_by_fragments)
+{
+    struct scenario {
+        ucg_coll_type_t type;
+        unsigned        root;
+        unsigned        short_rank;
+    };
+    static const scenario scenarios[] = {
+        {UCG_COLL_BCAST, 0, 0},     /* the receivers would wait */
+        {UCG_COLL_BCAST, 0, 1},     /* it would return 6 of 8 fragments */
+        {UCG_COLL_REDUCE, 0, 1},    /* the root would wait */
+        {UCG_COLL_ALLREDUCE, 0, 1}
+    };
+    run_opts opts;
+
+    opts.env["UCX_UCG_SM_FRAG_SIZE"] = "256";
+    opts.timeout                     = 120;
+    run_ok(3, opts, [](member &m) {
+        ucs_log_level_t level = ucs_global_opts.log_component.log_level;
+        const size_t frag_elems = 256 / sizeof(int32_t);
+
+        for (const scenario &sc : scenarios) {
+            ucg_group_h g = create_group(m); /* a failure fails its group */
+            size_t count  = ((m.rank == sc.short_rank) ? 6 : 8) * frag_elems;
+            std::vector<int32_t> sb(count, 1), rb(8 * frag_elems + 16, 7);
+            ucg_coll_params_t p;
+            ucg_coll_h coll;
+            ucs_status_t status;
+
+            memset(&p, 0, sizeof(p));
+            p.type  = sc.type;
+            p.root  = sc.root;
+            p.sbuf  = (sc.type == UCG_COLL_BCAST) ? NULL : sb.data();
+            p.rbuf  = rb.data();
+            p.count = count;
+            p.dtype = UCG_DT_INT32;
+            p.op    = UCG_OP_SUM;
+            CHILD_CHECK(ucg_coll_init(g, &p, &coll) == UCS_OK, "init");
+            ucs_global_opts.log_component.log_level = UCS_LOG_LEVEL_FATAL;
+            CHILD_CHECK(ucg_coll_start(coll) == UCS_OK, "start");
+            status = wait_coll(coll, ucg_coll_name(sc.type));
+            ucs_global_opts.log_component.log_level = level;
+
+            /* Whoever receives from a sender of another length fails;
+             * the others may finish (finished is not failed) or learn of
+             * the failure */
+            bool must_fail;
+            switch (sc.type) {
+            case UCG_COLL_BCAST:
+                must_fail = (m.rank != sc.root) &&
+                            ((m.rank == sc.short_rank) ||
+                             (sc.root == sc.short_rank));
+                break;
+            case UCG_COLL_REDUCE:
+                must_fail = (m.rank == sc.root);
+                break;
+            default:
+                must_fail = true;
+                break;
+            }
+            CHILD_CHECK((status != UCS_OK) || !must_fail,
+                        "%s root %u, short rank %u: rank %u completed",
+                        ucg_coll_name(sc.type), sc.root, sc.short_rank,
+                        m.rank);
+            CHILD_CHECK((status == UCS_OK) ||
+                        (status == UCS_ERR_MESSAGE_TRUNCATED) ||
+                        (status == UCS_ERR_IO_ERROR) ||
+                        (status == UCS_ERR_CANCELED),
+                        "%s rank %u: %s", ucg_coll_name(sc.type), m.rank,
+                        ucs_status_string(status));
+            for (size_t i = 8 * frag_elems; i < rb.size(); ++i) {
+                CHILD_CHECK(rb[i] == 7, "%s rank %u: written past the "
+                            "buffer at %zu", ucg_coll_name(sc.type), m.rank,
+                            i);
+            }
+            ucg_coll_finalize(coll);
+            m.procs->barrier(m.rank);
+            ucg_group_destroy(g);
+        }
+    });
+}
+
 TEST(ucg_coll_errors, kill_allreduce_o2m)
 {
     kill_test(4, kill_o2m, 2,

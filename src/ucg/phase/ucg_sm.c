@@ -158,7 +158,9 @@ static size_t ucg_sm_pack(void *dest, void *arg)
     hdr->seq      = coll->seq;
     hdr->phase    = coll->phase_idx;
     hdr->epoch    = coll->group->epoch;
-    hdr->frag     = coll->ps.sm.next;
+    hdr->frag     = coll->ps.sm.next |
+                    ((coll->ps.sm.next + 1 == coll->ps.sm.nfrags) ?
+                     UCG_SM_FRAG_LAST : 0);
     hdr->src      = coll->my_idx;
 
     coll->ps.sm.pack(coll, hdr + 1, pack->offset, pack->length);
@@ -208,6 +210,29 @@ ucs_status_t ucg_sm_recv_error(ucg_coll_t *coll, const char *what,
               coll->group->id, ucg_coll_name(coll->params.type), coll->seq,
               coll->phase_idx, coll->ps.sm.next, what, value);
     return UCS_ERR_IO_ERROR;
+}
+
+ucs_status_t ucg_sm_frag_index(ucg_coll_t *coll, const ucg_sm_hdr_t *hdr,
+                               unsigned nfrags, uint32_t *index_p)
+{
+    uint32_t index = hdr->frag & ~UCG_SM_FRAG_LAST;
+    int last       = (hdr->frag & UCG_SM_FRAG_LAST) != 0;
+
+    if (index >= nfrags) {
+        return ucg_sm_recv_error(coll, "fragment beyond the stream", index);
+    }
+
+    if (last != (index + 1 == nfrags)) {
+        ucs_error("ucg group %u %s seq %u phase %u: the sender's data %s at "
+                  "fragment %u, this member's has %u fragments: counts "
+                  "differ", coll->group->id, ucg_coll_name(coll->params.type),
+                  coll->seq, coll->phase_idx, last ? "ends" : "goes on",
+                  index, nfrags);
+        return UCS_ERR_MESSAGE_TRUNCATED;
+    }
+
+    *index_p = index;
+    return UCS_OK;
 }
 
 ucs_status_t ucg_sm_stream_begin(ucg_coll_t *coll, ucg_sm_tl_t tl,

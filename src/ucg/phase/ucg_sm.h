@@ -56,6 +56,15 @@ ucs_status_t ucg_sm_recv_error(ucg_coll_t *coll, const char *what,
 /** Deliver the messages of the current phase that arrived before it began */
 void ucg_sm_take_early(ucg_coll_t *coll);
 
+/**
+ * The index of the fragment in @a hdr, of a stream of @a nfrags fragments
+ * from each sender: UCS_OK, or an error with one log line when it is beyond
+ * the stream or the sender's stream ends elsewhere (UCS_ERR_MESSAGE_TRUNCATED:
+ * the sender's count differs from this member's)
+ */
+ucs_status_t ucg_sm_frag_index(ucg_coll_t *coll, const ucg_sm_hdr_t *hdr,
+                               unsigned nfrags, uint32_t *index_p);
+
 /** A message of a stream: the next fragment, taken by @a recv */
 static inline void ucg_sm_stream_deliver(ucg_coll_t *coll, const void *data,
                                          size_t length, ucg_sm_recv_t recv)
@@ -64,10 +73,14 @@ static inline void ucg_sm_stream_deliver(ucg_coll_t *coll, const void *data,
     ucg_sm_state_t *sm      = &coll->ps.sm;
     size_t offset, frag_len;
     ucs_status_t status;
+    uint32_t index;
 
-    if (hdr->frag != sm->next) {
+    status = ucg_sm_frag_index(coll, hdr, sm->nfrags, &index);
+    if (status != UCS_OK) {
+        /* logged */
+    } else if (index != sm->next) {
         status = ucg_sm_recv_error(coll, "out of order, got fragment",
-                                   hdr->frag);
+                                   index);
     } else {
         offset   = sm->next * sm->frag_len;
         frag_len = ucs_min(sm->frag_len, sm->total - offset);

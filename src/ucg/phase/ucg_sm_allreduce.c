@@ -51,18 +51,24 @@ void ucg_sm_allreduce_deliver(ucg_coll_t *coll, const void *data,
                               size_t length)
 {
     const ucg_sm_hdr_t *hdr = data;
-    size_t offset           = (size_t)hdr->frag * coll->ps.sm.frag_len;
-    size_t frag_len;
+    size_t offset, frag_len;
+    uint32_t index;
 
     ++coll->ps.sm.allreduce.recvd;
     if ((hdr->src >= coll->set->count) || (hdr->src == coll->my_idx) ||
         (ucg_sm_allreduce_last_silent(coll) &&
-         (hdr->src == coll->set->count - 1)) ||
-        (hdr->frag >= coll->ps.sm.nfrags)) {
-        coll->ps.sm.status = ucg_sm_recv_error(coll, "bad source or "
-                                               "fragment", hdr->src);
+         (hdr->src == coll->set->count - 1))) {
+        coll->ps.sm.status = ucg_sm_recv_error(coll, "bad source",
+                                               hdr->src);
         return;
     }
+
+    coll->ps.sm.status = ucg_sm_frag_index(coll, hdr, coll->ps.sm.nfrags,
+                                           &index);
+    if (coll->ps.sm.status != UCS_OK) {
+        return;
+    }
+    offset = (size_t)index * coll->ps.sm.frag_len;
 
     frag_len = ucs_min(coll->ps.sm.frag_len, coll->ps.sm.total - offset);
     if (length != sizeof(*hdr) + frag_len) {

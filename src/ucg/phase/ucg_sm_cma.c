@@ -143,11 +143,12 @@ static ucs_status_t ucg_sm_cma_recv(ucg_coll_t *coll,
     const void *payload;
     ucg_sm_cma_ack_t ack;
     ucs_status_t status;
+    uint32_t index;
     unsigned pos;
 
-    if (hdr->frag != 0) {
-        return ucg_sm_recv_error(coll, "out of order, got fragment",
-                                 hdr->frag);
+    status = ucg_sm_frag_index(coll, hdr, 1, &index);
+    if (status != UCS_OK) {
+        return status;
     } else if (length != num_msgs * stride) {
         return ucg_sm_recv_error(coll, "unexpected length", length);
     }
