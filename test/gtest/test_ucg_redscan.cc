@@ -523,7 +523,8 @@ TEST(ucg_redscan_errors, peer_wrong_count)
              * point-to-point */
             if (big) {
                 p.count = count * 16;
-                sb.resize(p.count + 16, 1);
+                /* reduce_scatter_block reads a block per member */
+                sb.resize(p.count * m.size + 16, 1);
                 rb.assign(p.count + 16, 7);
                 p.sbuf = sb.data(); p.rbuf = rb.data();
             }
