@@ -634,6 +634,7 @@ TEST_F(mc_udp, group_member_killed)
                                              uct_env &env,
                                              const peer_addrs &addrs) {
         const size_t max = env.attr().cap.am.max_bcopy;
+        volatile int *flushed = static_cast<volatile int*>(pg.shared());
         rx_log log;
         uct_ep_h ep;
 
@@ -643,9 +644,13 @@ TEST_F(mc_udp, group_member_killed)
         if (rank == 0) {
             CHILD_CHECK_OK(send_msg(env, ep, m_salt, 0, max));
             CHILD_CHECK_OK(am_ep_flush(env, ep));
+            *flushed = 1;
         } else {
+            /* ACKs are on demand: the root's flush needs the members'
+             * answers to its SYNC, so they progress until it ended */
             CHILD_CHECK(env.progress_until([&] {
-                            return log.msgs.size() >= 1; }), "no message");
+                            return (log.msgs.size() >= 1) && *flushed; }),
+                        "no message, or the root's flush did not end");
         }
         pg.barrier(rank);
         if (rank == victim) {
