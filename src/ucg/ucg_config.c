@@ -294,6 +294,18 @@ ucs_config_field_t ucg_config_table[] = {
      "processes is not permitted).",
      ucs_offsetof(ucg_config_t, sm_bcast_cma_thresh), UCS_CONFIG_TYPE_MEMUNITS},
 
+    {"SM_BCAST_2LEVEL_PPN", "32",
+     "Hosts of at least this many members get a two-level host-local bcast:\n"
+     "the root fans out on sm_bcast to the leaders of ceil(sqrt(members - 1))\n"
+     "sub-groups of the other members, then each leader to its sub-group\n"
+     "(one more hop, fewer readers of each line).  Bcast only, below\n"
+     "SM_BCAST_CMA_THRESH.  The default comes from the model of\n"
+     "docs/performance.md (two levels beat one from 16 to 32 processes per\n"
+     "host, by the cost of one more reader of a line), not from a\n"
+     "measurement: a 2-core machine cannot run 16 processes per host.\n"
+     "2: every host of 4 or more members (tests); inf: never.",
+     ucs_offsetof(ucg_config_t, sm_bcast_2level_ppn), UCS_CONFIG_TYPE_UINT},
+
     {"SM_REDUCE_CMA_THRESH", "256k",
      "Host-local reduce (MPI_Reduce; commutative operations) of at least this\n"
      "many bytes per member is single-copy: every member sends the address of\n"

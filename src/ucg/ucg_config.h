@@ -91,6 +91,9 @@ struct ucg_config {
                                                least this many bytes uses the
                                                locked mode */
     size_t           sm_bcast_cma_thresh;   /* SM_BCAST_CMA_THRESH */
+    unsigned         sm_bcast_2level_ppn;   /* SM_BCAST_2LEVEL_PPN: hosts of
+                                               at least this many members
+                                               get the two-level bcast */
     size_t           sm_reduce_cma_thresh;  /* SM_REDUCE_CMA_THRESH */
 
     /* Failures */

@@ -34,6 +34,7 @@ typedef struct ucg_sm_ep {
     ucg_sm_tl_t         tl;
     unsigned            host;         /* topology host */
     unsigned            root;         /* group rank of the root */
+    uint64_t            set_key;      /* ucg_group_sm_set_key */
     uct_o2m_mode_t      mode;
     uct_o2m_op_t        op;
     uct_o2m_dtype_t     dtype;
@@ -45,6 +46,8 @@ typedef struct ucg_sm_ep {
 typedef struct ucg_sm_slot {
     ucg_sm_tl_t         tl;
     unsigned            root;         /* group rank */
+    uint64_t            set_key;      /* ucg_group_sm_set_key */
+    unsigned            count;        /* members of its set */
     uct_o2m_mode_t      mode;
     uct_o2m_op_t        op;
     uct_o2m_dtype_t     dtype;
@@ -115,9 +118,20 @@ ucs_status_t ucg_group_p2p_ep(ucg_group_h group, unsigned rank,
                               ucp_ep_h *ep_p);
 
 /**
+ * What tells apart the sets of one host that have the same root: 0 for the
+ * set of the root's whole host (the sets of most plans), else a 64-bit hash
+ * of the set's ranks, never 0 (the sub-groups of a two-level plan,
+ * ucg_plan_2level.c).  Computed by every member from the plan: the same
+ * everywhere.
+ */
+uint64_t ucg_group_sm_set_key(const ucg_topo_t *topo,
+                              const ucg_phase_set_t *set);
+
+/**
  * The cached group endpoint of @a tl for the members of @a set (one host),
- * rooted at set->ranks[set->root]; created on first use (every member of
- * the set creates it at the same point of the same collective).
+ * rooted at set->ranks[set->root] (cached per root and set key); created
+ * on first use (every member of the set creates it at the same point of
+ * the same collective).
  * @a op / @a dtype matter for sm_incast only; hdr_len is the UCG header.
  */
 ucs_status_t ucg_group_sm_ep(ucg_group_h group, ucg_sm_tl_t tl,

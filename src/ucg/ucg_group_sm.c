@@ -125,7 +125,8 @@ void ucg_group_sm_cleanup(ucg_group_t *group)
 
 static int ucg_sm_slot_equal(const ucg_sm_slot_t *a, const ucg_sm_slot_t *b)
 {
-    return (a->tl == b->tl) && (a->root == b->root) && (a->mode == b->mode) &&
+    return (a->tl == b->tl) && (a->root == b->root) &&
+           (a->set_key == b->set_key) && (a->mode == b->mode) &&
            (a->op == b->op) && (a->dtype == b->dtype);
 }
 
@@ -157,8 +158,9 @@ static unsigned ucg_group_sm_used(const ucg_group_t *group,
 
 /*
  * Bytes of the segment of the endpoint @a slot: its root's interface
- * geometry (as that member told) for a set of the root's host, UCG's
- * header on fan-in.  The same on every member.
+ * geometry (as that member told) for its set (at most the root's host: the
+ * count comes from the plan, the bound makes it one), UCG's header on
+ * fan-in.  The same on every member.
  */
 static size_t ucg_group_sm_slot_bytes(const ucg_group_t *group,
                                       const ucg_sm_slot_t *slot)
@@ -168,7 +170,9 @@ static size_t ucg_group_sm_slot_bytes(const ucg_group_t *group,
     memset(&params, 0, sizeof(params));
     params.field_mask = UCT_O2M_GROUP_FIELD_MODE | UCT_O2M_GROUP_FIELD_OP |
                         UCT_O2M_GROUP_FIELD_HDR_LEN;
-    params.size       = group->topo.host_size[group->topo.host_of[slot->root]];
+    params.size       = ucs_min(slot->count,
+                                group->topo.host_size[group->topo.host_of[
+                                                      slot->root]]);
     params.mode       = slot->mode;
     params.op         = slot->op;
     params.hdr_len    = (slot->tl == UCG_SM_INCAST) ? sizeof(ucg_sm_hdr_t) :
@@ -349,18 +353,43 @@ void ucg_group_destroy_sm_eps(ucg_group_t *group)
 /*
  * o2m group id of an endpoint: (tl, root, mode, op, dtype) are packed into
  * 36 bits, which, with the group's uid, go through bijections: two endpoints
- * of one UCG group never get the same id, and ids of different UCG groups
- * (different uids) coincide with probability 2^-64.
+ * of one UCG group on whole hosts (set key 0) never get the same id, and
+ * ids of different UCG groups (different uids) coincide with probability
+ * 2^-64.  The set key of a sub-group (a hash of its ranks) goes in before
+ * the last bijection: its endpoints differ from the others of the group
+ * with the same probability.
  */
 static uint64_t ucg_group_sm_id(const ucg_group_t *group, ucg_sm_tl_t tl,
-                                unsigned root, uct_o2m_mode_t mode,
-                                uct_o2m_op_t op, uct_o2m_dtype_t dtype)
+                                unsigned root, uint64_t set_key,
+                                uct_o2m_mode_t mode, uct_o2m_op_t op,
+                                uct_o2m_dtype_t dtype)
 {
     uint64_t info = ((uint64_t)root << 16) | ((uint64_t)tl << 12) |
                     ((uint64_t)mode << 8) | ((uint64_t)op << 4) |
                     (uint64_t)dtype;
 
-    return uct_o2m_mix64(group->uid ^ uct_o2m_mix64(info));
+    return uct_o2m_mix64(group->uid ^ uct_o2m_mix64(info) ^ set_key);
+}
+
+uint64_t ucg_group_sm_set_key(const ucg_topo_t *topo,
+                              const ucg_phase_set_t *set)
+{
+    unsigned root = set->ranks[set->root];
+    uint64_t key;
+    unsigned i;
+
+    /* The sets of a plan lie within one host: as many as the host has is
+     * the whole host */
+    if ((root < topo->size) &&
+        (set->count == topo->host_size[topo->host_of[root]])) {
+        return 0;
+    }
+
+    key = uct_o2m_mix64(set->count);
+    for (i = 0; i < set->count; ++i) {
+        key = uct_o2m_mix64(key ^ set->ranks[i]);
+    }
+    return key | 1;
 }
 
 ucs_status_t ucg_group_sm_ep(ucg_group_h group, ucg_sm_tl_t tl,
@@ -374,6 +403,7 @@ ucs_status_t ucg_group_sm_ep(ucg_group_h group, ucg_sm_tl_t tl,
     unsigned root_rank, host, my_index, i;
     pid_t *member_pids = NULL;
     ucg_sm_ep_t *sm_ep;
+    uint64_t set_key;
     ucs_status_t status;
 
     if (!group->topo.o2m || (context->sm_iface[UCG_SM_BCAST] == NULL)) {
@@ -402,10 +432,12 @@ ucs_status_t ucg_group_sm_ep(ucg_group_h group, ucg_sm_tl_t tl,
 
     root_rank = set->ranks[set->root];
     host      = group->topo.host_of[root_rank];
+    set_key   = ucg_group_sm_set_key(&group->topo, set);
 
     ucs_list_for_each(sm_ep, &group->sm_eps, list) {
         if ((sm_ep->tl == tl) && (sm_ep->host == host) &&
-            (sm_ep->root == root_rank) && (sm_ep->mode == mode) &&
+            (sm_ep->root == root_rank) && (sm_ep->set_key == set_key) &&
+            (sm_ep->mode == mode) &&
             (sm_ep->op == op) && (sm_ep->dtype == dtype)) {
             *ep_p = sm_ep->ep;
             return UCS_OK;
@@ -435,8 +467,8 @@ ucs_status_t ucg_group_sm_ep(ucg_group_h group, ucg_sm_tl_t tl,
     memset(&params, 0, sizeof(params));
     params.field_mask      = UCT_O2M_GROUP_FIELD_MODE |
                              UCT_O2M_GROUP_FIELD_ROOT_ADDR;
-    params.group_id        = ucg_group_sm_id(group, tl, root_rank, mode, op,
-                                             dtype);
+    params.group_id        = ucg_group_sm_id(group, tl, root_rank, set_key,
+                                             mode, op, dtype);
     params.size            = set->count;
     params.my_index        = my_index;
     params.root_index      = set->root;
@@ -486,12 +518,13 @@ ucs_status_t ucg_group_sm_ep(ucg_group_h group, ucg_sm_tl_t tl,
         return status;
     }
 
-    sm_ep->tl    = tl;
-    sm_ep->host  = host;
-    sm_ep->root  = root_rank;
-    sm_ep->mode  = mode;
-    sm_ep->op    = op;
-    sm_ep->dtype = dtype;
+    sm_ep->tl      = tl;
+    sm_ep->host    = host;
+    sm_ep->root    = root_rank;
+    sm_ep->set_key = set_key;
+    sm_ep->mode    = mode;
+    sm_ep->op      = op;
+    sm_ep->dtype   = dtype;
     ucs_list_add_tail(&group->sm_eps, &sm_ep->list);
 
     ucs_debug("UCG group %u rank %u: %s endpoint %p, o2m group 0x%" PRIx64

@@ -40,7 +40,10 @@ ucs_status_t ucg_plan_build_bcast(ucg_plan_builder_t *b, int hier,
      * ends a non-commutative allreduce stays sm_bcast */
     if ((b->key->type != UCG_COLL_BCAST) || !b->topo->sm_cma ||
         !ucg_plan_reaches(b, b->config->sm_bcast_cma_thresh)) {
-        return ucg_plan_add_local_bcast(b, hier);
+        /* Many members on a host: two levels of sm_bcast (bcast only) */
+        return ucg_plan_2level_applies(b) ?
+               ucg_plan_add_local_bcast_2level(b) :
+               ucg_plan_add_local_bcast(b, hier);
     }
 
     /* Single-copy: a zero-byte fan-in acknowledges the reads */

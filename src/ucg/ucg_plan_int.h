@@ -80,6 +80,8 @@ ucs_status_t ucg_plan_add_local_bcast(ucg_plan_builder_t *b, int hier);
 /* Modes and methods */
 uct_o2m_mode_t ucg_plan_ppn_mode(const ucg_plan_builder_t *b);
 uct_o2m_mode_t ucg_plan_bcast_mode(const ucg_plan_builder_t *b);
+uct_o2m_mode_t ucg_plan_bcast_mode_of(const ucg_plan_builder_t *b,
+                                      unsigned max_count);
 uct_o2m_mode_t ucg_plan_gather_mode(const ucg_plan_builder_t *b);
 ucs_status_t ucg_plan_p2p_method(const ucg_plan_builder_t *b,
                                  ucg_coll_type_t type,
@@ -119,6 +121,9 @@ ucs_status_t ucg_plan_build_reduce_scatter(ucg_plan_builder_t *b, int hier,
                                            unsigned root);
 ucs_status_t ucg_plan_build_scan(ucg_plan_builder_t *b, int hier,
                                  unsigned root);
+/* ucg_plan_2level.c: the two-level host-local bcast (SM_BCAST_2LEVEL_PPN) */
+int ucg_plan_2level_applies(const ucg_plan_builder_t *b);
+ucs_status_t ucg_plan_add_local_bcast_2level(ucg_plan_builder_t *b);
 /* ucg_plan_alltoall.c: alltoall and alltoallv */
 ucs_status_t ucg_plan_build_alltoall(ucg_plan_builder_t *b, int hier,
                                      unsigned root);

@@ -294,8 +294,19 @@ static int ucg_plan_is_fanout_mode(unsigned mode)
 
 uct_o2m_mode_t ucg_plan_bcast_mode(const ucg_plan_builder_t *b)
 {
-    return ucg_plan_is_fanout_mode(b->config->sm_bcast_mode) ?
-           (uct_o2m_mode_t)b->config->sm_bcast_mode : ucg_plan_ppn_mode(b);
+    return ucg_plan_bcast_mode_of(b, b->topo->max_ppn);
+}
+
+/* Mode of an sm_bcast phase whose largest set has @a max_count members */
+uct_o2m_mode_t ucg_plan_bcast_mode_of(const ucg_plan_builder_t *b,
+                                      unsigned max_count)
+{
+    if (ucg_plan_is_fanout_mode(b->config->sm_bcast_mode)) {
+        return (uct_o2m_mode_t)b->config->sm_bcast_mode;
+    }
+
+    return (max_count <= b->config->sm_batched_max_ppn) ?
+           UCT_O2M_MODE_BATCHED : UCT_O2M_MODE_CENTRALIZED;
 }
 
 uct_o2m_mode_t ucg_plan_gather_mode(const ucg_plan_builder_t *b)

@@ -1663,6 +1663,22 @@ TEST(ucg_coll_errors, kill_bcast_root_hier)
                         0));
 }
 
+/* The two-level host-local bcast (forced on 5 members: from root 0, the
+ * sub-groups {1,2} and {3,4}): rank 3, a sub-group leader, dies in the
+ * middle of an 8 MiB bcast (fragments on sm_bcast, not single-copy); its
+ * sub-group fails instead of waiting, and the group fails everywhere */
+const coll_config kill_2level = {"kill_2level", 5, "auto", O2M_ON, 0, false,
+                                 false,
+                                 "SM_BCAST_2LEVEL_PPN=2;"
+                                 "SM_BCAST_CMA_THRESH=inf"};
+
+TEST(ucg_coll_errors, kill_bcast_2level_leader)
+{
+    kill_test(5, kill_2level, 3,
+              coll_desc(UCG_COLL_BCAST, 8 << 20, UCG_DT_UINT8, UCG_OP_LAST,
+                        0));
+}
+
 TEST(ucg_coll_errors, kill_allreduce_p2p)
 {
     kill_test(3, kill_noo2m, 1,

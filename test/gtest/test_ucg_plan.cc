@@ -184,9 +184,16 @@ void check_invariants(const ucg_plan_t *plan, const ucg_topo_t *topo)
                 ASSERT_EQ(0, seen[set.ranks[i]]++) << "rank in two sets";
             }
             if (is_sm(ph.method)) {
-                /* a local set is one whole host */
+                /* a local set is one whole host, or part of one in the
+                 * two-level bcast */
                 unsigned h = topo->host_of[set.ranks[0]];
-                ASSERT_EQ(topo->host_size[h], set.count);
+                if ((ph.method == UCG_PHASE_SM_BCAST) &&
+                    (plan->key.type == UCG_COLL_BCAST)) {
+                    ASSERT_LE(set.count, topo->host_size[h]);
+                    ASSERT_GE(set.count, 2u);
+                } else {
+                    ASSERT_EQ(topo->host_size[h], set.count);
+                }
                 for (unsigned i = 0; i < set.count; ++i) {
                     ASSERT_EQ(h, topo->host_of[set.ranks[i]]);
                 }
@@ -788,6 +795,104 @@ TEST_F(test_ucg_plan, sm_bcast_cma_thresh)
     check_cma_knob(topo, "SM_BCAST_CMA_THRESH", UCG_COLL_BCAST, 16 << 10, 1,
                    "sm_bcast_cma:centralized:ackcentralized {0*,1,2,3}",
                    "sm_bcast:centralized:f1024 {0*,1,2,3}");
+}
+
+/* The two-level host-local bcast (ucg_plan_2level.c): from
+ * SM_BCAST_2LEVEL_PPN members on a host (32 by default), the root fans out
+ * to the leaders of ceil(sqrt(P - 1)) sub-groups of the others (counted
+ * from the one after the root, around), each leader to its sub-group */
+TEST_F(test_ucg_plan, sm_bcast_2level_ppn)
+{
+    topo_holder below("31", 31), at("32", 32);
+    std::string flat31, two32;
+
+    EXPECT_EQ(32u, m_config->sm_bcast_2level_ppn);
+    flat31 = plan(below, make_key(UCG_COLL_BCAST, 8, 0));
+    EXPECT_EQ(std::string::npos, flat31.find(" | ")) << flat31;
+    EXPECT_EQ(0u, flat31.find("sm_bcast:centralized:f1024 {0*,1,")) << flat31;
+
+    /* 31 others: 6 sub-groups of 6, 5, 5, 5, 5, 5 */
+    two32 = plan(at, make_key(UCG_COLL_BCAST, 8, 0));
+    EXPECT_EQ("sm_bcast:batched:f1024 {0*,1,7,12,17,22,27} | "
+              "sm_bcast:batched:f1024 {1*,2,3,4,5,6}{7*,8,9,10,11}"
+              "{12*,13,14,15,16}{17*,18,19,20,21}{22*,23,24,25,26}"
+              "{27*,28,29,30,31}", two32);
+    /* the same below SM_BCAST_CMA_THRESH; single-copy from it */
+    EXPECT_EQ(two32, plan(at, make_key(UCG_COLL_BCAST, (16 << 10) - 1, 0)));
+    EXPECT_EQ(0u, plan(at, make_key(UCG_COLL_BCAST, 16 << 10, 0)).find(
+                      "sm_bcast_cma:"));
+    /* bcast only: the fan-outs of other collectives keep the whole host */
+    std::string sc = plan(at, make_key(UCG_COLL_SCATTER, 8, 2));
+    EXPECT_EQ(std::string::npos, sc.find(" | ")) << sc;
+    std::string ar = plan(at, make_key(UCG_COLL_ALLREDUCE, 1 << 20, 0));
+    EXPECT_NE(std::string::npos,
+              ar.find("| sm_bcast:centralized:f1024 {0*,1,2,3,4,5,6,7,8,"))
+              << ar;
+
+    set("SM_BCAST_2LEVEL_PPN", "inf");
+    EXPECT_EQ(std::string::npos,
+              plan(at, make_key(UCG_COLL_BCAST, 8, 0)).find(" | "));
+}
+
+TEST_F(test_ucg_plan, sm_bcast_2level_forced)
+{
+    topo_holder three("3", 3), five("5", 5), nine("9", 9);
+    topo_holder mixed("6,3", 9);  /* [0-5][6-8] */
+
+    set("SM_BCAST_2LEVEL_PPN", "2");
+    /* 3 members: 2 others, one each: one level */
+    EXPECT_EQ("sm_bcast:batched:f1024 {0,1*,2}",
+              plan(three, make_key(UCG_COLL_BCAST, 8, 1)));
+    EXPECT_EQ("sm_bcast:batched:f1024 {0*,1,3} | "
+              "sm_bcast:batched:f1024 {1*,2}{3*,4}",
+              plan(five, make_key(UCG_COLL_BCAST, 8, 0)));
+    /* from the one after the root, around: 5 6 7 | 8 0 1 | 2 3 */
+    EXPECT_EQ("sm_bcast:batched:f1024 {2,4*,5,8} | "
+              "sm_bcast:batched:f1024 {5*,6,7}{0,1,8*}{2*,3}",
+              plan(nine, make_key(UCG_COLL_BCAST, 64, 4)));
+    /* a host of 6 in two levels (5 others: 2, 2, 1), one of 3 in one */
+    EXPECT_EQ("p2p_bcast:r4 {0,7*} | "
+              "sm_bcast:batched:f1024 {0*,1,3,5}{6,7*,8} | "
+              "sm_bcast:batched:f1024 {1*,2}{3*,4}",
+              plan(mixed, make_key(UCG_COLL_BCAST, 8, 7)));
+    /* a forced mode holds on both levels; the size ranges are those of the
+     * flat plan */
+    set("SM_BCAST_MODE", "centralized");
+    EXPECT_EQ("sm_bcast:centralized:f1024 {0*,1,3} | "
+              "sm_bcast:centralized:f1024 {1*,2}{3*,4}",
+              plan(five, make_key(UCG_COLL_BCAST, 8, 0)));
+    EXPECT_EQ(range(0, (16 << 10) - 1),
+              size_range(five, make_key(UCG_COLL_BCAST, 8, 0)));
+}
+
+/* Printed plans (ucg_info -p, LOG_PLANS) show the two levels */
+TEST_F(test_ucg_plan, sm_bcast_2level_print)
+{
+    topo_holder topo("9", 9);
+    ucg_plan_key_t key = make_key(UCG_COLL_BCAST, 8, 4);
+    ucg_plan_t *p;
+
+    set("SM_BCAST_2LEVEL_PPN", "9");
+    ASSERT_EQ(UCS_OK, ucg_plan_create(m_config, &topo.t, &key, &p));
+    EXPECT_EQ(
+        "bcast 8 bytes root 4, 9 ranks on 1 host [0-8]: hierarchical, "
+        "2 phases\n"
+        "  0: sm_bcast             sm_bcast  batched frag 1024              "
+        "    {2,4*,5,8}\n"
+        "  1: sm_bcast             sm_bcast  batched frag 1024              "
+        "    {5*,6,7} {0,1,8*} {2*,3}\n",
+        print_plan(p, &topo.t));
+    ucg_plan_destroy(p);
+
+    set("SM_BCAST_2LEVEL_PPN", "10");
+    ASSERT_EQ(UCS_OK, ucg_plan_create(m_config, &topo.t, &key, &p));
+    EXPECT_EQ(
+        "bcast 8 bytes root 4, 9 ranks on 1 host [0-8]: hierarchical, "
+        "1 phase\n"
+        "  0: sm_bcast             sm_bcast  centralized frag 1024          "
+        "    {0-3,4*,5-8}\n",
+        print_plan(p, &topo.t));
+    ucg_plan_destroy(p);
 }
 
 /* Host-local reduce (commutative) from SM_REDUCE_CMA_THRESH on is

@@ -182,26 +182,29 @@ ucs_status_t ucg_sm_gate_progress(ucg_coll_t *coll)
 /* ------------------------------------------------------------------------ */
 
 typedef struct ucg_sm_slots_arg {
-    ucg_sm_slot_t *slots;     /* NULL: only count */
-    unsigned      count;
+    const ucg_topo_t *topo;
+    ucg_sm_slot_t    *slots;     /* NULL: only count */
+    unsigned         count;
 } ucg_sm_slots_arg_t;
 
-/* The host-local endpoint @a tl rooted at @a root, as the endpoint cache
- * of ucg_group_sm_ep() keys it */
-static void ucg_sm_slot_add(ucg_sm_slot_t *slots, unsigned *count_p,
-                            ucg_sm_tl_t tl, unsigned root, uct_o2m_mode_t mode,
+/* The host-local endpoint @a tl of @a set, as the endpoint cache of
+ * ucg_group_sm_ep() keys it */
+static void ucg_sm_slot_add(ucg_sm_slots_arg_t *sarg, ucg_sm_tl_t tl,
+                            const ucg_phase_set_t *set, uct_o2m_mode_t mode,
                             uct_o2m_op_t op, uct_o2m_dtype_t dtype)
 {
-    ucg_sm_slot_t *slot = &slots[(*count_p)++];
+    ucg_sm_slot_t *slot = &sarg->slots[sarg->count++];
 
     if (tl == UCG_SM_BCAST) {
         op = UCT_O2M_OP_GATHER;
     }
-    slot->tl    = tl;
-    slot->root  = root;
-    slot->mode  = mode;
-    slot->op    = op;
-    slot->dtype = (op == UCT_O2M_OP_GATHER) ? UCT_O2M_DT_INT8 : dtype;
+    slot->tl      = tl;
+    slot->root    = set->ranks[set->root];
+    slot->set_key = ucg_group_sm_set_key(sarg->topo, set);
+    slot->count   = set->count;
+    slot->mode    = mode;
+    slot->op      = op;
+    slot->dtype   = (op == UCT_O2M_OP_GATHER) ? UCT_O2M_DT_INT8 : dtype;
 }
 
 static ucs_status_t ucg_sm_slot_cb(void *arg, ucg_sm_tl_t tl,
@@ -214,8 +217,7 @@ static ucs_status_t ucg_sm_slot_cb(void *arg, ucg_sm_tl_t tl,
     if (sarg->slots == NULL) {
         ++sarg->count;
     } else {
-        ucg_sm_slot_add(sarg->slots, &sarg->count, tl,
-                        set->ranks[set->root], mode, op, dtype);
+        ucg_sm_slot_add(sarg, tl, set, mode, op, dtype);
     }
     return UCS_OK;
 }
@@ -224,7 +226,7 @@ static ucs_status_t ucg_sm_slot_cb(void *arg, ucg_sm_tl_t tl,
  * @a slots NULL, only counts them */
 static unsigned ucg_sm_plan_slots(const ucg_coll_t *coll, ucg_sm_slot_t *slots)
 {
-    ucg_sm_slots_arg_t sarg = {slots, 0};
+    ucg_sm_slots_arg_t sarg = {&coll->group->topo, slots, 0};
     const ucg_phase_ops_t *ops;
     const ucg_phase_t *phase;
     unsigned i, s;
