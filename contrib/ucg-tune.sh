@@ -8,8 +8,12 @@
 #   prev  coll/ucg handing every call to the module selected before it
 #         (Open MPI's tuned over the pml of MPIRUN_ARGS: ob1 by default,
 #         `-- --mca pml ucx ...` to tune for pml ucx)
-# (each through a rules file of one rule, so the three differ only in the
-# decision), and writes a rules file (docs/ucg.md, "Tuning rules") that
+# (each through a rules file: one rule for the measured collectives, and
+# `barrier * * * ucg` first, so that the three differ only in the decision
+# for them; the MPI_Barrier coll_bench runs between iterations releases the
+# ranks into each timed call, and a barrier of another module, with another
+# skew between the ranks, would move the measured latency), and writes a
+# rules file (docs/ucg.md, "Tuning rules") that
 # gives each collective and size the way with the lowest median latency:
 # prev when the previous module was faster than both UCG plans, flat when
 # UCG's flat plan beat its planner's by more than the margin, else nothing
@@ -119,11 +123,20 @@ env "${pathenv[@]}" ompi_info 2>/dev/null | grep -q 'MCA coll: ucg' ||
 make -s -C "$build_dir/test/mpi" coll_bench >/dev/null ||
     die "coll_bench is not built in $build_dir/test/mpi"
 
-# One rule each: the three ways differ only in coll/ucg's decision
+# A rule each: the three ways differ only in coll/ucg's decision.  The
+# barriers between coll_bench's iterations stay on UCG's plan in all three:
+# how a barrier releases the ranks (together, or one after another) is part
+# of the next call's latency on each rank, so a barrier handed to the
+# previous module or run on the flat plan would measure its skew too
 ways=(ucg prev)
 [ "$flat" = 1 ] && ways=(ucg flat prev)
 for w in "${ways[@]}"; do
-    printf 'ucg-rules 1\n* * * * %s\n' "$w" >"$work/$w.rules"
+    printf 'ucg-rules 1\nbarrier * * * ucg\n* * * * %s\n' "$w" \
+        >"$work/$w.rules"
+    if [ -x "$build_dir/src/tools/ucg_info" ]; then
+        "$build_dir/src/tools/ucg_info" -R --rules "$work/$w.rules" \
+            >/dev/null || die "ucg_info rejects $work/$w.rules"
+    fi
 done
 
 has_hosts=0
