@@ -71,50 +71,6 @@ void *ucg_coll_scratch(ucg_coll_t *coll, unsigned idx, size_t size)
 /* Parameters                                                               */
 /* ------------------------------------------------------------------------ */
 
-/*
- * REDUCE_SCATTER*: the elements of each member's block (rcounts, or count
- * for every member) and their offsets in the vector, in coll->rs_counts;
- * coll->len is the vector's bytes.
- */
-static ucs_status_t ucg_coll_rs_counts(ucg_group_h group,
-                                       const ucg_coll_params_t *params,
-                                       ucg_coll_t *coll)
-{
-    size_t max = SIZE_MAX / coll->dt_size;
-    size_t total = 0, count;
-    unsigned i;
-
-    if ((params->type == UCG_COLL_REDUCE_SCATTER) &&
-        (params->rcounts == NULL)) {
-        ucs_error("ucg reduce_scatter: rcounts is NULL");
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    coll->rs_counts = ucs_malloc(2 * sizeof(size_t) * group->size,
-                                 "ucg rs_counts");
-    if (coll->rs_counts == NULL) {
-        ucs_error("ucg: out of memory for %u block counts", group->size);
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    for (i = 0; i < group->size; ++i) {
-        count = (params->type == UCG_COLL_REDUCE_SCATTER) ?
-                params->rcounts[i] : params->count;
-        if (count > max - total) {
-            ucs_error("ucg %s: the blocks overflow at member %u (%zu "
-                      "elements of %zu bytes)", ucg_coll_name(params->type),
-                      i, count, coll->dt_size);
-            return UCS_ERR_INVALID_PARAM;
-        }
-        coll->rs_counts[i]               = count;
-        coll->rs_counts[group->size + i] = total;
-        total                           += count;
-    }
-
-    coll->len = total * coll->dt_size;
-    return UCS_OK;
-}
-
 static ucs_status_t ucg_coll_check_params(ucg_group_h group,
                                           const ucg_coll_params_t *params,
                                           ucg_coll_t *coll)
@@ -165,15 +121,14 @@ static ucs_status_t ucg_coll_check_params(ucg_group_h group,
     }
 
     if (params->type == UCG_COLL_ALLTOALLV) {
-        /* count is ignored: the per-member arrays, checked once copied
-         * (ucg_coll_check_alltoall) */
+        /* count is ignored: the per-member arrays (ucg_coll_vec.c) */
         coll->len = 0;
         if (params->rbuf == UCG_IN_PLACE) {
             ucs_error("ucg %s: UCG_IN_PLACE as receive buffer is only valid "
                       "for scatter at the root", ucg_coll_name(params->type));
             return UCS_ERR_INVALID_PARAM;
         }
-        return UCS_OK;
+        return ucg_coll_vec_init(coll);
     }
 
     if ((params->count > SIZE_MAX / coll->dt_size / group->size)) {
@@ -181,21 +136,15 @@ static ucs_status_t ucg_coll_check_params(ucg_group_h group,
                   ucg_coll_name(params->type), params->count, coll->dt_size);
         return UCS_ERR_INVALID_PARAM;
     }
-    len       = params->count * coll->dt_size;
-    coll->len = len;
+    coll->len = params->count * coll->dt_size;
 
-    if (ucg_coll_type_is_reduce_scatter(params->type)) {
-        /* len: the whole vector */
-        status = ucg_coll_rs_counts(group, params, coll);
-        if (status != UCS_OK) {
-            return status;
-        }
-        len = coll->len;
+    /* The per-member counts; a REDUCE_SCATTER*'s len becomes the whole
+     * vector's */
+    status = ucg_coll_vec_init(coll);
+    if ((status != UCS_OK) || ucg_coll_type_is_vblock(params->type)) {
+        return status;
     }
-
-    if (ucg_coll_type_is_vblock(params->type)) {
-        return ucg_coll_vec_init(coll);
-    }
+    len = coll->len;
 
     /* In-place markers where MPI allows them */
     if ((params->rbuf == UCG_IN_PLACE) &&
@@ -246,7 +195,7 @@ static ucs_status_t ucg_coll_check_params(ucg_group_h group,
     case UCG_COLL_REDUCE_SCATTER_BLOCK:
         /* A member whose block is empty needs no receive buffer */
         if ((params->sbuf == NULL) ||
-            (((coll->rs_counts[group->rank] > 0) ||
+            (((coll->dblk.len[group->rank] > 0) ||
               (params->sbuf == UCG_IN_PLACE)) && (params->rbuf == NULL))) {
             goto err_null;
         }
@@ -265,74 +214,6 @@ err_null:
     return UCS_ERR_INVALID_PARAM;
 }
 
-/* The per-member arrays of ucg_coll_params_t (API 1.3) a collective reads */
-enum {
-    UCG_COLL_VEC_SCOUNTS = UCS_BIT(0),
-    UCG_COLL_VEC_SDISPLS = UCS_BIT(1),
-    UCG_COLL_VEC_RCOUNTS = UCS_BIT(2),
-    UCG_COLL_VEC_RDISPLS = UCS_BIT(3)
-};
-
-static unsigned ucg_coll_vecs_used(const ucg_coll_params_t *params)
-{
-    switch (params->type) {
-    case UCG_COLL_ALLTOALLV:
-        /* in place, the data to send is laid out as the data received */
-        return UCG_COLL_VEC_RCOUNTS | UCG_COLL_VEC_RDISPLS |
-               ((params->sbuf == UCG_IN_PLACE) ? 0 :
-                (UCG_COLL_VEC_SCOUNTS | UCG_COLL_VEC_SDISPLS));
-    default:
-        return 0;
-    }
-}
-
-/*
- * Copy the arrays alltoallv reads into coll->vecs (ucg_coll_init copies
- * them: the caller's need not outlive it), and point coll->params at the
- * copies (the vector collectives of ucg_coll_vec.c copy theirs in bytes
- * there).
- */
-static ucs_status_t ucg_coll_copy_vecs(ucg_coll_t *coll)
-{
-    static const char *names[] = {"scounts", "sdispls", "rcounts",
-                                  "rdispls"};
-    ucg_coll_params_t *params = &coll->params;
-    const size_t **arrays[]   = {&params->scounts, &params->sdispls,
-                                 &params->rcounts, &params->rdispls};
-    unsigned size             = coll->group->size;
-    unsigned used             = ucg_coll_vecs_used(params);
-    unsigned i;
-
-    for (i = 0; i < 4; ++i) {
-        if ((used & UCS_BIT(i)) && (*arrays[i] == NULL)) {
-            ucs_error("ucg %s: %s is NULL", ucg_coll_name(params->type),
-                      names[i]);
-            return UCS_ERR_INVALID_PARAM;
-        }
-    }
-
-    if ((used != 0) && (coll->vecs_size != size)) {
-        ucs_free(coll->vecs);
-        coll->vecs_size = 0;
-        coll->vecs      = ucs_malloc(4 * sizeof(size_t) * size, "ucg vecs");
-        if (coll->vecs == NULL) {
-            ucs_error("ucg: out of memory for the arrays of %u members",
-                      size);
-            return UCS_ERR_NO_MEMORY;
-        }
-        coll->vecs_size = size;
-    }
-
-    for (i = 0; i < 4; ++i) {
-        if (used & UCS_BIT(i)) {
-            memcpy(coll->vecs + (i * size), *arrays[i],
-                   sizeof(size_t) * size);
-            *arrays[i] = coll->vecs + (i * size);
-        }
-    }
-    return UCS_OK;
-}
-
 /*
  * A zeroed collective: the group's spare one (kept by the last
  * ucg_coll_finalize, with its request array and small scratch buffers) or a
@@ -343,8 +224,8 @@ static ucg_coll_t *ucg_coll_alloc(ucg_group_h group)
     ucg_coll_t *coll = group->spare_coll;
     void *scratch[UCG_COLL_MAX_SCRATCH];
     size_t scratch_len[UCG_COLL_MAX_SCRATCH];
-    unsigned max_reqs, vecs_size;
-    size_t *vecs;
+    unsigned max_reqs, vec_size;
+    size_t *vec_mem;
     void **reqs;
 
     if (coll == NULL) {
@@ -356,16 +237,16 @@ static ucg_coll_t *ucg_coll_alloc(ucg_group_h group)
     memcpy(scratch_len, coll->scratch_len, sizeof(scratch_len));
     reqs      = coll->reqs;
     max_reqs  = coll->max_reqs;
-    vecs      = coll->vecs;
-    vecs_size = coll->vecs_size;
+    vec_mem   = coll->vec_mem;
+    vec_size  = coll->vec_size;
 
     memset(coll, 0, sizeof(*coll));
     memcpy(coll->scratch, scratch, sizeof(scratch));
     memcpy(coll->scratch_len, scratch_len, sizeof(scratch_len));
     coll->reqs      = reqs;
     coll->max_reqs  = max_reqs;
-    coll->vecs      = vecs;
-    coll->vecs_size = vecs_size;
+    coll->vec_mem   = vec_mem;
+    coll->vec_size  = vec_size;
     return coll;
 }
 
@@ -373,13 +254,11 @@ static void ucg_coll_free(ucg_coll_t *coll)
 {
     unsigned i;
 
-    ucs_free(coll->rs_counts);
     for (i = 0; i < UCG_COLL_MAX_SCRATCH; ++i) {
         ucs_free(coll->scratch[i]);
     }
-    ucg_coll_vec_cleanup(coll);
     ucs_free(coll->reqs);
-    ucs_free(coll->vecs);
+    ucs_free(coll->vec_mem);
     ucs_free(coll);
 }
 
@@ -389,9 +268,7 @@ static void ucg_coll_release(ucg_coll_t *coll)
     ucg_group_h group = coll->group;
     unsigned i;
 
-    ucs_free(coll->rs_counts);
-    coll->rs_counts = NULL;
-    ucg_coll_vec_cleanup(coll);
+    ucg_coll_vec_release(coll);
     if (group->spare_coll != NULL) {
         ucg_coll_free(coll);
         return;
@@ -471,13 +348,12 @@ ucs_status_t ucg_coll_init_plan(ucg_group_h group,
         goto err;
     }
 
-    status = ucg_coll_copy_vecs(coll);
-    if ((status == UCS_OK) && (params->type == UCG_COLL_ALLTOALLV)) {
-        status = ucg_coll_check_alltoall(coll);
-    }
-    if (status != UCS_OK) {
-        goto err;
-    }
+    /* Copied into gblk / dblk where they are used: the caller's arrays
+     * need not outlive this call, and nothing reads them from here on */
+    coll->params.scounts = NULL;
+    coll->params.sdispls = NULL;
+    coll->params.rcounts = NULL;
+    coll->params.rdispls = NULL;
 
     ucg_coll_plan_key(coll, &key);
     status = ucg_group_plan(group, &key, &coll->plan);

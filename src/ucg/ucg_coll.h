@@ -15,6 +15,13 @@
 
 typedef struct ucg_coll ucg_coll_t;
 
+/** The per-member blocks of a buffer, in bytes: member i's len[i] bytes at
+ *  offset off[i] (ucg_coll_vec.c) */
+typedef struct ucg_coll_blocks {
+    size_t              *len;        /* [group size] */
+    size_t              *off;        /* [group size] */
+} ucg_coll_blocks_t;
+
 /** An sm message that arrived before its collective was ready for it */
 typedef struct ucg_sm_unexp {
     ucs_queue_elem_t    queue;
@@ -59,15 +66,19 @@ struct ucg_coll {
                                         in acc (that phase folds it in) */
     void                *gbuf;       /* block phases: size blocks */
     size_t              block;       /* bytes of one block */
-    size_t              *rs_counts;  /* REDUCE_SCATTER*: [2 * size] the
-                                        elements of each member's block,
-                                        then their offsets in the vector */
-    /* GATHERV, SCATTERV, ALLGATHERV (ucg_coll_vec.c): bytes of each rank's
-     * block and its offset in gbuf, [size] each, one allocation; only
-     * this member's own entry where it knows no other (non-roots of
-     * gatherv and scatterv).  NULL for the other collectives. */
-    size_t              *vlen;
-    size_t              *voff;
+    /* The per-member counts and displacements of params (API 1.3), in
+     * bytes, checked and copied by ucg_coll_init (ucg_coll_vec.c), which
+     * then drops the caller's arrays from params:
+     *  - gblk, the blocks of gbuf: GATHERV and ALLGATHERV (rcounts /
+     *    rdispls), SCATTERV (the root's scounts / sdispls; a non-root of
+     *    gatherv or scatterv has only its own entry, at offset 0 of its
+     *    own buffer), ALLTOALLV (rcounts / rdispls);
+     *  - dblk, the blocks of data: ALLTOALLV (scounts / sdispls; in place
+     *    the same as gblk), REDUCE_SCATTER* (each member's block of the
+     *    vector, one after another).
+     * Their len is NULL where the collective has none. */
+    ucg_coll_blocks_t   gblk;
+    ucg_coll_blocks_t   dblk;
 
     /* Outstanding UCP requests of the current phase */
     void                **reqs;
@@ -77,10 +88,10 @@ struct ucg_coll {
     void                *scratch[UCG_COLL_MAX_SCRATCH];
     size_t              scratch_len[UCG_COLL_MAX_SCRATCH];
 
-    /* The copies of the per-member arrays of params (API 1.3: ucg_coll_init
-     * copies them), 4 x group size; kept with the group's spare */
-    size_t              *vecs;
-    unsigned            vecs_size;   /* group size they were allocated for */
+    /* The memory of gblk and dblk: 4 x vec_size; kept with the group's
+     * spare collective */
+    size_t              *vec_mem;
+    unsigned            vec_size;   /* group size it was allocated for */
 };
 
 /** A buffer of at least @a size bytes kept until ucg_coll_finalize();
@@ -135,9 +146,9 @@ void ucg_coll_abort_send(ucg_group_h group, uint16_t seq, ucs_status_t reason);
 /** Take the abort messages UCP has for @a group (ucg_coll_abort.c) */
 void ucg_coll_abort_probe(ucg_group_h group);
 
-/** Alltoall and alltoallv (ucg_coll_buf.c): the checks of ucg_coll_init
- *  beyond the common ones (the arrays already copied into coll->params),
- *  and the buffers of a start */
+/** Alltoall and alltoallv (ucg_coll_alltoall.c): what alltoallv checks
+ *  once its blocks are copied (called by ucg_coll_vec_init), and the
+ *  buffers of a start */
 ucs_status_t ucg_coll_check_alltoall(ucg_coll_t *coll);
 ucs_status_t ucg_coll_setup_alltoall(ucg_coll_t *coll);
 
@@ -149,15 +160,21 @@ ucs_status_t ucg_coll_setup_buffers(ucg_coll_t *coll);
  *  user's buffers (ucg_coll_buf.c) */
 void ucg_coll_finish_buffers(ucg_coll_t *coll);
 
-/** GATHERV, SCATTERV, ALLGATHERV (ucg_coll_vec.c): check the arguments of
- *  @a coll (params, dt_size and len set) and copy its counts and
- *  displacements into vlen / voff */
+/** The collectives with per-member counts (ucg_coll_vec.c): check the
+ *  arguments of @a coll that they add (params, dt_size and len set; a
+ *  REDUCE_SCATTER*'s len becomes its vector's bytes) and copy its counts
+ *  and displacements into gblk / dblk; nothing for the others */
 ucs_status_t ucg_coll_vec_init(ucg_coll_t *coll);
 
-/** Their buffers at a start (ucg_coll_vec.c) */
+/** The end of the furthest non-empty block of @a blk (bytes) */
+size_t ucg_coll_blocks_extent(const ucg_coll_t *coll,
+                              const ucg_coll_blocks_t *blk);
+
+/** GATHERV, SCATTERV, ALLGATHERV: their buffers at a start
+ *  (ucg_coll_vec.c) */
 ucs_status_t ucg_coll_vec_setup_buffers(ucg_coll_t *coll);
 
-/** Release what ucg_coll_vec_init allocated */
-void ucg_coll_vec_cleanup(ucg_coll_t *coll);
+/** Forget the blocks of a collective being released (its memory stays) */
+void ucg_coll_vec_release(ucg_coll_t *coll);
 
 #endif

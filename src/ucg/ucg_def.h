@@ -82,7 +82,7 @@ static inline int ucg_coll_type_is_reduction(ucg_coll_type_t type)
 }
 
 /** Whether a collective of @a type scatters the reduction of its vectors
- *  (ucg_coll_t::rs_counts) */
+ *  (ucg_coll_t::dblk) */
 static inline int ucg_coll_type_is_reduce_scatter(ucg_coll_type_t type)
 {
     return (type == UCG_COLL_REDUCE_SCATTER) ||

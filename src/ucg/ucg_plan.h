@@ -22,7 +22,7 @@
  *  - SM_ALLREDUCE: every set member gets the reduction of all set
  *    members' vectors, computed in rank order (identical everywhere);
  *  - P2P_REDUCE_SCATTER: member i gets the rank-ordered reduction of
- *    block i of every member's vector (ucg_coll_t::rs_counts);
+ *    block i of every member's vector (ucg_coll_t::dblk);
  *    SM_REDUCE_SCATTER: the same on one host;
  *  - P2P_SCAN, SM_SCAN: member i gets the rank-ordered reduction of the
  *    vectors of members 0..i (scan) or 0..i-1 (exscan);

@@ -1217,7 +1217,7 @@ void check_reduce_scatter(unsigned n, size_t base, sim_mode mode,
     phase_desc pd(UCG_PHASE_P2P_REDUCE_SCATTER);
     pd.add_set(iota(n), 0);
     p2p_sim sim(n, pd.get(), mode, seed);
-    std::vector<size_t> counts(2 * n);
+    std::vector<size_t> counts(2 * n), bytes(2 * n);
     std::vector<std::vector<uint8_t>> vec(n), res(n);
     ucg_op_desc_t desc;
     size_t total = 0, es;
@@ -1228,6 +1228,8 @@ void check_reduce_scatter(unsigned n, size_t base, sim_mode mode,
         counts[i]     = ((seed + i) % 3 == 0) ? 0 : base + i;
         counts[n + i] = total;
         total        += counts[i];
+        bytes[i]      = counts[i] * es;
+        bytes[n + i]  = counts[n + i] * es;
     }
     for (unsigned r = 0; r < n; ++r) {
         vec[r].assign(total * es + 1, POISON_INIT);
@@ -1241,7 +1243,8 @@ void check_reduce_scatter(unsigned n, size_t base, sim_mode mode,
         coll->params.type = UCG_COLL_REDUCE_SCATTER;
         coll->params.op   = t.op;
         coll->params.rbuf = res[r].data();
-        coll->rs_counts   = counts.data();
+        coll->dblk.len    = bytes.data();
+        coll->dblk.off    = bytes.data() + n;
         coll->data        = vec[r].data();
         coll->acc         = vec[r].data();
         coll->len         = total * es;
@@ -1699,10 +1702,12 @@ void run_alltoall(ucg_phase_method_t method, unsigned n, bool vector,
 
         ucg_coll_t *coll     = sim.coll(m);
         coll->params.type    = vector ? UCG_COLL_ALLTOALLV : UCG_COLL_ALLTOALL;
-        coll->params.scounts = sc[m].data();
-        coll->params.sdispls = sd[m].data();
-        coll->params.rcounts = rc[m].data();
-        coll->params.rdispls = rd[m].data();
+        if (vector) { /* the executor's copies, in bytes of 1-byte elements */
+            coll->dblk.len = sc[m].data();
+            coll->dblk.off = sd[m].data();
+            coll->gblk.len = rc[m].data();
+            coll->gblk.off = rd[m].data();
+        }
         coll->dt_size        = 1;
         coll->len            = count;
         coll->block          = count;

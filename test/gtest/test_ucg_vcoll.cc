@@ -742,3 +742,200 @@ TEST(ucg_vcoll, kill_member)
     vcoll_kill(UCG_COLL_ALLGATHERV, 0, 1, false);
     vcoll_kill(UCG_COLL_ALLGATHERV, 0, 0, true);
 }
+
+/*
+ * Every collective with per-member arrays (the vector ones, alltoallv,
+ * reduce_scatter) has them checked in one place, with the same refusals
+ * (a NULL array, a block whose end overflows size_t: UCS_ERR_INVALID_PARAM
+ * and one log line naming the array), and copied by ucg_coll_init: the
+ * caller's arrays clobbered after init change nothing in later starts.
+ */
+TEST(ucg_vcoll, arrays_checked_and_copied)
+{
+    run_opts opts;
+
+    opts.timeout = 120;
+    run_ok(3, opts, [](member &m) {
+        const unsigned n = m.size;
+        std::vector<int32_t> sbuf(64), rbuf(64), expect(64);
+        std::vector<size_t> c(n), d(n), sc(n), sd(n);
+        unsigned refused = 0;
+
+        /* elements from member @a i to member @a j (alltoallv) */
+        auto pair = [](unsigned i, unsigned j) -> size_t {
+            return (i + 2 * j) % 3 + 1;
+        };
+        /* c / d: member i's block (i + 1 elements; alltoallv: what comes
+         * from i) in reverse rank order with a gap of one after each;
+         * sc / sd: what alltoallv sends to member j, at 4 j */
+        auto layout = [&](ucg_coll_type_t type) {
+            size_t pos = 0;
+            for (unsigned i = n; i-- > 0;) {
+                c[i] = (type == UCG_COLL_ALLTOALLV) ? pair(i, m.rank) :
+                                                      i + 1;
+                d[i] = pos;
+                pos += c[i] + 1;
+            }
+            for (unsigned j = 0; j < n; ++j) {
+                sc[j] = pair(m.rank, j);
+                sd[j] = 4 * j;
+            }
+        };
+        auto base = [&](ucg_coll_type_t type) {
+            ucg_coll_params_t p;
+            layout(type);
+            memset(&p, 0, sizeof(p));
+            p.type  = type;
+            p.dtype = UCG_DT_INT32;
+            p.op    = UCG_OP_SUM;
+            p.sbuf  = sbuf.data();
+            p.rbuf  = rbuf.data();
+            p.count = c[m.rank];
+            if (type == UCG_COLL_SCATTERV) {
+                p.scounts = c.data();
+                p.sdispls = d.data();
+            } else {
+                p.rcounts = c.data();
+                p.rdispls = d.data();
+            }
+            if (type == UCG_COLL_ALLTOALLV) {
+                p.scounts = sc.data();
+                p.sdispls = sd.data();
+            }
+            return p;
+        };
+        auto refuse = [&](const ucg_coll_params_t &p, const char *what,
+                          const std::string &text) {
+            o2m_test::scoped_log_capture logs;
+            ucg_coll_h coll = NULL;
+            ucs_status_t st = ucg_coll_init(m.group, &p, &coll);
+
+            CHILD_CHECK(st == UCS_ERR_INVALID_PARAM, "rank %u: %s %s: %s",
+                        m.rank, ucg_coll_name(p.type), what,
+                        ucs_status_string(st));
+            CHILD_CHECK((logs.lines().size() == 1) && logs.has(text),
+                        "rank %u: %s %s: expected one line with '%s', "
+                        "got:\n%s", m.rank, ucg_coll_name(p.type), what,
+                        text.c_str(), logs.all().c_str());
+            ++refused;
+        };
+        /* element @a e of what member @a r contributes at start @a s */
+        auto val = [](unsigned r, unsigned s, size_t e) {
+            return (int32_t)(1000 * (r + 1) + 100 * s + e);
+        };
+
+        for (auto t : {UCG_COLL_GATHERV, UCG_COLL_SCATTERV,
+                       UCG_COLL_ALLGATHERV, UCG_COLL_ALLTOALLV,
+                       UCG_COLL_REDUCE_SCATTER}) {
+            bool sv           = (t == UCG_COLL_SCATTERV);
+            std::string cname = sv ? "scounts" : "rcounts";
+            std::string dname = sv ? "sdispls" : "rdispls";
+            ucg_coll_params_t p;
+
+            /* the refusals, where this member reads the arrays */
+            if (((t != UCG_COLL_GATHERV) && !sv) || (m.rank == 0)) {
+                p = base(t);
+                (sv ? p.scounts : p.rcounts) = NULL;
+                refuse(p, "NULL counts", cname + " is NULL");
+                p = base(t);
+                c[1] = SIZE_MAX / 4;
+                refuse(p, "count past SIZE_MAX bytes", cname + "[1]");
+                if (t != UCG_COLL_REDUCE_SCATTER) {
+                    p = base(t);
+                    (sv ? p.sdispls : p.rdispls) = NULL;
+                    refuse(p, "NULL displacements", dname + " is NULL");
+                    p = base(t);
+                    d[n - 1] = SIZE_MAX / 4; /* + a count >= 1 */
+                    refuse(p, "displacement + count past SIZE_MAX bytes",
+                           dname + "[" + std::to_string(n - 1) + "]");
+                }
+                if (t == UCG_COLL_ALLTOALLV) {
+                    p = base(t);
+                    p.sdispls = NULL;
+                    refuse(p, "NULL sdispls", "sdispls is NULL");
+                    p = base(t);
+                    sd[0] = SIZE_MAX / 4;
+                    refuse(p, "sdispls past SIZE_MAX bytes", "sdispls[0]");
+                }
+            }
+
+            /* copied: init, clobber the caller's arrays, start twice */
+            ucg_coll_h coll;
+            p = base(t);
+            CHILD_CHECK_OK(ucg_coll_init(m.group, &p, &coll));
+            std::vector<size_t> rc(c), rd(d), rsc(sc), rsd(sd);
+            for (auto *v : {&c, &d, &sc, &sd}) {
+                std::fill(v->begin(), v->end(), SIZE_MAX / 8);
+            }
+
+            for (unsigned s = 0; s < 2; ++s) {
+                size_t before = 0, total = 0;
+
+                std::fill(rbuf.begin(), rbuf.end(), -1);
+                std::fill(expect.begin(), expect.end(), -1);
+                std::fill(sbuf.begin(), sbuf.end(), -2);
+                for (unsigned r = 0; r < n; ++r) {
+                    before += (r < m.rank) ? rc[r] : 0;
+                    total  += rc[r];
+                }
+                switch (t) {
+                case UCG_COLL_GATHERV:
+                case UCG_COLL_ALLGATHERV:
+                    for (size_t e = 0; e < rc[m.rank]; ++e) {
+                        sbuf[e] = val(m.rank, s, e);
+                    }
+                    for (unsigned r = 0;
+                         (r < n) && ((t != UCG_COLL_GATHERV) ||
+                                     (m.rank == 0)); ++r) {
+                        for (size_t e = 0; e < rc[r]; ++e) {
+                            expect[rd[r] + e] = val(r, s, e);
+                        }
+                    }
+                    break;
+                case UCG_COLL_SCATTERV:
+                    for (unsigned r = 0; (m.rank == 0) && (r < n); ++r) {
+                        for (size_t e = 0; e < rc[r]; ++e) {
+                            sbuf[rd[r] + e] = val(r, s, e);
+                        }
+                    }
+                    for (size_t e = 0; e < rc[m.rank]; ++e) {
+                        expect[e] = val(m.rank, s, e);
+                    }
+                    break;
+                case UCG_COLL_ALLTOALLV:
+                    /* to member j: val(me, s, 10 j + e) */
+                    for (unsigned j = 0; j < n; ++j) {
+                        for (size_t e = 0; e < rsc[j]; ++e) {
+                            sbuf[rsd[j] + e] = val(m.rank, s, 10 * j + e);
+                        }
+                    }
+                    for (unsigned i = 0; i < n; ++i) {
+                        for (size_t e = 0; e < rc[i]; ++e) {
+                            expect[rd[i] + e] = val(i, s, 10 * m.rank + e);
+                        }
+                    }
+                    break;
+                default: /* reduce_scatter of a vector of sum(rc) */
+                    for (size_t e = 0; e < total; ++e) {
+                        sbuf[e] = val(m.rank, s, e);
+                    }
+                    for (size_t e = 0; e < rc[m.rank]; ++e) {
+                        expect[e] = 0;
+                        for (unsigned r = 0; r < n; ++r) {
+                            expect[e] += val(r, s, before + e);
+                        }
+                    }
+                    break;
+                }
+                CHILD_CHECK_OK(ucg_coll_start(coll));
+                CHILD_CHECK_OK(wait_coll(coll, ucg_coll_name(t)));
+                CHILD_CHECK(rbuf == expect, "rank %u: %s start %u: wrong "
+                            "result after the caller's arrays changed",
+                            m.rank, ucg_coll_name(t), s);
+            }
+            ucg_coll_finalize(coll);
+        }
+        CHILD_CHECK(refused >= ((m.rank == 0) ? 20u : 12u),
+                    "rank %u: %u refusals", m.rank, refused);
+    });
+}

@@ -2,8 +2,8 @@
  * UCG point-to-point alltoall phases: P2P_ALLTOALL_LINEAR (every message
  * posted at once) and P2P_ALLTOALL_PAIRWISE (state coll->ps.a2a), for
  * alltoall (blocks of coll->block bytes, by rank) and alltoallv (the
- * counts and displacements of coll->params, in elements of coll->dt_size
- * bytes, checked by ucg_coll_init).
+ * blocks coll->dblk of what it sends and coll->gblk of what it receives,
+ * checked and copied by ucg_coll_init: ucg_coll_vec.c).
  *
  * The data this member sends is at coll->data (the user's send buffer, or
  * a copy of the receive buffer in place), what it receives goes to
@@ -26,12 +26,9 @@
 static void ucg_p2p_a2a_sblock(const ucg_coll_t *coll, unsigned peer,
                                const void **buf_p, size_t *len_p)
 {
-    const ucg_coll_params_t *p = &coll->params;
-
-    if (p->type == UCG_COLL_ALLTOALLV) {
-        *buf_p = UCS_PTR_BYTE_OFFSET(coll->data, p->sdispls[peer] *
-                                                 coll->dt_size);
-        *len_p = p->scounts[peer] * coll->dt_size;
+    if (coll->params.type == UCG_COLL_ALLTOALLV) {
+        *buf_p = UCS_PTR_BYTE_OFFSET(coll->data, coll->dblk.off[peer]);
+        *len_p = coll->dblk.len[peer];
     } else {
         *buf_p = UCS_PTR_BYTE_OFFSET(coll->data, (size_t)peer * coll->block);
         *len_p = coll->block;
@@ -42,12 +39,9 @@ static void ucg_p2p_a2a_sblock(const ucg_coll_t *coll, unsigned peer,
 static void ucg_p2p_a2a_rblock(const ucg_coll_t *coll, unsigned peer,
                                void **buf_p, size_t *len_p)
 {
-    const ucg_coll_params_t *p = &coll->params;
-
-    if (p->type == UCG_COLL_ALLTOALLV) {
-        *buf_p = UCS_PTR_BYTE_OFFSET(coll->gbuf, p->rdispls[peer] *
-                                                 coll->dt_size);
-        *len_p = p->rcounts[peer] * coll->dt_size;
+    if (coll->params.type == UCG_COLL_ALLTOALLV) {
+        *buf_p = UCS_PTR_BYTE_OFFSET(coll->gbuf, coll->gblk.off[peer]);
+        *len_p = coll->gblk.len[peer];
     } else {
         *buf_p = UCS_PTR_BYTE_OFFSET(coll->gbuf, (size_t)peer * coll->block);
         *len_p = coll->block;

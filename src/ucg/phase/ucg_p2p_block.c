@@ -13,7 +13,7 @@
  * Block phases.  The blocks of a member are those of the ranks it owns
  * (phase->owner); they move as one message per maximal run of consecutive
  * ranks with the same owner, so both sides cut them the same way.  The
- * vector collectives (coll->vlen) have a block of its own length at its
+ * vector collectives (coll->gblk) have a block of its own length at its
  * own offset per rank, and a run of one rank each.
  * ---------------------------------------------------------------------- */
 
@@ -31,7 +31,7 @@ static unsigned ucg_p2p_run_end(const ucg_coll_t *coll, unsigned first,
     unsigned owner = ucg_p2p_owner(coll, first);
     unsigned r;
 
-    if (coll->vlen != NULL) {
+    if (coll->gblk.len != NULL) {
         *owner_p = owner;
         return first + 1;
     }
@@ -51,15 +51,15 @@ static void *ucg_p2p_run(const ucg_coll_t *coll, unsigned first,
      * UCP gets a valid address for them anyway */
     static char empty;
 
-    if (coll->vlen == NULL) {
+    if (coll->gblk.len == NULL) {
         *len_p = (size_t)(end - first) * coll->block;
         return UCS_PTR_BYTE_OFFSET(coll->gbuf, (size_t)first * coll->block);
     }
 
     ucs_assert(end == first + 1);
-    *len_p = coll->vlen[first];
+    *len_p = coll->gblk.len[first];
     return (*len_p == 0) ? &empty :
-           UCS_PTR_BYTE_OFFSET(coll->gbuf, coll->voff[first]);
+           UCS_PTR_BYTE_OFFSET(coll->gbuf, coll->gblk.off[first]);
 }
 
 /* Send (or receive) the blocks owned by set member @a idx to (or from)

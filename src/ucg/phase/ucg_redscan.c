@@ -24,7 +24,7 @@
 
 
 /* The set is every rank in rank order (the planner's flat set): a member's
- * index is its rank, which indexes rs_counts */
+ * index is its rank, which indexes coll->dblk */
 static ucs_status_t ucg_redscan_check_set(ucg_coll_t *coll)
 {
     if (coll->set->count == coll->group->size) {
@@ -60,10 +60,9 @@ ucs_status_t ucg_p2p_reduce_scatter_start(ucg_coll_t *coll)
 {
     unsigned n            = coll->set->count;
     unsigned me           = coll->my_idx;
-    const size_t *counts  = coll->rs_counts;
-    const size_t *displs  = coll->rs_counts + n;
-    size_t dt             = coll->dt_size;
-    size_t mine           = counts[me] * dt;
+    const size_t *lens    = coll->dblk.len;
+    const size_t *offs    = coll->dblk.off;
+    size_t mine           = lens[me];
     ucs_status_t status;
     unsigned i, peer;
 
@@ -79,7 +78,7 @@ ucs_status_t ucg_p2p_reduce_scatter_start(ucg_coll_t *coll)
     }
     if (mine > 0) {
         memcpy(UCS_PTR_BYTE_OFFSET(coll->ps.redscan.tmp, me * mine),
-               UCS_PTR_BYTE_OFFSET(coll->data, displs[me] * dt), mine);
+               UCS_PTR_BYTE_OFFSET(coll->data, offs[me]), mine);
     }
 
     /* Starting at the next member: not everyone sends to 0 first.  Empty
@@ -90,9 +89,8 @@ ucs_status_t ucg_p2p_reduce_scatter_start(ucg_coll_t *coll)
     for (i = 1; i < n; ++i) {
         peer   = (me + i) % n;
         status = ucg_p2p_send(coll, ucg_p2p_rank(coll, peer), 0,
-                              UCS_PTR_BYTE_OFFSET(coll->data,
-                                                  displs[peer] * dt),
-                              counts[peer] * dt);
+                              UCS_PTR_BYTE_OFFSET(coll->data, offs[peer]),
+                              lens[peer]);
         if (status != UCS_OK) {
             return status;
         }
@@ -113,7 +111,7 @@ ucs_status_t ucg_p2p_reduce_scatter_start(ucg_coll_t *coll)
 ucs_status_t ucg_p2p_reduce_scatter_progress(ucg_coll_t *coll)
 {
     unsigned me = coll->my_idx;
-    size_t count;
+    size_t len;
     ucs_status_t status;
 
     if (coll->ps.redscan.done) {
@@ -128,10 +126,10 @@ ucs_status_t ucg_p2p_reduce_scatter_progress(ucg_coll_t *coll)
     }
 
     coll->ps.redscan.done = 1;
-    count                 = coll->rs_counts[me];
-    if (count > 0) {
-        ucg_redscan_fold(coll, coll->ps.redscan.tmp, count * coll->dt_size,
-                         coll->set->count, count, coll->params.rbuf);
+    len                   = coll->dblk.len[me];
+    if (len > 0) {
+        ucg_redscan_fold(coll, coll->ps.redscan.tmp, len, coll->set->count,
+                         len / coll->dt_size, coll->params.rbuf);
     }
     return UCS_OK;
 }
@@ -250,14 +248,14 @@ void ucg_sm_scan_fold(ucg_coll_t *coll, void *vecs)
 
     if (ucg_coll_type_is_reduce_scatter(coll->params.type)) {
         /* Member me's block of every vector, in rank order */
-        count  = coll->rs_counts[me];
-        offset = coll->rs_counts[coll->set->count + me] * coll->dt_size;
+        count  = coll->dblk.len[me] / coll->dt_size;
+        offset = coll->dblk.off[me];
         if (count == 0) {
             return;
         }
         memcpy(coll->params.rbuf,
                UCS_PTR_BYTE_OFFSET(vecs, (coll->set->count - 1) * coll->len +
-                                   offset), count * coll->dt_size);
+                                   offset), coll->dblk.len[me]);
         for (i = coll->set->count - 1; i-- > 0;) {
             ucg_op_reduce(&coll->op,
                           UCS_PTR_BYTE_OFFSET(vecs, i * coll->len + offset),
