@@ -573,6 +573,85 @@ TEST_F(mc_udp, group_bcast_exact)
     }
 }
 
+/*
+ * What a member's progress costs in system calls: one epoll_wait() that
+ * finds the sockets with datagrams, whatever number of sockets the
+ * interface has (its unicast one and the group's multicast one), and a
+ * recvmmsg() per socket that has some.  The root sends one message at a
+ * time and waits until both members have it, so that every message finds
+ * them idle (as an 8-byte MPI_Bcast does); then the members progress on
+ * with nothing to read.  Reading every socket on every progress (two
+ * recvmsg() calls here, and one more to find a socket empty after a
+ * datagram) fails the bound.
+ */
+TEST_F(mc_udp, group_rx_syscalls)
+{
+    const unsigned n = 3, root = 0, count = 200, idle = 2000;
+
+    run_group(n, root, config(), [&](proc_group &pg, unsigned rank,
+                                     uct_env &env, rx_log &log,
+                                     const peer_addrs &addrs, uct_ep_h ep,
+                                     volatile int *done) {
+        volatile int *got = done + 1; /* messages each member has */
+        const size_t max  = env.attr().cap.am.max_bcopy;
+        uct_mc_udp_counters_t c0, c1;
+        uint64_t polls = 0, idle_polls = 0, syscalls, packets;
+        double end;
+
+        if (rank == root) {
+            for (unsigned k = 0; k < count; ++k) {
+                CHILD_CHECK_OK(am_msg_send(env, ep, AM_ID, m_salt, k, 8,
+                                           env.attr().cap.am.max_short));
+                CHILD_CHECK(env.progress_until([&] {
+                                for (unsigned r = 1; r < n; ++r) {
+                                    if ((unsigned)got[r] <= k) {
+                                        return false;
+                                    }
+                                }
+                                return true;
+                            }), "message %u did not reach every member", k);
+            }
+            CHILD_CHECK_OK(am_ep_flush(env, ep));
+            *done = 1;
+            return;
+        }
+
+        CHILD_CHECK_OK(uct_mc_udp_iface_counters(env.iface(), &c0));
+        end = now_sec() + wait_timeout;
+        while (idle_polls < idle) {
+            CHILD_CHECK(now_sec() < end, "member %u: %zu of %u messages, "
+                        "root done %d", rank, log.msgs.size(), count, *done);
+            if (uct_iface_progress(env.iface()) == 0) {
+                sched_yield();
+            }
+            ++polls;
+            got[rank] = (int)log.msgs.size();
+            if (*done != 0) {
+                ++idle_polls; /* the root's flush is done: nothing comes */
+            }
+        }
+        CHILD_CHECK_OK(uct_mc_udp_iface_counters(env.iface(), &c1));
+        am_msgs_check(log, m_salt, count,
+                      [](unsigned, size_t) { return (size_t)8; }, max,
+                      "syscalls");
+
+        syscalls = c1.rx_syscalls - c0.rx_syscalls;
+        packets  = c1.rx_packets - c0.rx_packets;
+        printf("member %u: %lu progress calls (%u idle at the end), %lu "
+               "datagrams, %lu receive system calls\n", rank,
+               (unsigned long)polls, idle, (unsigned long)packets,
+               (unsigned long)syscalls);
+        CHILD_CHECK(packets >= count, "member %u read %lu datagrams for "
+                    "%u messages", rank, (unsigned long)packets, count);
+        /* generous: one per progress, one per datagram, a few more */
+        CHILD_CHECK(syscalls <= polls + packets + packets / 8 + 16,
+                    "member %u: %lu receive system calls for %lu progress "
+                    "calls and %lu datagrams", rank,
+                    (unsigned long)syscalls, (unsigned long)polls,
+                    (unsigned long)packets);
+    });
+}
+
 /* Whether the loopback device is a member of the multicast group @a addr
  * (/proc/net/igmp: groups in hex, in memory order, under their device) */
 bool lo_joined(const struct in_addr &addr)

@@ -65,6 +65,8 @@
 #define UCT_MC_UDP_HDR_LEN    8
 #define UCT_MC_UDP_IP_HDRS    28      /* IPv4 + UDP */
 #define UCT_MC_UDP_RX_BURST   64      /* datagrams per socket per progress */
+#define UCT_MC_UDP_RX_VLEN    16      /* datagrams per recvmmsg() */
+#define UCT_MC_UDP_RX_EVENTS  8       /* epoll events per progress */
 #define UCT_MC_UDP_PACE_BURST 16      /* packets the pacer lets out at once */
 #define UCT_MC_UDP_WHO_GAP    100000  /* ns between WHOs for one member */
 
@@ -144,6 +146,7 @@ typedef struct uct_mc_udp_stream {
     uct_mc_udp_peer_t   *peers;       /* num_members */
     struct sockaddr_in  mc_addr;      /* group: multicast address */
     int                 mc_fd;        /* group: multicast socket, or -1 */
+    int                 rx_ready;     /* mc_fd has datagrams (progress) */
     ucs_status_t        status;
     int                 err_reported; /* p2p: the error handler was called */
 } uct_mc_udp_stream_t;
@@ -176,8 +179,9 @@ struct uct_mc_udp_iface {
     double                pace_rate;  /* bytes/ns, 0: off */
     double                tokens;
     uint64_t              pace_last;
-    void                  *rx_buf;
-    size_t                rx_len;
+    void                  *rx_buf;    /* UCT_MC_UDP_RX_VLEN datagrams */
+    size_t                rx_len;     /* the largest datagram */
+    size_t                rx_stride;  /* rx_len, 8-byte aligned */
     uct_mc_udp_counters_t cnt;
     uct_mc_udp_repair_stats_t repair; /* of its closed streams */
 };
@@ -503,6 +507,7 @@ uct_mc_udp_stream_init(uct_mc_udp_stream_t *s, uct_mc_udp_iface_t *iface,
     s->my_rank     = my_rank;
     s->root        = root;
     s->mc_fd       = -1;
+    s->rx_ready    = 0;
     s->status      = UCS_OK;
     s->err_reported = 0;
     s->rel         = NULL;
@@ -642,6 +647,7 @@ static void uct_mc_udp_read_errqueue(uct_mc_udp_iface_t *iface)
         msg.msg_iovlen     = 1;
         msg.msg_control    = control;
         msg.msg_controllen = sizeof(control);
+        ++iface->cnt.rx_syscalls;
         if (recvmsg(iface->fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0) {
             return;
         }
@@ -919,55 +925,86 @@ static uint64_t uct_mc_udp_rx_stamp(struct msghdr *msg, int64_t offset,
     return now;
 }
 
+/*
+ * Reads what waits on socket @a fd: up to UCT_MC_UDP_RX_VLEN datagrams per
+ * recvmmsg(), so that a datagram alone costs one system call (a recvmsg()
+ * loop needs a second one to find the socket empty), and a burst one per
+ * UCT_MC_UDP_RX_VLEN; at most UCT_MC_UDP_RX_BURST datagrams per call.
+ */
 static unsigned uct_mc_udp_rx_fd(uct_mc_udp_iface_t *iface, int fd,
                                  int is_mc, uint64_t now)
 {
-    char control[CMSG_SPACE(sizeof(struct timespec))];
-    int64_t offset = is_mc ? uct_mc_udp_realtime_offset() : 0;
-    struct sockaddr_in from;
-    struct msghdr msg;
-    struct iovec iov;
+    char control[UCT_MC_UDP_RX_VLEN][CMSG_SPACE(sizeof(struct timespec))];
+    struct sockaddr_in from[UCT_MC_UDP_RX_VLEN];
+    struct mmsghdr msgs[UCT_MC_UDP_RX_VLEN];
+    struct iovec iov[UCT_MC_UDP_RX_VLEN];
+    int have_offset = 0;
+    int64_t offset  = 0;
     uint64_t arrived;
-    unsigned count;
-    ssize_t ret;
+    unsigned count, i;
+    void *buf;
+    int ret;
 
-    for (count = 0; count < UCT_MC_UDP_RX_BURST; ++count) {
-        iov.iov_base       = iface->rx_buf;
-        iov.iov_len        = iface->rx_len;
-        memset(&msg, 0, sizeof(msg));
-        msg.msg_name       = &from;
-        msg.msg_namelen    = sizeof(from);
-        msg.msg_iov        = &iov;
-        msg.msg_iovlen     = 1;
-        msg.msg_control    = is_mc ? control : NULL;
-        msg.msg_controllen = is_mc ? sizeof(control) : 0;
-        ret                = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_TRUNC);
-        if (ret < 0) {
-            if ((errno != EAGAIN) && (errno != EWOULDBLOCK) &&
+    count = 0;
+    while (count < UCT_MC_UDP_RX_BURST) {
+        for (i = 0; i < UCT_MC_UDP_RX_VLEN; ++i) {
+            iov[i].iov_base = UCS_PTR_BYTE_OFFSET(iface->rx_buf,
+                                                  i * iface->rx_stride);
+            iov[i].iov_len  = iface->rx_len;
+            memset(&msgs[i], 0, sizeof(msgs[i]));
+            msgs[i].msg_hdr.msg_name       = &from[i];
+            msgs[i].msg_hdr.msg_namelen    = sizeof(from[i]);
+            msgs[i].msg_hdr.msg_iov        = &iov[i];
+            msgs[i].msg_hdr.msg_iovlen     = 1;
+            msgs[i].msg_hdr.msg_control    = is_mc ? control[i] : NULL;
+            msgs[i].msg_hdr.msg_controllen = is_mc ? sizeof(control[i]) : 0;
+        }
+
+        ++iface->cnt.rx_syscalls;
+        ret = recvmmsg(fd, msgs, UCT_MC_UDP_RX_VLEN,
+                       MSG_DONTWAIT | MSG_TRUNC, NULL);
+        if (ret <= 0) {
+            if ((ret < 0) && (errno != EAGAIN) && (errno != EWOULDBLOCK) &&
                 (errno != EINTR)) {
                 /* A pending ICMP error (IP_RECVERR): read it */
                 uct_mc_udp_read_errqueue(iface);
+                ++count;  /* bounded, as a datagram */
                 continue;
             }
             break;
         }
 
-        if ((msg.msg_namelen < sizeof(from)) ||
-            (from.sin_family != AF_INET) ||
-            ((size_t)ret > iface->rx_len)) {
-            ++iface->cnt.rx_packets;
-            ++iface->cnt.rx_bad;  /* truncated: larger than any we send */
-            continue;
+        if (is_mc && !have_offset) {
+            /* once per call with packets, not per empty poll */
+            offset      = uct_mc_udp_realtime_offset();
+            have_offset = 1;
         }
 
-        /* Only the multicast socket: the root's packets there come in its
-         * order, so none sent before this one is still on its way.  The
-         * unicast socket mixes repairs, children's NACKs and (for a
-         * stream of two) the root's packets: its gaps keep the slack from
-         * the read */
-        arrived = is_mc ? uct_mc_udp_rx_stamp(&msg, offset, now) : now;
-        uct_mc_udp_rx_packet(iface, iface->rx_buf, ret, &from, is_mc, now,
-                             arrived);
+        for (i = 0; i < (unsigned)ret; ++i) {
+            buf = iov[i].iov_base;
+            if ((msgs[i].msg_hdr.msg_namelen < sizeof(from[i])) ||
+                (from[i].sin_family != AF_INET) ||
+                (msgs[i].msg_len > iface->rx_len)) {
+                ++iface->cnt.rx_packets;
+                ++iface->cnt.rx_bad;  /* truncated: larger than any we send */
+                continue;
+            }
+
+            /* Only the multicast socket: the root's packets there come in
+             * its order, so none sent before this one is still on its
+             * way.  The unicast socket mixes repairs, children's NACKs and
+             * (for a stream of two) the root's packets: its gaps keep the
+             * slack from the read */
+            arrived = is_mc ? uct_mc_udp_rx_stamp(&msgs[i].msg_hdr, offset,
+                                                  now) : now;
+            uct_mc_udp_rx_packet(iface, buf, msgs[i].msg_len, &from[i],
+                                 is_mc, now, arrived);
+        }
+
+        count += ret;
+        if (ret < UCT_MC_UDP_RX_VLEN) {
+            break;  /* the socket was empty */
+        }
     }
 
     return count;
@@ -1152,7 +1189,8 @@ static ucs_status_t uct_mc_udp_open_mc_socket(uct_mc_udp_iface_t *iface,
     }
 
     if (epoll_ctl(iface->epfd, EPOLL_CTL_ADD, fd,
-                  &(struct epoll_event){.events = EPOLLIN}) < 0) {
+                  &(struct epoll_event){.events  = EPOLLIN,
+                                        .data.fd = fd}) < 0) {
         ucs_error("mc_udp: epoll_ctl() failed: %m");
         close(fd);
         return UCS_ERR_IO_ERROR;
@@ -1274,21 +1312,75 @@ ucs_status_t uct_mc_udp_group_ep_create(uct_iface_h tl_iface,
 /* ------------------------------------------------------------------------ */
 /* Interface                                                               */
 
+/*
+ * Reads the sockets that have datagrams: one epoll_wait() on the event fd
+ * (the unicast socket, every member endpoint's multicast socket, the timer
+ * fd) tells which, so that a progress that finds nothing costs one system
+ * call however many sockets the interface has.  The sockets are found by
+ * their fd after the wait, before any is read: a datagram's handler may
+ * destroy an endpoint, and its fd number may be reused.  When the wait
+ * fails, every socket is read as if ready.
+ */
+static unsigned uct_mc_udp_rx_ready(uct_mc_udp_iface_t *iface, uint64_t now)
+{
+    struct epoll_event ev[UCT_MC_UDP_RX_EVENTS];
+    uct_mc_udp_stream_t *s, *tmp;
+    uint64_t expirations;
+    unsigned count = 0;
+    int n, i, all, ucast;
+
+    ++iface->cnt.rx_syscalls;
+    n     = epoll_wait(iface->epfd, ev, UCT_MC_UDP_RX_EVENTS, 0);
+    all   = (n < 0);
+    ucast = all;
+    ucs_list_for_each(s, &iface->streams, list) {
+        s->rx_ready = all;
+    }
+
+    for (i = 0; i < n; ++i) {
+        if (ev[i].data.fd == iface->fd) {
+            ucast = 1;
+        } else if (ev[i].data.fd == iface->timer_fd) {
+            /* Expired (armed by event_arm): the fd is level-triggered;
+             * the timers run below in any case */
+            ++iface->cnt.rx_syscalls;
+            (void)!read(iface->timer_fd, &expirations, sizeof(expirations));
+        } else {
+            ucs_list_for_each(s, &iface->streams, list) {
+                if (s->mc_fd == ev[i].data.fd) {
+                    s->rx_ready = 1;
+                    break;
+                }
+            }
+        }
+    }
+
+    if (ucast) {
+        count += uct_mc_udp_rx_fd(iface, iface->fd, 0, now);
+    }
+    ucs_list_for_each_safe(s, tmp, &iface->streams, list) {
+        if ((s->mc_fd >= 0) && s->rx_ready) {
+            s->rx_ready = 0;
+            count      += uct_mc_udp_rx_fd(iface, s->mc_fd, 1, now);
+        }
+    }
+    return count;
+}
+
 static unsigned uct_mc_udp_iface_progress(uct_iface_h tl_iface)
 {
     uct_mc_udp_iface_t *iface = ucs_derived_of(tl_iface, uct_mc_udp_iface_t);
     uint64_t now              = uct_mc_rel_ep_now();
     uct_mc_udp_stream_t *s, *tmp;
-    unsigned count;
+    unsigned count, rx;
 
-    count = uct_mc_udp_rx_fd(iface, iface->fd, 0, now);
-    ucs_list_for_each_safe(s, tmp, &iface->streams, list) {
-        if (s->mc_fd >= 0) {
-            count += uct_mc_udp_rx_fd(iface, s->mc_fd, 1, now);
-        }
+    rx    = uct_mc_udp_rx_ready(iface, now);
+    count = rx;
+
+    if (rx > 0) {
+        /* the handlers took time: the timers below see it */
+        now = uct_mc_rel_ep_now();
     }
-
-    now = uct_mc_rel_ep_now();
     ucs_list_for_each_safe(s, tmp, &iface->streams, list) {
         if (uct_mc_rel_next_deadline(s->rel) <= now) {
             (void)uct_mc_rel_progress(s->rel, now);
@@ -1671,9 +1763,11 @@ static ucs_status_t uct_mc_udp_iface_socket(uct_mc_udp_iface_t *iface,
     iface->epfd = epoll_create1(EPOLL_CLOEXEC);
     if ((iface->epfd < 0) ||
         (epoll_ctl(iface->epfd, EPOLL_CTL_ADD, iface->fd,
-                   &(struct epoll_event){.events = EPOLLIN}) < 0) ||
+                   &(struct epoll_event){.events  = EPOLLIN,
+                                         .data.fd = iface->fd}) < 0) ||
         (epoll_ctl(iface->epfd, EPOLL_CTL_ADD, iface->timer_fd,
-                   &(struct epoll_event){.events = EPOLLIN}) < 0)) {
+                   &(struct epoll_event){.events  = EPOLLIN,
+                                         .data.fd = iface->timer_fd}) < 0)) {
         ucs_error("mc_udp: epoll failed: %m");
         if (iface->epfd >= 0) {
             close(iface->epfd);
@@ -1764,7 +1858,9 @@ static UCS_CLASS_INIT_FUNC(uct_mc_udp_iface_t, uct_md_h md,
     memset(&iface->repair, 0, sizeof(iface->repair));
     ucs_list_head_init(&iface->streams);
 
-    iface->rx_buf = ucs_malloc(iface->rx_len, "mc_udp rx");
+    iface->rx_stride      = ucs_align_up(iface->rx_len, 8);
+    iface->rx_buf = ucs_malloc(iface->rx_stride * UCT_MC_UDP_RX_VLEN,
+                               "mc_udp rx");
     if (iface->rx_buf == NULL) {
         return UCS_ERR_NO_MEMORY;
     }

@@ -90,7 +90,7 @@ static inline const char *uct_o2m_tl_name(int is_incast)
 
 /** Version of this extension API. */
 #define UCT_O2M_API_MAJOR 1
-#define UCT_O2M_API_MINOR 6
+#define UCT_O2M_API_MINOR 7
 
 
 /**
@@ -412,6 +412,12 @@ typedef struct uct_mc_udp_counters {
                                    listen to its group's address, so only
                                    a member endpoint of another group on
                                    the same address reads them */
+    uint64_t rx_syscalls;     /**< (API 1.7) System calls of the receive
+                                   path in progress: the epoll_wait() that
+                                   finds the sockets with datagrams (one
+                                   per progress call), the recvmmsg() of
+                                   each such socket, reads of the error
+                                   queue and of the expired timer fd */
 } uct_mc_udp_counters_t;
 
 /**
