@@ -8,7 +8,8 @@
  * over ranks are reported (gathered with MPI_Reduce).  After the timed loop
  * one untimed call validates the data.
  *
- * The nonblocking forms (ibcast, iallreduce, ireduce, ialltoall) are timed
+ * The nonblocking forms (ibcast, iallreduce, ireduce, ibarrier, igather,
+ * iscatter, iallgather, ialltoall) are timed
  * as the call and its MPI_Wait, and then, as OSU's osu_i* do, with a
  * computation as long as that time between the call and the wait: overall
  * time, the computation's, and the overlap, max(0, 100 - (overall -
@@ -17,11 +18,16 @@
  * reduce_scatter_block's size is each rank's block (its send buffer holds
  * one per rank); so is that of gatherv, scatterv and allgatherv (bytes,
  * equal counts: the vector forms' cost against the same data), and of
- * alltoall, alltoallv and ialltoall (the block each rank sends each rank).
+ * alltoall, alltoallv and ialltoall (the block each rank sends each rank);
+ * gather, scatter, allgather and their nonblocking forms: the block of one
+ * rank, as OSU's.  barrier and ibarrier have no size: they run once, as
+ * size 0, whatever -s says.
  *
  * Usage: coll_bench [-c bcast,allreduce,reduce,ibcast,iallreduce,ireduce,
  *                       reduce_scatter_block,scan,gatherv,scatterv,
- *                       allgatherv,alltoall,alltoallv,ialltoall]
+ *                       allgatherv,alltoall,alltoallv,ialltoall,barrier,
+ *                       gather,scatter,allgather,ibarrier,igather,iscatter,
+ *                       iallgather]
  *                   [-s MIN:MAX] [-i ITERS] [-I LARGE_ITERS] [-w WARMUP]
  *                   [-M]
  * Output (rank 0): one line per collective and size:
@@ -53,12 +59,16 @@ static double median(double *v, int n)
 
 enum { B_BCAST, B_ALLREDUCE, B_REDUCE, B_IBCAST, B_IALLREDUCE, B_IREDUCE,
        B_REDUCE_SCATTER_BLOCK, B_SCAN, B_GATHERV, B_SCATTERV, B_ALLGATHERV,
-       B_ALLTOALL, B_ALLTOALLV, B_IALLTOALL, B_LAST };
+       B_ALLTOALL, B_ALLTOALLV, B_IALLTOALL, B_BARRIER, B_GATHER, B_SCATTER,
+       B_ALLGATHER, B_IBARRIER, B_IGATHER, B_ISCATTER, B_IALLGATHER,
+       B_LAST };
 static const char *names[] = { "bcast", "allreduce", "reduce", "ibcast",
                                "iallreduce", "ireduce",
                                "reduce_scatter_block", "scan", "gatherv",
                                "scatterv", "allgatherv", "alltoall",
-                               "alltoallv", "ialltoall" };
+                               "alltoallv", "ialltoall", "barrier",
+                               "gather", "scatter", "allgather", "ibarrier",
+                               "igather", "iscatter", "iallgather" };
 
 static int rank, size;
 static int *v_counts, *v_displs; /* [size]: the vector collectives' */
@@ -85,13 +95,42 @@ static int is_bytes(int coll)
 {
     return is_bcast(coll) || (coll == B_GATHERV) || (coll == B_SCATTERV) ||
            (coll == B_ALLGATHERV) || (coll == B_ALLTOALL) ||
-           (coll == B_ALLTOALLV) || (coll == B_IALLTOALL);
+           (coll == B_ALLTOALLV) || (coll == B_IALLTOALL) ||
+           (coll == B_GATHER) || (coll == B_SCATTER) ||
+           (coll == B_ALLGATHER) || (coll == B_IGATHER) ||
+           (coll == B_ISCATTER) || (coll == B_IALLGATHER);
 }
 
 static int is_nb(int coll)
 {
     return (coll == B_IBCAST) || (coll == B_IALLREDUCE) ||
-           (coll == B_IREDUCE) || (coll == B_IALLTOALL);
+           (coll == B_IREDUCE) || (coll == B_IALLTOALL) ||
+           (coll == B_IBARRIER) || (coll == B_IGATHER) ||
+           (coll == B_ISCATTER) || (coll == B_IALLGATHER);
+}
+
+static int is_barrier(int coll)
+{
+    return (coll == B_BARRIER) || (coll == B_IBARRIER);
+}
+
+/* Receives a block per rank at the root (or everywhere) / sends one per
+ * rank from the root: the validation's data layout */
+static int is_gather(int coll)
+{
+    return (coll == B_GATHERV) || (coll == B_GATHER) || (coll == B_IGATHER);
+}
+
+static int is_scatter(int coll)
+{
+    return (coll == B_SCATTERV) || (coll == B_SCATTER) ||
+           (coll == B_ISCATTER);
+}
+
+static int is_allgather(int coll)
+{
+    return (coll == B_ALLGATHERV) || (coll == B_ALLGATHER) ||
+           (coll == B_IALLGATHER);
 }
 
 /* Start the collective on 'bytes' bytes (floats for reductions): blocking
@@ -160,6 +199,36 @@ static MPI_Request start(int coll, void *sbuf, void *rbuf, size_t bytes)
         MPI_Ialltoall(sbuf, count, MPI_CHAR, rbuf, count, MPI_CHAR,
                       MPI_COMM_WORLD, &req);
         break;
+    case B_BARRIER:
+        MPI_Barrier(MPI_COMM_WORLD);
+        break;
+    case B_GATHER:
+        MPI_Gather(sbuf, count, MPI_CHAR, rbuf, count, MPI_CHAR, 0,
+                   MPI_COMM_WORLD);
+        break;
+    case B_SCATTER:
+        MPI_Scatter(sbuf, count, MPI_CHAR, rbuf, count, MPI_CHAR, 0,
+                    MPI_COMM_WORLD);
+        break;
+    case B_ALLGATHER:
+        MPI_Allgather(sbuf, count, MPI_CHAR, rbuf, count, MPI_CHAR,
+                      MPI_COMM_WORLD);
+        break;
+    case B_IBARRIER:
+        MPI_Ibarrier(MPI_COMM_WORLD, &req);
+        break;
+    case B_IGATHER:
+        MPI_Igather(sbuf, count, MPI_CHAR, rbuf, count, MPI_CHAR, 0,
+                    MPI_COMM_WORLD, &req);
+        break;
+    case B_ISCATTER:
+        MPI_Iscatter(sbuf, count, MPI_CHAR, rbuf, count, MPI_CHAR, 0,
+                     MPI_COMM_WORLD, &req);
+        break;
+    case B_IALLGATHER:
+        MPI_Iallgather(sbuf, count, MPI_CHAR, rbuf, count, MPI_CHAR,
+                       MPI_COMM_WORLD, &req);
+        break;
     }
     return req;
 }
@@ -221,6 +290,34 @@ static void overlap(int coll, void *sbuf, void *rbuf, size_t bytes, int n,
     (void)sink;
 }
 
+/* A barrier's semantics, checked untimed: rank 0 raises a flag in its
+ * window (published by its own exclusive lock epoch) 20 ms after the
+ * others are ready, and only then enters the barrier; a rank that leaves
+ * the barrier and reads the flag still down found a barrier that let it
+ * through early.  Returns 1 if so */
+static long validate_barrier(int coll)
+{
+    int flag = 0, seen = 1, one = 1;
+    MPI_Win win;
+
+    MPI_Win_create(&flag, sizeof(int), sizeof(int), MPI_INFO_NULL,
+                   MPI_COMM_WORLD, &win);
+    if (rank == 0) {
+        usleep(20000);
+        MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
+        MPI_Put(&one, 1, MPI_INT, 0, 0, 1, MPI_INT, win);
+        MPI_Win_unlock(0, win);
+    }
+    run_once(coll, NULL, NULL, 0);
+    if (rank != 0) {
+        MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
+        MPI_Get(&seen, 1, MPI_INT, 0, 0, 1, MPI_INT, win);
+        MPI_Win_unlock(0, win);
+    }
+    MPI_Win_free(&win);
+    return seen != 1;
+}
+
 /* Untimed validation call; returns the number of wrong elements here */
 static long validate(int coll, char *sbuf, char *rbuf, size_t bytes)
 {
@@ -229,6 +326,9 @@ static long validate(int coll, char *sbuf, char *rbuf, size_t bytes)
     float expect = (float)size * (size + 1) / 2;
     long bad = 0;
 
+    if (is_barrier(coll)) {
+        return validate_barrier(coll);
+    }
     if (is_bcast(coll)) {
         for (size_t i = 0; i < bytes; ++i) {
             sbuf[i] = (rank == 0) ? (char)(i * 7 + 1) : 0;
@@ -245,7 +345,7 @@ static long validate(int coll, char *sbuf, char *rbuf, size_t bytes)
         int a2a = (coll == B_ALLTOALL) || (coll == B_ALLTOALLV) ||
                   (coll == B_IALLTOALL);
         for (size_t i = 0; i < bytes * size; ++i) {
-            sbuf[i] = (char)(((coll == B_SCATTERV) ? i / bytes :
+            sbuf[i] = (char)((is_scatter(coll) ? i / bytes :
                               a2a ? (size_t)rank * size + i / bytes :
                                     (size_t)rank) + 1);
             rbuf[i] = 0;
@@ -255,11 +355,11 @@ static long validate(int coll, char *sbuf, char *rbuf, size_t bytes)
             for (size_t i = 0; i < bytes * size; ++i) {
                 bad += rbuf[i] != (char)((i / bytes) * size + rank + 1);
             }
-        } else if (coll == B_SCATTERV) {
+        } else if (is_scatter(coll)) {
             for (size_t i = 0; i < bytes; ++i) {
                 bad += rbuf[i] != (char)(rank + 1);
             }
-        } else if ((coll == B_ALLGATHERV) || (rank == 0)) {
+        } else if (is_allgather(coll) || (is_gather(coll) && (rank == 0))) {
             for (size_t i = 0; i < bytes * size; ++i) {
                 bad += rbuf[i] != (char)(i / bytes + 1);
             }
@@ -319,7 +419,8 @@ int main(int argc, char **argv)
                 fprintf(stderr, "usage: %s [-c bcast,allreduce,reduce,"
                         "ibcast,iallreduce,ireduce,reduce_scatter_block,"
                         "scan,gatherv,scatterv,allgatherv,alltoall,"
-                        "alltoallv,ialltoall] "
+                        "alltoallv,ialltoall,barrier,gather,scatter,"
+                        "allgather,ibarrier,igather,iscatter,iallgather] "
                         "[-s MIN:MAX bytes, k/m suffix] [-i ITERS] "
                         "[-I ITERS above %d B] [-w WARMUP] [-M: per-rank "
                         "median, not average]\n", argv[0],
@@ -372,10 +473,12 @@ int main(int argc, char **argv)
     }
     for (int c = 0; c < ncolls; ++c) {
         int coll = colls[c];
-        /* reductions need whole floats */
-        size_t first = is_bytes(coll) ? min_size :
+        /* reductions need whole floats; a barrier has no size */
+        size_t first = is_barrier(coll) ? 0 : is_bytes(coll) ? min_size :
                        (min_size < sizeof(float) ? sizeof(float) : min_size);
-        for (size_t bytes = first; bytes <= max_size; bytes *= 2) {
+        size_t last  = is_barrier(coll) ? 0 : max_size;
+        for (size_t bytes = first; bytes <= last;
+             bytes = (bytes == 0) ? last + 1 : bytes * 2) {
             int n = (bytes > LARGE_SIZE) ? large_iters : iters;
             int w = (bytes > LARGE_SIZE) ? (warmup + 9) / 10 : warmup;
             double total = 0, lat, sum, mn, mx;

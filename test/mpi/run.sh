@@ -349,7 +349,7 @@ if [ "$extra_tests" = 1 ]; then
     mpi_bin_make "$build_dir" coll_bench || exit 1
     run_extra "coll_bench -M np=2 (per-call median)" 2 \
         '^# np=2; latency in us: per-rank median' -- \
-        "$mpi_bin/coll_bench" -M -c bcast,allreduce,reduce,ibcast,iallreduce,ireduce \
+        "$mpi_bin/coll_bench" -M -c bcast,allreduce,reduce,ibcast,iallreduce,ireduce,barrier,gather,scatter,allgather,ibarrier,igather,iscatter,iallgather \
         -s 8:64 -i 50 -w 5 || fail=1
 fi
 
