@@ -22,7 +22,7 @@
 # and check it with `ucg_info -R --rules RULES`.
 #
 #   contrib/ucg-tune.sh [-S SHAPES] [-c COLLS] [-s MIN:MAX] [-i ITERS]
-#                       [-I LARGE_ITERS] [-r REPS] [-m PCT] [-o RULES]
+#                       [-I LARGE_ITERS] [-r REPS] [-m PCT] [-o RULES] [-M]
 #                       [--no-flat] [--ucg-path DIR] [--build-dir DIR]
 #                       [-t SEC] [-- MPIRUN_ARGS...]
 #
@@ -31,11 +31,19 @@
 #              name hosts (--host/-H/--hostfile: `--map-by ppr:PPN:node` is
 #              added), else virtual hosts of UCG (UCX_UCG_HOSTS=PPN; the
 #              previous module still sees one host)
-#   -c COLLS   collectives of coll_bench (default bcast,allreduce,reduce)
+#   -c COLLS   collectives of coll_bench (default bcast,allreduce,reduce);
+#              blocking ones that the rules look up by size (bcast,
+#              allreduce, reduce, barrier, gather, scatter, allgather,
+#              alltoall, reduce_scatter_block, scan): a nonblocking form
+#              follows its blocking one's rule, and the vector forms are
+#              looked up at 0 bytes whatever their sizes
 #   -s MIN:MAX sizes, powers of two (default 8:1m)
 #   -i, -I     iterations below / above 8 KiB (default 200 / 50: short
 #              runs, the machine may be shared; more for a quiet one)
 #   -r REPS    interleaved repetitions; medians over them (default 3)
+#   -M         each rank's latency is the median of its calls (coll_bench
+#              -M), not their average, which the calls preempted on a
+#              shared machine multiply
 #   -m PCT     margin: a faster way replaces UCG's planner only when its
 #              median is more than PCT % lower (default 0: any lower median,
 #              which makes coll/ucg never slower than the measured
@@ -64,6 +72,7 @@ iters=200
 large_iters=50
 reps=3
 margin=0
+median=
 out=$PWD/ucg-rules.txt
 flat=1
 ucg_path=
@@ -84,6 +93,7 @@ while [ $# -gt 0 ]; do
     -I) large_iters=$2; shift 2 ;;
     -r) reps=$2; shift 2 ;;
     -m) margin=$2; shift 2 ;;
+    -M) median=-M; shift ;;
     -o) out=$(readlink -m "$2"); shift 2 ;;
     -t) limit=$2; shift 2 ;;
     --no-flat) flat=0; shift ;;
@@ -96,6 +106,14 @@ while [ $# -gt 0 ]; do
 done
 [[ $reps =~ ^[1-9][0-9]*$ ]] || die "-r: a positive number, not '$reps'"
 [[ $margin =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "-m: a percentage, not '$margin'"
+IFS=, read -r -a coll_list <<<"$colls"
+for c in "${coll_list[@]}"; do
+    case "$c" in
+    bcast|allreduce|reduce|barrier|gather|scatter|allgather|alltoall|\
+    reduce_scatter_block|scan) ;;
+    *) die "-c: '$c' has no rule by size (see -h)" ;;
+    esac
+done
 
 tmpdirs=()
 cleanup() { rm -rf "${tmpdirs[@]}"; }
@@ -174,7 +192,7 @@ for shape in "${shape_list[@]}"; do
                     --mca coll ucg,basic,libnbc,tuned,self \
                     --mca coll_ucg_rules_file "$work/$w.rules" \
                     "$build_dir/test/mpi/coll_bench" -c "$colls" -s "$sizes" \
-                    -i "$iters" -I "$large_iters" >"$log" 2>&1; then
+                    -i "$iters" -I "$large_iters" $median >"$log" 2>&1; then
                 tail -15 "$log"
                 die "shape $shape, $w (repetition $rep) failed"
             fi
@@ -240,7 +258,8 @@ for shape, (np_, ppn) in shapes.items():
             j = i
             while j + 1 < len(decided) and decided[j + 1][1] == decided[i][1]:
                 j += 1
-            lo = 1 if i == 0 else decided[i - 1][0] + 1
+            # (a barrier is looked up, and measured, at 0 bytes)
+            lo = min(decided[0][0], 1) if i == 0 else decided[i - 1][0] + 1
             hi = 'inf' if j == len(decided) - 1 else fmt(decided[j][0])
             if decided[i][1] != 'ucg':
                 rules.append('%-10s %-4d %-4d %-20s %s' % (

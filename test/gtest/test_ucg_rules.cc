@@ -242,6 +242,16 @@ TEST(ucg_rules, builtin)
                                               8));
     EXPECT_EQ(UCG_RULE_UCG, ucg_rules_lookup(&rules, UCG_COLL_ALLREDUCE, 2,
                                              2, 8));
+    EXPECT_EQ(UCG_RULE_PREV, ucg_rules_lookup(&rules, UCG_COLL_SCATTER, 2,
+                                              2, 256));
+    EXPECT_EQ(UCG_RULE_UCG, ucg_rules_lookup(&rules, UCG_COLL_SCATTER, 2,
+                                             2, 512));
+    EXPECT_EQ(UCG_RULE_PREV, ucg_rules_lookup(&rules, UCG_COLL_ALLGATHER, 2,
+                                              2, 8));
+    EXPECT_EQ(UCG_RULE_UCG, ucg_rules_lookup(&rules, UCG_COLL_GATHER, 2, 2,
+                                             8));
+    EXPECT_EQ(UCG_RULE_UCG, ucg_rules_lookup(&rules, UCG_COLL_BARRIER, 2, 2,
+                                             0));
     /* other shapes run on UCG, as without a table */
     EXPECT_EQ(UCG_RULE_UCG, ucg_rules_lookup(&rules, UCG_COLL_REDUCE, 4, 4,
                                              64 * 1024));
