@@ -555,3 +555,126 @@ err_free:
     ucs_free(dst);
     return status;
 }
+
+
+/*
+ * Variables whose value may differ between the members of a group without
+ * making them plan differently: what the members exchange and agree on at
+ * creation (HOSTS gives each member's host label, O2M and MC_TL what it
+ * opened, SM_GROUP_MEM the smallest of all), what applies to this process
+ * only (timeouts, sm resources of its interfaces, MC_DEVICE, LOG_PLANS).
+ * Every other variable is the planner's: the members must agree on it
+ * (ucg_config_plan_hash), so a new variable is one by default.
+ */
+static const char *ucg_config_local_vars[] = {
+    "HOSTS", "O2M", "PEER_TIMEOUT", "CHECK_INTERVAL", "SM_MAX_GROUPS",
+    "SM_GROUP_EPS", "SM_GROUP_MEM", "MC_TL", "MC_DEVICE", "LOG_PLANS", NULL
+};
+
+int ucg_config_is_plan_var(const char *name)
+{
+    const char **var;
+
+    for (var = ucg_config_local_vars; *var != NULL; ++var) {
+        if (!strcmp(*var, name)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* FNV-1a over @a str and its terminating zero, chained through @a hash */
+static uint64_t ucg_config_hash_str(uint64_t hash, const char *str)
+{
+    const char *p = str;
+
+    do {
+        hash = (hash ^ (uint8_t)*p) * 0x100000001b3ull;
+    } while (*(p++) != '\0');
+    return hash;
+}
+
+uint64_t ucg_config_plan_hash(const ucg_config_t *config)
+{
+    uint64_t hash = 0xcbf29ce484222325ull; /* FNV-1a */
+    const ucs_config_field_t *field;
+    char value[256];
+
+    for (field = ucg_config_table; field->name != NULL; ++field) {
+        if (!ucg_config_is_plan_var(field->name)) {
+            continue;
+        }
+        /* "NAME=value": the text, not the bytes, so that padding and
+         * unused bits of a field do not count */
+        value[0] = '\0';
+        field->parser.write(value, sizeof(value),
+                            UCS_PTR_BYTE_OFFSET(config, field->offset),
+                            field->parser.arg);
+        hash = ucg_config_hash_str(hash, field->name);
+        hash = ucg_config_hash_str(hash, value);
+    }
+    return hash;
+}
+
+ucs_status_t ucg_config_plan_defaults(const ucg_config_t *src,
+                                      ucg_config_t **dst_p)
+{
+    const ucs_config_field_t *field;
+    ucg_config_t *dst;
+    ucs_status_t status;
+    const void *from;
+    void *to;
+
+    if ((src == NULL) || (dst_p == NULL)) {
+        ucs_error("ucg_config_plan_defaults: NULL argument");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    dst = ucs_calloc(1, sizeof(*dst), "ucg_config");
+    if (dst == NULL) {
+        ucs_error("failed to allocate the default UCG planner configuration");
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    dst->env_prefix = ucs_strdup(src->env_prefix, "ucg_config_prefix");
+    if (dst->env_prefix == NULL) {
+        ucs_error("failed to copy the UCG configuration prefix");
+        status = UCS_ERR_NO_MEMORY;
+        goto err_free;
+    }
+
+    /* The planner's variables from the table's defaults, the others
+     * copied; on failure the fields not reached are zero */
+    status = UCS_OK;
+    for (field = ucg_config_table; field->name != NULL; ++field) {
+        to = UCS_PTR_BYTE_OFFSET(dst, field->offset);
+        if (ucg_config_is_plan_var(field->name)) {
+            if (!field->parser.read(field->dfl_value, to,
+                                    field->parser.arg)) {
+                ucs_error("UCG: bad default '%s' of %s", field->dfl_value,
+                          field->name);
+                status = UCS_ERR_INVALID_PARAM;
+                break;
+            }
+        } else {
+            from   = UCS_PTR_BYTE_OFFSET(src, field->offset);
+            status = field->parser.clone(from, to, field->parser.arg);
+            if (status != UCS_OK) {
+                break;
+            }
+        }
+    }
+    if (status != UCS_OK) {
+        ucs_config_parser_release_opts(dst, ucg_config_table);
+        goto err_free_prefix;
+    }
+
+    *dst_p = dst;
+    return UCS_OK;
+
+err_free_prefix:
+    ucs_free(dst->env_prefix);
+err_free:
+    ucs_free(dst);
+    return status;
+}

@@ -122,6 +122,22 @@ extern ucs_config_field_t ucg_config_table[];
 /** Copy of a configuration (for a context that outlives the caller's) */
 ucs_status_t ucg_config_dup(const ucg_config_t *src, ucg_config_t **dst_p);
 
+/*
+ * What the planner follows (docs/ucg.md, "Configuration across members"):
+ * every variable but those that may differ between the members of a group
+ * (HOSTS, O2M, PEER_TIMEOUT, CHECK_INTERVAL, SM_MAX_GROUPS, SM_GROUP_EPS,
+ * SM_GROUP_MEM, MC_TL, MC_DEVICE, LOG_PLANS: agreed at creation, or local).
+ */
+/** Whether the variable @a name (without prefix) is the planner's */
+int ucg_config_is_plan_var(const char *name);
+/** Hash of the values of the planner's variables: members whose hashes
+ *  are equal plan alike */
+uint64_t ucg_config_plan_hash(const ucg_config_t *config);
+/** A copy of @a src whose planner variables have their defaults (what a
+ *  group's members plan with when their configurations differ) */
+ucs_status_t ucg_config_plan_defaults(const ucg_config_t *src,
+                                      ucg_config_t **dst_p);
+
 /** Validate a configuration: a forced <COLL>_P2P that is not a method of
  *  that collective, KNOMIAL_RADIX < 2, a forced SM_BCAST_MODE other than
  *  batched/centralized, a bad HOSTS layout, meaningless sizes.

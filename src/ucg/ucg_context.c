@@ -211,6 +211,7 @@ ucs_status_t ucg_context_create(const ucg_context_params_t *params,
     if (status != UCS_OK) {
         goto err_release_config;
     }
+    context->plan_hash = ucg_config_plan_hash(context->config);
 
     status = uct_o2m_watch_table_create(&context->watches);
     if (status != UCS_OK) {
@@ -289,6 +290,7 @@ void ucg_context_destroy(ucg_context_h context)
     ucg_context_close_stage(context, UCG_CONTEXT_CLOSE_FREE);
     ucs_assert(ucs_list_is_empty(&context->closers));
     uct_o2m_watch_table_destroy(context->watches);
+    ucg_config_release(context->plan_defaults);
     ucg_config_release(context->config);
     ucs_free(context);
 }

@@ -107,6 +107,13 @@ struct ucg_context {
     unsigned            ucp_idle_polls;
     /* mc_udp between host leaders (ucg_mc.c), NULL when not used */
     struct ucg_mc_ctx   *mc;
+    /* The planner's variables (ucg_config_plan_hash of config), in every
+     * member's record; plan_defaults: config with their defaults, which
+     * the groups whose members' hashes differ plan with (made by the first
+     * such group), NULL before */
+    uint64_t            plan_hash;
+    ucg_config_t        *plan_defaults;
+    int                 plan_mismatch_warned;
 };
 
 /** Whether UCX_TLS (the context's prefix, else UCX_) allows transport

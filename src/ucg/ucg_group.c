@@ -94,6 +94,52 @@ static int ucg_group_o2m_usable(const ucg_group_t *group,
     return 1;
 }
 
+/*
+ * The configuration the group's plans follow, the same on every member:
+ * members that plan differently wait for each other forever (e.g. one
+ * multicasts a broadcast the others send point-to-point, with MC_MAX_SIZE
+ * set on some of them only).  Every member has the same records, so all
+ * take the context's configuration when every member's planner variables
+ * hash alike, else all take the defaults (once per context, a warning).
+ */
+static ucs_status_t ucg_group_agree_config(ucg_group_t *group,
+                                           const ucg_group_rec_t *recs)
+{
+    ucg_context_t *context = group->context;
+    ucs_status_t status;
+    unsigned i;
+
+    group->config = context->config;
+    for (i = 1; i < group->size; ++i) {
+        if (recs[i].plan_hash != recs[0].plan_hash) {
+            break;
+        }
+    }
+    if (i == group->size) {
+        return UCS_OK;
+    }
+
+    if (context->plan_defaults == NULL) {
+        status = ucg_config_plan_defaults(context->config,
+                                          &context->plan_defaults);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+    group->config = context->plan_defaults;
+
+    ucs_log((context->plan_mismatch_warned || (group->rank != 0)) ?
+            UCS_LOG_LEVEL_DIAG : UCS_LOG_LEVEL_WARN,
+            "UCG group rank %u/%u: the members' planner settings "
+            "(%sUCG_* variables) differ between rank 0 and rank %u: every "
+            "member plans with the defaults", group->rank, group->size,
+            context->config->env_prefix, i);
+    if (group->rank == 0) {
+        context->plan_mismatch_warned = 1;
+    }
+    return UCS_OK;
+}
+
 /* The multicast transport of the group's broadcasts between hosts, from
  * what every member has (ucg_mc_select), or UCG_MC_TL_LAST; an error fails
  * the group's creation on every member (the id agreement shares it) */
@@ -104,8 +150,7 @@ static ucs_status_t ucg_group_mc_select(ucg_group_t *group,
     unsigned i;
 
     group->topo.mc_tl = UCG_MC_TL_LAST;
-    if ((group->context->config->mc == UCS_NO) ||
-        (group->topo.num_hosts < 2)) {
+    if ((group->config->mc == UCS_NO) || (group->topo.num_hosts < 2)) {
         return UCS_OK;
     }
 
@@ -119,7 +164,7 @@ static ucs_status_t ucg_group_mc_select(ucg_group_t *group,
         avail[i].lo_tls    = recs[i].mc_lo_tls;
         avail[i].real_host = group->members[i].real_host;
     }
-    group->topo.mc_tl = ucg_mc_select(group->context->config->mc,
+    group->topo.mc_tl = ucg_mc_select(group->config->mc,
                                       group->topo.num_hosts, avail,
                                       group->size, group->rank);
     group->topo.mc    = (group->topo.mc_tl != UCG_MC_TL_LAST);
@@ -158,6 +203,7 @@ ucs_status_t ucg_group_create(ucg_context_h context,
     }
 
     group->context = context;
+    group->config  = context->config;
     group->size    = params->size;
     group->rank    = params->rank;
     group->failed  = UCS_OK;
@@ -249,7 +295,10 @@ ucs_status_t ucg_group_create(ucg_context_h context,
         if (o2m && !ucg_group_hosts_are_real(group)) {
             group->topo.o2m = 0;
         }
-        local_status = ucg_group_mc_select(group, recs);
+        local_status = ucg_group_agree_config(group, recs);
+        if (local_status == UCS_OK) {
+            local_status = ucg_group_mc_select(group, recs);
+        }
         if (local_status == UCS_OK) {
             local_status = ucg_group_sm_limits(group, recs);
         }
@@ -427,13 +476,13 @@ static void ucg_group_log_plan(const ucg_group_t *group,
 ucs_status_t ucg_group_plan(ucg_group_h group, const ucg_plan_key_t *key,
                             const ucg_plan_t **plan_p)
 {
-    const ucg_config_t *config = group->context->config;
     ucs_status_t status;
     int created;
 
-    status = ucg_plan_cache_get(&group->plans, config, &group->topo, key,
-                                plan_p, &created);
-    if ((status == UCS_OK) && created && config->log_plans) {
+    status = ucg_plan_cache_get(&group->plans, group->config, &group->topo,
+                                key, plan_p, &created);
+    if ((status == UCS_OK) && created &&
+        group->context->config->log_plans) {
         ucg_group_log_plan(group, *plan_p);
     }
     return status;

@@ -68,6 +68,10 @@ struct ucg_group {
                                          the epoch of each member's earlier
                                          groups: in every sm header */
     ucg_topo_t          topo;
+    /* What the plans follow, the same on every member: the context's
+     * configuration, or its plan_defaults when the members' planner
+     * variables differ (ucg_group_agree_config) */
+    const ucg_config_t  *config;
     ucg_member_t        *members;     /* [size] */
     void                *addr_blob;
     ucs_list_link_t     sm_eps;       /* ucg_sm_ep_t */

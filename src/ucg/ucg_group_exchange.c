@@ -113,6 +113,7 @@ ucs_status_t ucg_group_pack_local(ucg_group_t *group,
     rec->proposed_id = context->next_group_id;
     rec->proposed_epoch = context->next_group_epoch;
     rec->o2m         = context->o2m;
+    rec->plan_hash   = context->plan_hash;
     ucg_mc_local_tls(context, &rec->mc_tls, &rec->mc_lo_tls);
     rec->created_count = __atomic_fetch_add(&ucg_group_created_count, 1,
                                             __ATOMIC_RELAXED);

@@ -42,6 +42,8 @@ typedef struct ucg_group_rec {
     uint32_t sm_fifo_depth[UCG_SM_LAST];
     uint32_t sm_seg_bcopy[UCG_SM_LAST];
     uint64_t sm_group_mem;
+    uint64_t plan_hash;        /* ucg_config_plan_hash: the planner's
+                                  variables */
 } ucg_group_rec_t;
 
 

@@ -98,7 +98,7 @@ ucs_status_t ucg_group_sm_limits(ucg_group_t *group,
     }
     group->topo.sm_max_members = max_members;
 
-    if (!ucg_plan_topo_hier(group->context->config, &group->topo)) {
+    if (!ucg_plan_topo_hier(group->config, &group->topo)) {
         ucg_group_sm_release(group); /* no host-local endpoint, ever */
     }
     return UCS_OK;

@@ -21,6 +21,9 @@
  *    multicast port is taken): every bcast whose set includes it runs
  *    point-to-point on every member of the set, results exact, and it
  *    never sends on mc_udp; a set without it still multicasts
+ *  - ucg_mc.config_differs: members whose planner settings differ
+ *    (MC_MAX_SIZE, MC on rank 0 only) all plan with the defaults, rank 0
+ *    warns, and bcasts of every root complete exactly (they hung)
  *  - ucg_mc.kill_*: a leader (the root's, or another) killed during a
  *    1 MiB bcast: every survivor completes it exactly or fails, within a
  *    bound, and a later collective fails on every survivor (no hang)
@@ -585,6 +588,76 @@ TEST(ucg_mc, refused)
     /* Rank 3's bcasts (it leads its host then) do not involve rank 2:
      * multicast */
     EXPECT_GT(counters.cnt[3].tx_packets, 0u);
+}
+
+
+/*
+ * Members whose planner settings differ, as in an MPMD job whose launcher
+ * gave UCX_UCG_* variables to some ranks only (Open MPI's -x applies to
+ * the application context it precedes): every member plans with the
+ * defaults, and rank 0 warns once.  Before, each member planned with its
+ * own settings: with MC_MAX_SIZE=inf on rank 0 only, rank 0 waited for a
+ * 400 KB bcast of root 2 by multicast while the root, at the default 4k,
+ * sent it point-to-point, forever (test/mpi/run.sh's MPMD case across
+ * hosts); with MC=yes on rank 0 only, rank 0 multicast between virtual
+ * hosts, which the others (MC=try) do not.  3 members on the virtual
+ * hosts [0,1][2]: ranks 0 and 2 are the leaders.
+ */
+TEST(ucg_mc, config_differs)
+{
+    if (skip_without_multicast()) {
+        GTEST_SKIP();
+    }
+
+    struct {
+        const char *var, *rank0, *others;
+    } cases[] = {{"UCX_UCG_MC_MAX_SIZE", "inf", "4k"},
+                 {"UCX_UCG_MC", "yes", "try"}};
+
+    for (const auto &c : cases) {
+        const std::string label = std::string("mc ") + c.var + "=" +
+                                  c.rank0 + " on rank 0 only";
+        run_opts opts;
+
+        opts.env          = mc_env();
+        opts.create_group = false;
+        opts.timeout      = 120;
+        opts.pre_init     = [&](unsigned rank) {
+            setenv(c.var, (rank == 0) ? c.rank0 : c.others, 1);
+        };
+        run_ok(3, opts, [&](member &m) {
+            uint64_t seed = 300;
+
+            {
+                o2m_test::scoped_log_capture log;
+
+                m.group = create_group(m);
+                CHILD_CHECK((m.rank != 0) ||
+                            log.has("planner settings (UCX_UCG_* "
+                                    "variables) differ between rank 0 "
+                                    "and rank 1"),
+                            "%s: no warning; log: %s", label.c_str(),
+                            log.all().c_str());
+            }
+            CHILD_CHECK((m.group->config == m.context->plan_defaults) &&
+                        (m.group->config->mc_max_size == 4096) &&
+                        (m.group->config->mc == UCS_TRY),
+                        "%s: rank %u does not plan with the defaults",
+                        label.c_str(), m.rank);
+            /* The defaults (MC=try) do not multicast between virtual
+             * hosts: the same on every member */
+            CHILD_CHECK(!m.group->topo.mc, "%s: rank %u multicasts",
+                        label.c_str(), m.rank);
+            for (unsigned root : {2u, 0u, 1u}) {
+                for (size_t size : {8, 400000}) {
+                    coll_desc d(UCG_COLL_BCAST, size, UCG_DT_UINT8,
+                                UCG_OP_LAST, root);
+                    d.seed = seed++;
+                    run_coll(m, d);
+                }
+            }
+        }, label);
+    }
 }
 
 

@@ -495,6 +495,63 @@ TEST_F(test_ucg_plan, config_dup)
     ucg_config_release(copy);
 }
 
+/*
+ * The planner's variables, which the members of a group must agree on
+ * (ucg_group_agree_config): their hash changes with each of them and with
+ * no other variable; the defaults copy resets them and keeps the others.
+ */
+TEST_F(test_ucg_plan, config_plan_hash)
+{
+    const uint64_t dfl = ucg_config_plan_hash(m_config);
+    ucg_config_t *copy;
+
+    EXPECT_TRUE(ucg_config_is_plan_var("MC_MAX_SIZE"));
+    EXPECT_TRUE(ucg_config_is_plan_var("MC"));
+    EXPECT_TRUE(ucg_config_is_plan_var("BCAST_P2P"));
+    EXPECT_FALSE(ucg_config_is_plan_var("PEER_TIMEOUT"));
+    EXPECT_FALSE(ucg_config_is_plan_var("HOSTS"));
+
+    /* Variables the members agree on otherwise, or local ones */
+    set("HOSTS", "2");
+    set("PEER_TIMEOUT", "5s");
+    set("SM_GROUP_MEM", "3m");
+    set("MC_DEVICE", "lo");
+    set("LOG_PLANS", "y");
+    EXPECT_EQ(dfl, ucg_config_plan_hash(m_config));
+
+    /* Each planner variable counts, and setting it back restores it */
+    const std::vector<std::pair<const char*, const char*>> vars = {
+        {"MC_MAX_SIZE", "inf"}, {"MC", "yes"}, {"KNOMIAL_RADIX", "5"},
+        {"BCAST_P2P", "knomial"}, {"HIER", "off"}, {"P2P_FRAG_SIZE", "16k"},
+        {"SM_BCAST_CMA_THRESH", "inf"}, {"ALLREDUCE_RING_THRESH", "1"}};
+    for (const auto &v : vars) {
+        ucg_config_t *orig;
+
+        ASSERT_EQ(UCS_OK, ucg_config_dup(m_config, &orig));
+        set(v.first, v.second);
+        EXPECT_NE(dfl, ucg_config_plan_hash(m_config)) << v.first;
+
+        ASSERT_EQ(UCS_OK, ucg_config_plan_defaults(m_config, &copy));
+        EXPECT_EQ(dfl, ucg_config_plan_hash(copy)) << v.first;
+        ucg_config_release(copy);
+        ucg_config_release(m_config);
+        m_config = orig;
+        EXPECT_EQ(dfl, ucg_config_plan_hash(m_config)) << v.first;
+    }
+
+    /* The defaults copy keeps the local variables */
+    set("MC_MAX_SIZE", "inf");
+    ASSERT_EQ(UCS_OK, ucg_config_plan_defaults(m_config, &copy));
+    EXPECT_EQ(4096u, copy->mc_max_size);
+    EXPECT_EQ((size_t)UCS_MEMUNITS_INF, m_config->mc_max_size);
+    EXPECT_STREQ("2", copy->hosts);
+    EXPECT_NE(m_config->hosts, copy->hosts);
+    EXPECT_EQ(5.0, copy->peer_timeout);
+    EXPECT_STREQ("lo", copy->mc_device);
+    EXPECT_STREQ(ENV_PREFIX, copy->env_prefix);
+    ucg_config_release(copy);
+}
+
 TEST_F(test_ucg_plan, config_print)
 {
     static const char *vars[] = {
