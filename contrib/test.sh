@@ -23,9 +23,10 @@
 #      and a rank on another host killed during a collective (about half a
 #      minute), then the quick matrix on 2x2 and 3x1 with UCG's broadcasts
 #      between hosts on mc_udp and 10 % of every host's UDP dropped, the
-#      OSU-style benchmark (data checked) on both layouts and a host leader
-#      killed during a bcast loop (run-multihost.sh --mc --loss 10 -b,
-#      about 15 s); skipped with a
+#      OSU-style benchmark (data checked) on both layouts, the MPMD case
+#      of differing tuning rules files on 2x2 (run.sh -R, about 2 s) and a
+#      host leader killed during a bcast loop (run-multihost.sh --mc
+#      --loss 10 -r -b, about 40 s); skipped with a
 #      message where namespaces cannot be made, e.g. not root)
 #   5. the Soft-RoCE VM bed (contrib/vmbed.sh: QEMU guests with rdma_rxe,
 #      Debian's kernel fetched once into a cache): its self-test
@@ -317,9 +318,11 @@ run_mpi_hosts() {
         test/mpi/run-multihost.sh -q -x -t 120 || true
     # UCG's broadcasts between hosts on mc_udp, 10 % of every host's UDP
     # dropped: results exact, mc_udp carried them, losses repaired; the
-    # OSU-style benchmark; kills, among them a leader in a bcast loop
+    # MPMD case of differing rules files (-r: its 400 KB bcasts of root 2
+    # cross hosts on multicast); the OSU-style benchmark; kills, among them
+    # a leader in a bcast loop
     run_step "MPI across hosts, mc_udp, 10 % loss (build/)" run_mpi "$1" \
-        test/mpi/run-multihost.sh -q -x -b -L "2x2 3x1" --mc --loss 10 \
+        test/mpi/run-multihost.sh -q -x -r -b -L "2x2 3x1" --mc --loss 10 \
         -t 120 || true
 }
 

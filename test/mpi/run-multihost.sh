@@ -5,7 +5,7 @@
 # several hosts x ranks-per-host layouts, and, with coll/ucg, a rank killed
 # during a collective (coll_kill).  Every mpirun is bounded by `timeout`.
 #
-# Usage: test/mpi/run-multihost.sh [-L "2x1 2x2 3x1 3x2"] [-q] [-x] [-k]
+# Usage: test/mpi/run-multihost.sh [-L "2x1 2x2 3x1 3x2"] [-q] [-x] [-r] [-k]
 #            [-t SECONDS] [-b] [--mc] [--loss PCT] [--ucg-path DIR]
 #            [--build-dir DIR] [-- MPIRUN_ARGS...]
 #   -L LIST   layouts HOSTSxRANKS (default "2x1 2x2 3x1 3x2"): run.sh with
@@ -13,6 +13,12 @@
 #   -q        quick coll_test matrix (run.sh -q)
 #   -x        no run.sh extra tests (late_rank, comm_churn, coll_fault;
 #             otherwise run once, on the first layout of 3 ranks or more)
+#   -r        with -x: still the MPMD case of differing tuning rules files
+#             (run.sh -R: 3 ranks, rank 0 with another coll_ucg_rules_file;
+#             with coll/ucg), on the first layout of 3 ranks or more; on
+#             2x2 its ranks are [0,1][2] and the 400 KB bcasts of root 2
+#             cross hosts (with --mc on multicast: it hung there before UCG
+#             agreed on its settings)
 #   -k        no coll_kill
 #   -t SEC    time limit per mpirun (default 180)
 #   -b        also the OSU-style benchmark on every layout (coll_bench: bcast
@@ -47,6 +53,7 @@ layouts="2x1 2x2 3x1 3x2"
 loss=0
 quick=()
 extra_tests=1
+rules_case=0
 kill_tests=1
 bench=0
 limit=180
@@ -60,6 +67,7 @@ while [ $# -gt 0 ]; do
     -L) layouts="$2"; shift 2 ;;
     -q) quick=(-q); shift ;;
     -x) extra_tests=0; shift ;;
+    -r) rules_case=1; shift ;;
     -k) kill_tests=0; shift ;;
     -b) bench=1; shift ;;
     -t) limit="$2"; shift 2 ;;
@@ -157,6 +165,7 @@ run_bench() {
 fail=0
 start=$(date +%s)
 extras_done=0
+rules_done=0
 for l in $layouts; do
     hosts=${l%x*}
     ppn=${l#*x}
@@ -171,6 +180,16 @@ for l in $layouts; do
         "${ucg_path[@]}" --build-dir "$mpi_build" \
         -- --host "$(host_list "$hosts" "$ppn")" \
         "${extra[@]}" || fail=1
+    if [ "$rules_case" = 1 ] && [ $rules_done = 0 ] && [ $np -ge 3 ]; then
+        rules_done=1
+        # (run.sh's extra tests have it, when they ran here)
+        if [ ${#x[@]} -gt 0 ]; then
+            bash "$here/run.sh" -R -t "$limit" "${ucg_path[@]}" \
+                --build-dir "$mpi_build" \
+                -- --host "$(host_list "$hosts" "$ppn")" \
+                "${extra[@]}" || fail=1
+        fi
+    fi
     if [ "$bench" = 1 ]; then
         run_bench "$hosts" "$ppn" || fail=1
     fi

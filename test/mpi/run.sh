@@ -11,6 +11,10 @@
 #   -w        MPI_COMM_WORLD only (coll_test -w: no dup, split and subset
 #             communicators)
 #   -v        print every mismatch, not only the first per collective
+#   -R        only the MPMD cases of differing tuning rules files (rank 0
+#             reads another coll_ucg_rules_file than ranks 1-2; the -x
+#             variables given to every context, then to rank 0 only;
+#             coll/ucg only): no process counts, no other extra test
 #   -x        skip the extra tests: coll_test -F (the Fortran types and
 #             C bool), coll_nb (nonblocking collectives), coll_redscan
 #             (reduce_scatter, scan and their nonblocking forms), coll_vcoll
@@ -61,6 +65,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 nps="2 3 4 5 6 7 8"
 limit=180
 extra_tests=1
+rules_only=0
 build_dir=""
 ucg_path=""
 targs=()
@@ -73,6 +78,7 @@ while [ $# -gt 0 ]; do
     -w) targs+=(-w); shift ;;
     -v) targs+=(-v); shift ;;
     -x) extra_tests=0; shift ;;
+    -R) rules_only=1; shift ;;
     --ucg-path) ucg_path=$2; shift 2 ;;
     --build-dir) build_dir="$2"; shift 2 ;;
     --) shift; extra=("$@"); break ;;
@@ -80,6 +86,10 @@ while [ $# -gt 0 ]; do
     *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
 done
+if [ "$rules_only" = 1 ]; then
+    nps=""
+    extra_tests=0
+fi
 # shellcheck disable=SC2206
 extra+=(${MPIRUN_ARGS:-})
 if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ]; then
@@ -189,6 +199,102 @@ run_extra() {
     return $rc
 }
 
+# write_rules DIR: the tuning rules files of the rules cases: hand.rules
+# (sizes handed over, a flat rule), bad.rules (a syntax error), other.rules
+write_rules() {
+    printf '%s\n' 'ucg-rules 1' 'bcast * * 1-1k prev' \
+        'reduce * * 4k- prev' 'allreduce * * 1-64 flat' >"$1/hand.rules"
+    printf '%s\n' 'ucg-rules 1' 'reduce * * 4k-fast prev' >"$1/bad.rules"
+    printf '%s\n' 'ucg-rules 1' 'bcast * * * prev' >"$1/other.rules"
+}
+
+# Open MPI's -x applies to the application context it precedes (4.1.4: in
+# an MPMD command line, the first one only): each context of an MPMD run
+# gets every -x of the mpirun arguments again
+mpmd_env=()
+for ((i = 0; i + 1 < ${#extra[@]}; ++i)); do
+    [ "${extra[$i]}" = -x ] && mpmd_env+=(-x "${extra[$((i + 1))]}")
+done
+
+# run_mpmd_rules [first]: MPMD, rank 0 reads another rules file than ranks
+# 1-2: coll/ucg warns and every rank uses the built-in rules
+# (MPI_COMM_WORLD: none at np=3, hand.rules would hand its small bcasts
+# over), results right.  Every context gets the -x variables: UCG got the
+# same UCX_UCG_* settings on every rank (its warning when they differ is
+# absent) and, with MPI_TEST_EXPECT_MC, multicast carried broadcasts.
+# With "first", the -x variables reach rank 0 only (as Open MPI gives them
+# when they precede the first context): results stay right and, with
+# MPI_TEST_EXPECT_MC (UCX_UCG_MC, UCX_UCG_MC_MAX_SIZE among them), UCG
+# warns that the ranks' settings differ.  (Across hosts with --mc, rank
+# 0's MC_MAX_SIZE=inf made that hang in a 400 KB bcast of root 2 before
+# UCG's members agreed on their settings.)
+run_mpmd_rules() {
+    local mode=${1:-} dir log rc=0 env=("${mpmd_env[@]}")
+    local name="coll_test np=3 with different rules files"
+    if [ "$mode" = first ]; then
+        env=()
+        name+=", -x for rank 0 only"
+    fi
+    dir=$(mktemp -d)
+    write_rules "$dir"
+    log=$dir/log
+    timeout -k 10 "$limit" "$mpi_run" --allow-run-as-root --oversubscribe \
+        "${extra[@]}" \
+        -np 1 "${env[@]}" \
+        -x "OMPI_MCA_coll_ucg_rules_file=$dir/other.rules" \
+        "$mpi_bin/coll_test" -q : \
+        -np 2 "${env[@]}" \
+        -x "OMPI_MCA_coll_ucg_rules_file=$dir/hand.rules" \
+        "$mpi_bin/coll_test" -q >"$log" 2>&1
+    rc=$?
+    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+        echo "$name: TIMEOUT after ${limit}s"
+        rc=1
+    elif [ $rc -ne 0 ] ||
+       ! grep -q "comm MPI_COMM_WORLD: the ranks' tuning rules differ" \
+            "$log" ||
+       grep 'comm MPI_COMM_WORLD' "$log" | grep -Eq 'handed=[1-9]'; then
+        echo "$name: rc=$rc, no warning, or calls on MPI_COMM_WORLD handed" \
+             "over"
+        rc=1
+    elif [ "$mode" != first ] &&
+         grep -q "planner settings .* differ" "$log"; then
+        echo "$name: the ranks' UCG settings differ (an -x not given to" \
+             "every context?)"
+        rc=1
+    elif [ "$mode" = first ] && [ "${MPI_TEST_EXPECT_MC:-0}" = 1 ] &&
+         ! grep -q "UCG group rank 0/3: the members' planner settings" \
+              "$log"; then
+        echo "$name: no warning that the ranks' UCG settings differ"
+        rc=1
+    elif [ "$mode" != first ] && [ "${MPI_TEST_EXPECT_MC:-0}" = 1 ] &&
+         ! grep -Eq "UCG: $mc_used" "$log"; then
+        echo "$name: no 'UCG: $mc_used' line: $mc_tl did not carry the" \
+             "broadcasts"
+        rc=1
+    fi
+    if [ $rc -ne 0 ]; then
+        grep -v 'coll:ucg: comm .* ucg=' "$log" | tail -10
+    else
+        echo "$name: passed"
+        [ "$mode" != first ] && [ "${MPI_TEST_EXPECT_MC:-0}" = 1 ] &&
+            grep -Eo "UCG: $mc_tl .*" "$log" | head -3 | sed 's/^/  /'
+    fi
+    rm -rf "$dir"
+    return $rc
+}
+
+if [ "$rules_only" = 1 ]; then
+    if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ]; then
+        run_mpmd_rules || fail=1
+        run_mpmd_rules first || fail=1
+    else
+        echo "run.sh -R: the rules cases need coll/ucg" \
+             "(MPI_TEST_EXPECT_UCG=1)"
+        fail=1
+    fi
+fi
+
 # coll/ucg only (its test-only knobs): one rank's preparation of one call,
 # its creation of a UCG group, or a start fails; all ranks fall back
 # together or fail together, results stay right, nothing hangs
@@ -249,12 +355,7 @@ if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ] && [ "$extra_tests" = 1 ]; then
     # all use the built-in rules (one warning); the counters are there:
     # MPI_TEST_EXPECT_UCG added coll_ucg_verbose 1
     rules_dir=$(mktemp -d)
-    printf '%s\n' 'ucg-rules 1' 'bcast * * 1-1k prev' \
-        'reduce * * 4k- prev' 'allreduce * * 1-64 flat' \
-        >"$rules_dir/hand.rules"
-    printf '%s\n' 'ucg-rules 1' 'reduce * * 4k-fast prev' \
-        >"$rules_dir/bad.rules"
-    printf '%s\n' 'ucg-rules 1' 'bcast * * * prev' >"$rules_dir/other.rules"
+    write_rules "$rules_dir"
     rlog=$rules_dir/log
     timeout -k 10 "$limit" "$mpi_run" --allow-run-as-root --oversubscribe -np 3 \
         "${extra[@]}" \
@@ -278,27 +379,8 @@ if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ] && [ "$extra_tests" = 1 ]; then
         "coll:ucg: $rules_dir/bad.rules:2: bytes: 'fast' is not a number.*; using the built-in tuning rules" \
         --mca coll_ucg_rules_file "$rules_dir/bad.rules" -- \
         "$mpi_bin/coll_test" -q || fail=1
-    # MPMD: rank 0 reads another file than ranks 1-2
-    timeout -k 10 "$limit" "$mpi_run" --allow-run-as-root --oversubscribe \
-        "${extra[@]}" \
-        -np 1 -x "OMPI_MCA_coll_ucg_rules_file=$rules_dir/other.rules" \
-        "$mpi_bin/coll_test" -q : \
-        -np 2 -x "OMPI_MCA_coll_ucg_rules_file=$rules_dir/hand.rules" \
-        "$mpi_bin/coll_test" -q >"$rlog" 2>&1
-    rc=$?
-    # (MPI_COMM_WORLD: the built-in rules have none at np=3, hand.rules
-    # would hand its small bcasts over)
-    if [ $rc -ne 0 ] ||
-       ! grep -q "comm MPI_COMM_WORLD: the ranks' tuning rules differ" \
-            "$rlog" ||
-       grep 'comm MPI_COMM_WORLD' "$rlog" | grep -Eq 'handed=[1-9]'; then
-        echo "coll_test np=3 with different rules files: rc=$rc, no" \
-             "warning, or calls on MPI_COMM_WORLD handed over"
-        grep -v 'coll:ucg: comm .* ucg=' "$rlog" | tail -10
-        fail=1
-    else
-        echo "coll_test np=3 with different rules files: passed"
-    fi
+    run_mpmd_rules || fail=1
+    run_mpmd_rules first || fail=1
     rm -rf "$rules_dir"
 
     # mpi_yield_when_idle (set by Open MPI on an oversubscribed node): a
