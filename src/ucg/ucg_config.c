@@ -296,9 +296,10 @@ ucs_config_field_t ucg_config_table[] = {
 
     {"SM_BCAST_2LEVEL_PPN", "32",
      "Hosts of at least this many members get a two-level host-local bcast:\n"
-     "the root fans out on sm_bcast to the leaders of ceil(sqrt(members - 1))\n"
-     "sub-groups of the other members, then each leader to its sub-group\n"
-     "(one more hop, fewer readers of each line).  Bcast only, below\n"
+     "the members are cut into ceil(sqrt(members)) sub-groups, the root fans\n"
+     "out on sm_bcast to the leaders of the others, then each leader, and the\n"
+     "root, to its own (one more hop, fewer readers of each line).  Bcast\n"
+     "only, on hosts of at least 4 members, below\n"
      "SM_BCAST_CMA_THRESH.  The default comes from the model of\n"
      "docs/performance.md (two levels beat one from 16 to 32 processes per\n"
      "host, by the cost of one more reader of a line), not from a\n"

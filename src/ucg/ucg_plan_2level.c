@@ -1,23 +1,27 @@
 /**
- * UCG planner: the two-level host-local bcast (docs/ucg.md, "Two-level
- * bcast").
+ * UCG planner: the two-level host-local bcast (docs/ucg.md, "Many members
+ * on a host: two levels").
  *
  * On a host of P members, a flat sm_bcast has one write read by P - 1
  * members: every one more reader of the lines costs (docs/performance.md,
  * "Scale on paper"), and from 16 to 32 processes per host that costs more
  * than one more hop.  On a host of at least SM_BCAST_2LEVEL_PPN members
- * the other P - 1 members are split into r = ceil(sqrt(P - 1)) sub-groups
- * of consecutive members, counted from the one after the host leader (the
- * root on the root's host) in rank order, around; the first member of each
- * sub-group leads it.  Level one: the host leader fans out to the r
- * sub-group leaders; level two: each sub-group leader fans out to the
- * others of its sub-group.  Both are SM_BCAST phases: the second starts on
- * a sub-group leader once the first has delivered the whole message to it
- * (the levels do not overlap).
+ * the members, in rank order, are cut into r = ceil(sqrt(P)) sub-groups of
+ * consecutive members (the first ones one larger when r does not divide P);
+ * the first member of each leads it.  Level one: the host leader (the root
+ * on the root's host) fans out to the leaders of the other sub-groups;
+ * level two: each of those leaders fans out to its sub-group, and the host
+ * leader to its own sub-group.  Both are SM_BCAST phases: the second starts
+ * on a sub-group leader once the first has delivered the whole message to
+ * it (the levels do not overlap).
  *
- * Every member computes the same sub-groups from the topology and the root;
- * other hosts of the group (fewer members) keep their whole-host set in the
- * first of the two phases.
+ * The sub-groups do not depend on the root: their endpoints serve every
+ * root, and a member roots at most three endpoints of these plans (its
+ * sub-group's if it leads one, and as a bcast root its level-one set and
+ * its own sub-group), whatever the number of roots used (SM_GROUP_EPS).
+ * Every member computes the same sets from the topology and the root;
+ * other hosts of the group (fewer members) keep their whole-host set in
+ * the first of the two phases.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -33,20 +37,19 @@
 #include <string.h>
 
 
-/* Sub-groups of the other members of a host of @a host_size */
+/* Sub-groups of a host of @a host_size members */
 static unsigned ucg_plan_2level_num_subs(unsigned host_size)
 {
-    unsigned others = host_size - 1;
-    unsigned r      = 1;
+    unsigned r = 1;
 
-    while (r * r < others) {
+    while (r * r < host_size) {
         ++r;
     }
     return r;
 }
 
 /* Whether host @a h gets two levels: at least SM_BCAST_2LEVEL_PPN members,
- * and a sub-group of two or more (from 4 members: 3 others, 2 sub-groups) */
+ * and at least 4 (on 3, two hops would serve 2 readers) */
 static int ucg_plan_2level_host(const ucg_plan_builder_t *b, unsigned h)
 {
     unsigned size = b->topo->host_size[h];
@@ -70,16 +73,37 @@ int ucg_plan_2level_applies(const ucg_plan_builder_t *b)
     return 0;
 }
 
-/* Members of sub-group @a sub of host @a h, in @a order (the host's
- * members from the one after its leader, around) from *first_p */
+/* Members of sub-group @a sub of host @a h, from index *first_p of the
+ * host's members (rank order) */
 static unsigned ucg_plan_2level_sub(const ucg_plan_builder_t *b, unsigned h,
                                     unsigned sub, unsigned *first_p)
 {
-    unsigned others = b->topo->host_size[h] - 1;
-    unsigned r      = ucg_plan_2level_num_subs(b->topo->host_size[h]);
+    unsigned size = b->topo->host_size[h];
+    unsigned r    = ucg_plan_2level_num_subs(size);
 
-    *first_p = (sub * (others / r)) + ucs_min(sub, others % r);
-    return (others / r) + (sub < (others % r));
+    *first_p = (sub * (size / r)) + ucs_min(sub, size % r);
+    return (size / r) + (sub < (size % r));
+}
+
+/* The sub-group of host @a h that holds its leader */
+static unsigned ucg_plan_2level_own_sub(const ucg_plan_builder_t *b,
+                                        unsigned h)
+{
+    const ucg_topo_t *topo = b->topo;
+    const unsigned *ranks  = &topo->host_ranks[topo->host_first[h]];
+    unsigned r             = ucg_plan_2level_num_subs(topo->host_size[h]);
+    unsigned lead, sub, first, count;
+
+    for (lead = 0; ranks[lead] != b->leader[h]; ++lead) {
+    }
+
+    for (sub = 0; sub + 1 < r; ++sub) {
+        count = ucg_plan_2level_sub(b, h, sub, &first);
+        if (lead < first + count) {
+            break;
+        }
+    }
+    return sub;
 }
 
 static int ucg_plan_2level_rank_cmp(const void *a, const void *b)
@@ -113,37 +137,22 @@ static ucs_status_t ucg_plan_2level_set(ucg_phase_set_t *set,
     return UCS_OK;
 }
 
-/* The host's other members from the one after its leader, around */
-static void ucg_plan_2level_order(const ucg_plan_builder_t *b, unsigned h,
-                                  unsigned *order)
-{
-    const ucg_topo_t *topo = b->topo;
-    const unsigned *ranks  = &topo->host_ranks[topo->host_first[h]];
-    unsigned size          = topo->host_size[h];
-    unsigned lead, i;
-
-    for (lead = 0; (lead < size) && (ranks[lead] != b->leader[h]); ++lead) {
-    }
-
-    for (i = 0; i + 1 < size; ++i) {
-        order[i] = ranks[(lead + 1 + i) % size];
-    }
-}
-
 /* Sets of level one (@a level 0: a set per host of several members) or
  * level two (1: a set per sub-group of several members); with @a phase
  * NULL, only counts them, and the largest in *max_count_p */
 static ucs_status_t ucg_plan_2level_sets(const ucg_plan_builder_t *b,
                                          unsigned level, ucg_phase_t *phase,
-                                         unsigned *order, unsigned *scratch,
+                                         unsigned *scratch,
                                          unsigned *num_sets_p,
                                          unsigned *max_count_p)
 {
     const ucg_topo_t *topo = b->topo;
-    unsigned h, r, sub, first, count, n = 0, max_count = 0;
+    unsigned h, r, sub, own, first, count, root, n = 0, max_count = 0;
+    const unsigned *ranks;
     ucs_status_t status;
 
     for (h = 0; h < topo->num_hosts; ++h) {
+        ranks = &topo->host_ranks[topo->host_first[h]];
         if (topo->host_size[h] < 2) {
             continue;
         }
@@ -153,10 +162,8 @@ static ucs_status_t ucg_plan_2level_sets(const ucg_plan_builder_t *b,
             if (level == 0) {
                 count = topo->host_size[h];
                 if (phase != NULL) {
-                    status = ucg_plan_2level_set(
-                            &phase->sets[n],
-                            &topo->host_ranks[topo->host_first[h]], count,
-                            b->leader[h]);
+                    status = ucg_plan_2level_set(&phase->sets[n], ranks,
+                                                 count, b->leader[h]);
                     if (status != UCS_OK) {
                         return status;
                     }
@@ -167,24 +174,27 @@ static ucs_status_t ucg_plan_2level_sets(const ucg_plan_builder_t *b,
             continue;
         }
 
-        ucg_plan_2level_order(b, h, order);
-        r = ucg_plan_2level_num_subs(topo->host_size[h]);
+        r   = ucg_plan_2level_num_subs(topo->host_size[h]);
+        own = ucg_plan_2level_own_sub(b, h);
         if (level == 0) {
-            /* The host leader and the sub-group leaders */
+            /* The host leader and the leaders of the other sub-groups */
             scratch[0] = b->leader[h];
+            count      = 1;
             for (sub = 0; sub < r; ++sub) {
                 ucg_plan_2level_sub(b, h, sub, &first);
-                scratch[1 + sub] = order[first];
+                if (sub != own) {
+                    scratch[count++] = ranks[first];
+                }
             }
             if (phase != NULL) {
-                status = ucg_plan_2level_set(&phase->sets[n], scratch, r + 1,
+                status = ucg_plan_2level_set(&phase->sets[n], scratch, count,
                                              b->leader[h]);
                 if (status != UCS_OK) {
                     return status;
                 }
             }
             ++n;
-            max_count = ucs_max(max_count, r + 1);
+            max_count = ucs_max(max_count, count);
             continue;
         }
 
@@ -193,9 +203,11 @@ static ucs_status_t ucg_plan_2level_sets(const ucg_plan_builder_t *b,
             if (count < 2) {
                 continue;
             }
+            /* the host leader leads its own sub-group */
+            root = (sub == own) ? b->leader[h] : ranks[first];
             if (phase != NULL) {
-                status = ucg_plan_2level_set(&phase->sets[n], &order[first],
-                                             count, order[first]);
+                status = ucg_plan_2level_set(&phase->sets[n], &ranks[first],
+                                             count, root);
                 if (status != UCS_OK) {
                     return status;
                 }
@@ -211,14 +223,13 @@ static ucs_status_t ucg_plan_2level_sets(const ucg_plan_builder_t *b,
 }
 
 static ucs_status_t ucg_plan_2level_phase(ucg_plan_builder_t *b,
-                                          unsigned level, unsigned *order,
-                                          unsigned *scratch)
+                                          unsigned level, unsigned *scratch)
 {
     unsigned num_sets, max_count;
     ucg_phase_t *phase;
     ucs_status_t status;
 
-    status = ucg_plan_2level_sets(b, level, NULL, order, scratch, &num_sets,
+    status = ucg_plan_2level_sets(b, level, NULL, scratch, &num_sets,
                                   &max_count);
     if ((status != UCS_OK) || (num_sets == 0)) {
         return status;
@@ -237,30 +248,29 @@ static ucs_status_t ucg_plan_2level_phase(ucg_plan_builder_t *b,
         return status;
     }
 
-    return ucg_plan_2level_sets(b, level, phase, order, scratch, &num_sets,
+    return ucg_plan_2level_sets(b, level, phase, scratch, &num_sets,
                                 &max_count);
 }
 
 ucs_status_t ucg_plan_add_local_bcast_2level(ucg_plan_builder_t *b)
 {
     unsigned max_ppn = b->topo->max_ppn;
-    unsigned *order;
+    unsigned *scratch;
     ucs_status_t status;
     unsigned level;
 
-    /* order: a host's other members; scratch: a level-one set */
-    order = ucs_malloc(2 * max_ppn * sizeof(*order), "ucg_plan_2level");
-    if (order == NULL) {
-        ucs_error("failed to allocate the sub-groups of %u members",
-                  max_ppn);
+    /* A level-one set: at most one member per sub-group of a host */
+    scratch = ucs_malloc(max_ppn * sizeof(*scratch), "ucg_plan_2level");
+    if (scratch == NULL) {
+        ucs_error("failed to allocate the leaders of %u members", max_ppn);
         return UCS_ERR_NO_MEMORY;
     }
 
     status = UCS_OK;
     for (level = 0; (level < 2) && (status == UCS_OK); ++level) {
-        status = ucg_plan_2level_phase(b, level, order, order + max_ppn);
+        status = ucg_plan_2level_phase(b, level, scratch);
     }
 
-    ucs_free(order);
+    ucs_free(scratch);
     return status;
 }

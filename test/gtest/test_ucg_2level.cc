@@ -176,18 +176,19 @@ INSTANTIATE_TEST_SUITE_P(cfg, ucg_2level, ::testing::ValuesIn(configs),
 
 /*
  * A sub-group leader whose count is smaller by whole fragments than the
- * root's: on 5 members from root 0 the sub-groups are {1,2} and {3,4}, led
- * by 1 and 3.  Rank 3 gets more fragments than it expects at level one and
- * fails (UCS_ERR_MESSAGE_TRUNCATED, one log line); rank 4, whose leader
- * never sends, fails through rank 3's abort instead of waiting; the others
+ * root's: on 5 members the sub-groups are {0,1}, {2,3} and {4}; from root 0
+ * level one is {0,2,4} and rank 2 leads {2,3}.  Rank 2 gets more fragments
+ * than it expects at level one and fails (UCS_ERR_MESSAGE_TRUNCATED, one
+ * log line); rank 3, whose leader never sends, fails through rank 2's
+ * abort instead of waiting; the others
  * may complete (finished is not failed), and the next collective of the
  * group fails on every member.
  */
 TEST(ucg_2level_errors, bad_leader)
 {
     const double bound        = 30.0; /* against hangs only */
-    const unsigned bad        = 3;
-    const unsigned bad_member = 4;
+    const unsigned bad        = 2;
+    const unsigned bad_member = 3;
     run_opts opts;
 
     opts.env     = two_level_env("auto");

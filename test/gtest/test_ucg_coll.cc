@@ -1663,9 +1663,9 @@ TEST(ucg_coll_errors, kill_bcast_root_hier)
                         0));
 }
 
-/* The two-level host-local bcast (forced on 5 members: from root 0, the
- * sub-groups {1,2} and {3,4}): rank 3, a sub-group leader, dies in the
- * middle of an 8 MiB bcast (fragments on sm_bcast, not single-copy); its
+/* The two-level host-local bcast (forced on 5 members: the sub-groups
+ * {0,1}, {2,3} and {4}): rank 2, the leader of {2,3}, dies in the middle of
+ * an 8 MiB bcast from root 0 (fragments on sm_bcast, not single-copy); its
  * sub-group fails instead of waiting, and the group fails everywhere */
 const coll_config kill_2level = {"kill_2level", 5, "auto", O2M_ON, 0, false,
                                  false,
@@ -1674,7 +1674,7 @@ const coll_config kill_2level = {"kill_2level", 5, "auto", O2M_ON, 0, false,
 
 TEST(ucg_coll_errors, kill_bcast_2level_leader)
 {
-    kill_test(5, kill_2level, 3,
+    kill_test(5, kill_2level, 2,
               coll_desc(UCG_COLL_BCAST, 8 << 20, UCG_DT_UINT8, UCG_OP_LAST,
                         0));
 }

@@ -855,9 +855,9 @@ TEST_F(test_ucg_plan, sm_bcast_cma_thresh)
 }
 
 /* The two-level host-local bcast (ucg_plan_2level.c): from
- * SM_BCAST_2LEVEL_PPN members on a host (32 by default), the root fans out
- * to the leaders of ceil(sqrt(P - 1)) sub-groups of the others (counted
- * from the one after the root, around), each leader to its sub-group */
+ * SM_BCAST_2LEVEL_PPN members on a host (32 by default), the members in
+ * rank order are cut into ceil(sqrt(P)) sub-groups; the root fans out to
+ * the leaders of the others, then each leader, and the root, to its own */
 TEST_F(test_ucg_plan, sm_bcast_2level_ppn)
 {
     topo_holder below("31", 31), at("32", 32);
@@ -868,10 +868,10 @@ TEST_F(test_ucg_plan, sm_bcast_2level_ppn)
     EXPECT_EQ(std::string::npos, flat31.find(" | ")) << flat31;
     EXPECT_EQ(0u, flat31.find("sm_bcast:centralized:f1024 {0*,1,")) << flat31;
 
-    /* 31 others: 6 sub-groups of 6, 5, 5, 5, 5, 5 */
+    /* 6 sub-groups of 6, 6, 5, 5, 5, 5 */
     two32 = plan(at, make_key(UCG_COLL_BCAST, 8, 0));
-    EXPECT_EQ("sm_bcast:batched:f1024 {0*,1,7,12,17,22,27} | "
-              "sm_bcast:batched:f1024 {1*,2,3,4,5,6}{7*,8,9,10,11}"
+    EXPECT_EQ("sm_bcast:batched:f1024 {0*,6,12,17,22,27} | "
+              "sm_bcast:batched:f1024 {0*,1,2,3,4,5}{6*,7,8,9,10,11}"
               "{12*,13,14,15,16}{17*,18,19,20,21}{22*,23,24,25,26}"
               "{27*,28,29,30,31}", two32);
     /* the same below SM_BCAST_CMA_THRESH; single-copy from it */
@@ -897,29 +897,98 @@ TEST_F(test_ucg_plan, sm_bcast_2level_forced)
     topo_holder mixed("6,3", 9);  /* [0-5][6-8] */
 
     set("SM_BCAST_2LEVEL_PPN", "2");
-    /* 3 members: 2 others, one each: one level */
+    /* 3 members: one level (two hops would serve two readers) */
     EXPECT_EQ("sm_bcast:batched:f1024 {0,1*,2}",
               plan(three, make_key(UCG_COLL_BCAST, 8, 1)));
-    EXPECT_EQ("sm_bcast:batched:f1024 {0*,1,3} | "
-              "sm_bcast:batched:f1024 {1*,2}{3*,4}",
+    /* {0,1} {2,3} {4}: the one of a single member has no level two */
+    EXPECT_EQ("sm_bcast:batched:f1024 {0*,2,4} | "
+              "sm_bcast:batched:f1024 {0*,1}{2*,3}",
               plan(five, make_key(UCG_COLL_BCAST, 8, 0)));
-    /* from the one after the root, around: 5 6 7 | 8 0 1 | 2 3 */
-    EXPECT_EQ("sm_bcast:batched:f1024 {2,4*,5,8} | "
-              "sm_bcast:batched:f1024 {5*,6,7}{0,1,8*}{2*,3}",
+    /* a root that is no leader leads its own sub-group */
+    EXPECT_EQ("sm_bcast:batched:f1024 {0,3*,4} | "
+              "sm_bcast:batched:f1024 {0*,1}{2,3*}",
+              plan(five, make_key(UCG_COLL_BCAST, 8, 3)));
+    EXPECT_EQ("sm_bcast:batched:f1024 {0,4*,6} | "
+              "sm_bcast:batched:f1024 {0*,1,2}{3,4*,5}{6*,7,8}",
               plan(nine, make_key(UCG_COLL_BCAST, 64, 4)));
-    /* a host of 6 in two levels (5 others: 2, 2, 1), one of 3 in one */
+    /* a host of 6 in two levels ({0,1} {2,3} {4,5}), one of 3 in one */
     EXPECT_EQ("p2p_bcast:r4 {0,7*} | "
-              "sm_bcast:batched:f1024 {0*,1,3,5}{6,7*,8} | "
-              "sm_bcast:batched:f1024 {1*,2}{3*,4}",
+              "sm_bcast:batched:f1024 {0*,2,4}{6,7*,8} | "
+              "sm_bcast:batched:f1024 {0*,1}{2*,3}{4*,5}",
               plan(mixed, make_key(UCG_COLL_BCAST, 8, 7)));
     /* a forced mode holds on both levels; the size ranges are those of the
      * flat plan */
     set("SM_BCAST_MODE", "centralized");
-    EXPECT_EQ("sm_bcast:centralized:f1024 {0*,1,3} | "
-              "sm_bcast:centralized:f1024 {1*,2}{3*,4}",
+    EXPECT_EQ("sm_bcast:centralized:f1024 {0*,2,4} | "
+              "sm_bcast:centralized:f1024 {0*,1}{2*,3}",
               plan(five, make_key(UCG_COLL_BCAST, 8, 0)));
     EXPECT_EQ(range(0, (16 << 10) - 1),
               size_range(five, make_key(UCG_COLL_BCAST, 8, 0)));
+}
+
+/*
+ * On hosts of 4 to 130 members (one host, and hosts of half the ranks),
+ * from every root: every member gets the data exactly once, from a set
+ * root that had it (the root, or a member of an earlier phase); and a
+ * member roots at most 3 distinct sm_bcast endpoints (root, set) over all
+ * the roots' plans: the sub-groups do not depend on the root, so
+ * SM_GROUP_EPS (8) holds when a program bcasts from every rank.
+ */
+TEST_F(test_ucg_plan, sm_bcast_2level_every_root)
+{
+    set("SM_BCAST_2LEVEL_PPN", "2");
+    for (unsigned n : {4u, 5u, 9u, 10u, 17u, 32u, 33u, 64u, 130u}) {
+        for (unsigned per_host : {n, (n + 1) / 2}) {
+            std::string hosts = std::to_string(per_host);
+            topo_holder topo(hosts.c_str(), n);
+            std::map<unsigned, std::set<std::vector<unsigned>>> eps;
+
+            for (unsigned root = 0; root < n; ++root) {
+                ucg_plan_key_t key = make_key(UCG_COLL_BCAST, 8, root);
+                std::vector<int> got(n, 0);
+                ucg_plan_t *p;
+
+                ASSERT_EQ(UCS_OK, ucg_plan_create(m_config, &topo.t, &key,
+                                                  &p));
+                check_invariants(p, &topo.t);
+                got[root] = 1;
+                for (unsigned ph = 0; ph < p->num_phases; ++ph) {
+                    const ucg_phase_t &phase = p->phases[ph];
+                    std::vector<int> before = got;
+                    for (unsigned si = 0; si < phase.num_sets; ++si) {
+                        const ucg_phase_set_t &set = phase.sets[si];
+                        unsigned sroot = set.ranks[set.root];
+                        EXPECT_TRUE(before[sroot])
+                            << "n=" << n << " root " << root << " phase "
+                            << ph << ": set root " << sroot << " has nothing";
+                        for (unsigned i = 0; i < set.count; ++i) {
+                            if (i != set.root) {
+                                EXPECT_EQ(0, got[set.ranks[i]]++)
+                                    << "n=" << n << " root " << root
+                                    << ": rank " << set.ranks[i]
+                                    << " receives twice";
+                            }
+                        }
+                        if (phase.method == UCG_PHASE_SM_BCAST) {
+                            eps[sroot].insert(std::vector<unsigned>(
+                                    set.ranks, set.ranks + set.count));
+                        }
+                    }
+                }
+                for (unsigned r = 0; r < n; ++r) {
+                    EXPECT_EQ(1, got[r]) << "n=" << n << " root " << root
+                                         << ": rank " << r;
+                }
+                ucg_plan_destroy(p);
+            }
+            for (const auto &e : eps) {
+                EXPECT_LE(e.second.size(), 3u)
+                    << "n=" << n << " hosts " << hosts << ": rank "
+                    << e.first << " roots " << e.second.size()
+                    << " endpoints";
+            }
+        }
+    }
 }
 
 /* Printed plans (ucg_info -p, LOG_PLANS) show the two levels */
@@ -935,9 +1004,9 @@ TEST_F(test_ucg_plan, sm_bcast_2level_print)
         "bcast 8 bytes root 4, 9 ranks on 1 host [0-8]: hierarchical, "
         "2 phases\n"
         "  0: sm_bcast             sm_bcast  batched frag 1024              "
-        "    {2,4*,5,8}\n"
+        "    {0,4*,6}\n"
         "  1: sm_bcast             sm_bcast  batched frag 1024              "
-        "    {5*,6,7} {0,1,8*} {2*,3}\n",
+        "    {0*,1,2} {3,4*,5} {6*,7,8}\n",
         print_plan(p, &topo.t));
     ucg_plan_destroy(p);
 
