@@ -33,8 +33,9 @@
 #              previous module still sees one host)
 #   -c COLLS   collectives of coll_bench (default bcast,allreduce,reduce);
 #              blocking ones that the rules look up by size (bcast,
-#              allreduce, reduce, barrier, gather, scatter, allgather,
-#              alltoall, reduce_scatter_block, scan): a nonblocking form
+#              allreduce, reduce, gather, scatter, allgather, alltoall,
+#              reduce_scatter_block, scan; not barrier, which every way
+#              runs on UCG, above): a nonblocking form
 #              follows its blocking one's rule, and the vector forms are
 #              looked up at 0 bytes whatever their sizes
 #   -s MIN:MAX sizes, powers of two (default 8:1m)
@@ -109,8 +110,10 @@ done
 IFS=, read -r -a coll_list <<<"$colls"
 for c in "${coll_list[@]}"; do
     case "$c" in
-    bcast|allreduce|reduce|barrier|gather|scatter|allgather|alltoall|\
+    bcast|allreduce|reduce|gather|scatter|allgather|alltoall|\
     reduce_scatter_block|scan) ;;
+    barrier) die "-c: every way runs barrier on UCG (the barrier between" \
+                 "coll_bench's calls): compare it with contrib/bench-mpi.sh" ;;
     *) die "-c: '$c' has no rule by size (see -h)" ;;
     esac
 done
@@ -258,8 +261,7 @@ for shape, (np_, ppn) in shapes.items():
             j = i
             while j + 1 < len(decided) and decided[j + 1][1] == decided[i][1]:
                 j += 1
-            # (a barrier is looked up, and measured, at 0 bytes)
-            lo = min(decided[0][0], 1) if i == 0 else decided[i - 1][0] + 1
+            lo = 1 if i == 0 else decided[i - 1][0] + 1
             hi = 'inf' if j == len(decided) - 1 else fmt(decided[j][0])
             if decided[i][1] != 'ucg':
                 rules.append('%-10s %-4d %-4d %-20s %s' % (
