@@ -87,7 +87,9 @@ static const struct {
     /* size: each member's block */
     {UCG_COLL_REDUCE_SCATTER_BLOCK, "reduce_scatter_block"},
     {UCG_COLL_SCAN,      "scan"},
-    {UCG_COLL_EXSCAN,    "exscan"}
+    {UCG_COLL_EXSCAN,    "exscan"},
+    /* every member's count the same (the layout of allgather) */
+    {UCG_COLL_ALLGATHERV, "allgatherv"}
 };
 
 #define UCG_PERF_NUM_COLLS (sizeof(ucg_perf_colls) / sizeof(ucg_perf_colls[0]))
@@ -162,6 +164,8 @@ typedef struct {
     unsigned          iters;      /* Timed, per block */
     unsigned          warmup;     /* Per block */
     ucg_coll_params_t params;
+    size_t            vcounts[UCG_PERF_MAX_PROCS]; /* allgatherv */
+    size_t            vdispls[UCG_PERF_MAX_PROCS];
 } ucg_perf_cell_t;
 
 
@@ -272,11 +276,13 @@ static void ucg_perf_prepare(ucg_perf_proc_t *p, const ucg_perf_cell_t *cell)
     case UCG_COLL_ALLREDUCE:
     case UCG_COLL_GATHER:
     case UCG_COLL_ALLGATHER:
+    case UCG_COLL_ALLGATHERV:
         for (i = 0; i < count; ++i) {
             ucg_perf_set(p->sbuf, i, ucg_perf_value(p->stamp, p->rank, i));
         }
         memset(p->rbuf, 0xff, ((cell->type == UCG_COLL_GATHER) ||
-                               (cell->type == UCG_COLL_ALLGATHER)) ?
+                               (cell->type == UCG_COLL_ALLGATHER) ||
+                               (cell->type == UCG_COLL_ALLGATHERV)) ?
                               (bytes * p->nprocs) : bytes);
         break;
     case UCG_COLL_SCAN:
@@ -400,6 +406,7 @@ static void ucg_perf_check(ucg_perf_proc_t *p, const ucg_perf_cell_t *cell)
         ucg_perf_check_blocks(p, cell, 1, p->rank);
         break;
     case UCG_COLL_ALLGATHER:
+    case UCG_COLL_ALLGATHERV:
         ucg_perf_check_blocks(p, cell, p->nprocs, -1);
         break;
     case UCG_COLL_BARRIER:
@@ -543,7 +550,7 @@ static void ucg_perf_cell_init(ucg_perf_proc_t *p, ucg_perf_cell_t *cell,
                                unsigned c_idx, unsigned s_idx)
 {
     unsigned rounds = ucg_perf_opts.rounds;
-    unsigned iters, warmup;
+    unsigned iters, warmup, i;
 
     memset(cell, 0, sizeof(*cell));
     cell->c_idx = c_idx;
@@ -570,6 +577,14 @@ static void ucg_perf_cell_init(ucg_perf_proc_t *p, ucg_perf_cell_t *cell,
     if (cell->type != UCG_COLL_BARRIER) {
         cell->params.sbuf = p->sbuf;
         cell->params.rbuf = p->rbuf;
+    }
+    if (cell->type == UCG_COLL_ALLGATHERV) {
+        for (i = 0; i < p->nprocs; ++i) {
+            cell->vcounts[i] = cell->count;
+            cell->vdispls[i] = (size_t)i * cell->count;
+        }
+        cell->params.rcounts = cell->vcounts;
+        cell->params.rdispls = cell->vdispls;
     }
 }
 
@@ -932,7 +947,8 @@ static void ucg_perf_usage(FILE *stream)
 "  -n LIST   numbers of processes, comma-separated, 2..%d (default 2,3,4,8)\n"
 "  -c LIST   collectives: bcast,allreduce,reduce,barrier,gather,scatter,\n"
 "            allgather,reduce_scatter_block (size: each member's block),\n"
-"            scan,exscan or all (default: bcast..allgather)\n"
+"            scan,exscan,allgatherv (every member's count the same) or all\n"
+"            (default: bcast..allgather)\n"
 "  -s LIST   sizes in bytes per member, multiples of 8 with an optional K/M\n"
 "            suffix (default 8,32,128,512,2K,8K,32K,128K,512K,1M)\n"
 "  -i N      timed iterations per variant (default 1000); above %luK they\n"
@@ -1010,7 +1026,8 @@ static void ucg_perf_parse_colls(const char *arg)
         if (i == UCG_PERF_NUM_COLLS) {
             perf_die("-c: unknown collective '%s' (bcast, allreduce, "
                      "reduce, barrier, gather, scatter, allgather, "
-                     "reduce_scatter_block, scan, exscan, all)", tok);
+                     "reduce_scatter_block, scan, exscan, allgatherv, all)",
+                     tok);
         }
     }
     free(copy);

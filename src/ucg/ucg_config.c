@@ -169,11 +169,13 @@ ucs_config_field_t ucg_config_table[] = {
      UCS_CONFIG_TYPE_ENUM(ucg_p2p_method_names)},
 
     {"ALLGATHERV_P2P", "auto",
-     "Point-to-point method of allgatherv (always flat; the plan does not\n"
-     "depend on the counts, which only the caller vouches for):\n"
-     " auto   - linear;\n"
-     " linear - every member to every member;\n"
-     " ring   - the ring (n - 1 steps, each member's block forwarded).",
+     "Method of allgatherv (the plan does not depend on the counts, which\n"
+     "only the caller vouches for):\n"
+     " auto   - sm_allgatherv on one host of at most SM_ALLREDUCE_MAX_PPN\n"
+     "          members (every member fans out its block on sm_bcast),\n"
+     "          else linear;\n"
+     " linear - point-to-point, every member to every member;\n"
+     " ring   - point-to-point ring (n - 1 steps, each block forwarded).",
      ucs_offsetof(ucg_config_t, p2p_method[UCG_COLL_ALLGATHERV]),
      UCS_CONFIG_TYPE_ENUM(ucg_p2p_method_names)},
 
@@ -276,8 +278,8 @@ ucs_config_field_t ucg_config_table[] = {
 
     {"SM_ALLREDUCE_MAX_PPN", "4",
      "Largest host for sm_allreduce (see SM_ALLREDUCE_MAX), also used by\n"
-     "barriers on one host (BARRIER_P2P=auto), sm_reduce_scatter and\n"
-     "sm_scan: every member receives from every other one.",
+     "barriers on one host (BARRIER_P2P=auto), sm_reduce_scatter, sm_scan\n"
+     "and sm_allgatherv: every member receives from every other one.",
      ucs_offsetof(ucg_config_t, sm_allreduce_max_ppn), UCS_CONFIG_TYPE_UINT},
 
     {"SM_LOCKED_THRESH", "inf",

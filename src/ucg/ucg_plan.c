@@ -44,6 +44,7 @@ const char *ucg_phase_method_names[] = {
     [UCG_PHASE_SM_REDUCE_SCATTER]     = "sm_reduce_scatter",
     [UCG_PHASE_P2P_ALLTOALL_LINEAR]   = "p2p_alltoall_linear",
     [UCG_PHASE_P2P_ALLTOALL_PAIRWISE] = "p2p_alltoall_pair",
+    [UCG_PHASE_SM_ALLGATHERV]         = "sm_allgatherv",
     [UCG_PHASE_LAST]                  = NULL
 };
 
@@ -86,7 +87,9 @@ const ucg_plan_phase_info_t ucg_plan_phase_info[] = {
                                         UCG_PHASE_INFO_SM |
                                         UCG_PHASE_INFO_ELEMS},
     [UCG_PHASE_P2P_ALLTOALL_LINEAR]  = {"ucp", 0},
-    [UCG_PHASE_P2P_ALLTOALL_PAIRWISE] = {"ucp", 0}
+    [UCG_PHASE_P2P_ALLTOALL_PAIRWISE] = {"ucp", 0},
+    [UCG_PHASE_SM_ALLGATHERV]        = {UCT_O2M_BCAST_TL_NAME,
+                                        UCG_PHASE_INFO_SM}
 };
 
 
@@ -172,6 +175,10 @@ static int ucg_plan_sm_too_large(ucg_plan_builder_t *b)
     case UCG_COLL_SCAN:
     case UCG_COLL_EXSCAN:
         return !ucg_plan_redscan_hier(b);
+    case UCG_COLL_GATHERV:
+    case UCG_COLL_SCATTERV:
+    case UCG_COLL_ALLGATHERV:
+        return !ucg_plan_vblock_hier(b);
     case UCG_COLL_ALLTOALL:
     case UCG_COLL_ALLTOALLV:
         /* Each member gets other data from each member: the host-local

@@ -91,6 +91,9 @@ typedef enum {
                                         all posted at once */
     UCG_PHASE_P2P_ALLTOALL_PAIRWISE, /* size - 1 rounds: to me + k, from
                                         me - k */
+    UCG_PHASE_SM_ALLGATHERV,      /* every member fans out its own block on
+                                     its own sm_bcast endpoint, each
+                                     receiver cuts it by its own counts */
     UCG_PHASE_LAST
 } ucg_phase_method_t;
 

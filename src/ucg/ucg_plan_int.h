@@ -107,7 +107,9 @@ ucs_status_t ucg_plan_build_allgather(ucg_plan_builder_t *b, int hier,
                                       unsigned root);
 ucs_status_t ucg_plan_build_barrier(ucg_plan_builder_t *b, int hier,
                                     unsigned root);
-/* ucg_plan_vblock.c */
+/* ucg_plan_vblock.c: gatherv, scatterv, allgatherv; whether one of them
+ * may have host-local phases (allgatherv on one small host) */
+int ucg_plan_vblock_hier(ucg_plan_builder_t *b);
 ucs_status_t ucg_plan_build_gatherv(ucg_plan_builder_t *b, int hier,
                                     unsigned root);
 ucs_status_t ucg_plan_build_scatterv(ucg_plan_builder_t *b, int hier,

@@ -8,13 +8,16 @@
 #include "common/harness.h"
 #include "common/ucg_harness.h"
 #include "common/log_capture.h"
+#include "common/sandbox.h"
 
 extern "C" {
+#include "ucg_group.h"
 #include "ucg_plan.h"
 #include "ucg_config.h"
 #include <ucs/config/global_opts.h>
 }
 
+#include <sys/syscall.h>
 #include <climits>
 #include <cstring>
 #include <vector>
@@ -315,6 +318,7 @@ TEST(ucg_vcoll, results)
     } configs[] = {
         {2, "auto", NULL, NULL},
         {3, "auto", NULL, NULL},
+        {3, "auto", "UCX_UCG_ALLGATHERV_P2P", "linear"},
         {4, "2",    "UCX_UCG_ALLGATHERV_P2P", "ring"},
         {5, "auto", "UCX_TLS", "^sm_bcast,sm_incast"}
     };
@@ -499,17 +503,19 @@ namespace {
  * hangs, nothing beyond the buffers is written.
  */
 void wrong_count(ucg_coll_type_t type, unsigned np, unsigned root,
-                 unsigned liar, long delta, size_t scale, bool ring = false)
+                 unsigned liar, long delta, size_t scale,
+                 const char *method = NULL, unsigned pattern = 3)
 {
     run_opts opts;
     std::string label = std::string(ucg_coll_name(type)) + " root " +
                         std::to_string(root) + " liar " +
                         std::to_string(liar) + " delta " +
                         std::to_string(delta) + " x" + std::to_string(scale) +
-                        (ring ? " ring" : "");
+                        " pattern " + std::to_string(pattern) +
+                        (method ? std::string(" ") + method : "");
 
-    if (ring) {
-        opts.env["UCX_UCG_ALLGATHERV_P2P"] = "ring";
+    if (method != NULL) {
+        opts.env["UCX_UCG_ALLGATHERV_P2P"] = method;
     }
 
     opts.timeout     = 60;
@@ -522,7 +528,7 @@ void wrong_count(ucg_coll_type_t type, unsigned np, unsigned root,
          * received at the worker's destroy: expected here */
         ucs_global_opts.log_component.log_level = UCS_LOG_LEVEL_ERROR;
         o2m_test::scoped_log_capture logs;
-        vdesc d = {type, root, UCG_DT_INT32, 0, 3, scale, false, 7};
+        vdesc d = {type, root, UCG_DT_INT32, 0, pattern, scale, false, 7};
         vbufs b(d, m.rank, m.size);
         unsigned *truncated = (unsigned*)m.shared;
         ucg_coll_params_t p;
@@ -533,9 +539,12 @@ void wrong_count(ucg_coll_type_t type, unsigned np, unsigned root,
             b.counts[m.rank] += delta;
         }
         b.fill();
-        /* room for what a liar sends, so that only the check stops it */
-        b.sbuf.resize(b.sbuf.size() + 64);
-        b.rbuf.resize(b.rbuf.size() + 64, (char)FILL);
+        /* room for what a liar sends (and, in allgatherv, the larger own
+         * block its own arguments describe), so that only the check stops
+         * it; then a guard of 64 bytes */
+        size_t more = 64 + ((delta > 0) ? delta * d.esize() : 0);
+        b.sbuf.resize(b.sbuf.size() + more);
+        b.rbuf.resize(b.rbuf.size() + more, (char)FILL);
         if ((type == UCG_COLL_ALLGATHERV) && (m.rank == liar)) {
             b.counts[m.rank] += delta;
             gen_block(b.d, m.rank, b.counts[m.rank], b.sbuf.data());
@@ -554,9 +563,11 @@ void wrong_count(ucg_coll_type_t type, unsigned np, unsigned root,
         if (st == UCS_ERR_MESSAGE_TRUNCATED) {
             CHILD_CHECK(receives, "%s: rank %u failed with %s", label.c_str(),
                         m.rank, ucs_status_string(st));
-            CHILD_CHECK(logs.has("expected"), "%s: rank %u: no length "
-                        "line:\n%s", label.c_str(), m.rank,
-                        logs.all().c_str());
+            /* sm_allgatherv: a stream that ends at another fragment
+             * says "counts differ" */
+            CHILD_CHECK(logs.has("expected") || logs.has("counts differ"),
+                        "%s: rank %u: no length line:\n%s", label.c_str(),
+                        m.rank, logs.all().c_str());
             __sync_fetch_and_add(truncated, 1);
         } else {
             CHILD_CHECK((st == UCS_OK) || (st == UCS_ERR_CANCELED),
@@ -585,7 +596,16 @@ TEST(ucg_vcoll, wrong_count)
         wrong_count(UCG_COLL_SCATTERV, 3, 0, 1, delta, 1);
         wrong_count(UCG_COLL_SCATTERV, 3, 2, 0, delta, 1);
         wrong_count(UCG_COLL_ALLGATHERV, 3, 0, 1, delta, 1);
-        wrong_count(UCG_COLL_ALLGATHERV, 4, 0, 2, delta, 1, true);
+        wrong_count(UCG_COLL_ALLGATHERV, 3, 0, 1, delta, 1, "linear");
+        wrong_count(UCG_COLL_ALLGATHERV, 4, 0, 2, delta, 1, "ring");
+        /* sm_allgatherv (one host of 3): the last member's block of 3 x
+         * 2056 int32, 3 whole fragments of 8224 bytes, one element or one
+         * fragment more or less, and of 3 x 2000 (its last fragment
+         * partial) */
+        wrong_count(UCG_COLL_ALLGATHERV, 3, 0, 2, delta, 2056, NULL, 2);
+        wrong_count(UCG_COLL_ALLGATHERV, 3, 0, 2, delta * 2056, 2056, NULL,
+                    2);
+        wrong_count(UCG_COLL_ALLGATHERV, 3, 0, 2, delta, 2000, NULL, 2);
     }
 }
 
@@ -732,6 +752,111 @@ void vcoll_kill(ucg_coll_type_t type, unsigned root, unsigned victim,
 }
 
 } // namespace
+
+/*
+ * On one host of at most SM_ALLREDUCE_MAX_PPN members allgatherv is one
+ * sm_allgatherv phase (with ALLGATHERV_P2P=auto), chosen from the topology
+ * and the configuration only, whatever the counts; gatherv and scatterv
+ * stay point-to-point; a larger host, several hosts, or a forced method
+ * give the point-to-point phase.
+ */
+TEST(ucg_vcoll, plans_one_host)
+{
+    ucg_config_t *config;
+
+    ASSERT_EQ(UCS_OK, ucg_config_read(NULL, &config));
+    auto plan = [&](unsigned np, unsigned nhosts, ucg_coll_type_t type,
+                    bool expect_hier) {
+        std::vector<uint64_t> hosts(np);
+        ucg_plan_key_t key;
+        ucg_plan_t *plan;
+        ucg_topo_t topo;
+        char *text   = NULL;
+        size_t len   = 0;
+        FILE *stream = open_memstream(&text, &len);
+
+        for (unsigned r = 0; r < np; ++r) {
+            hosts[r] = r % nhosts;
+        }
+        EXPECT_EQ(UCS_OK, ucg_topo_init(&topo, np, hosts.data(), 1, 8192));
+        memset(&key, 0, sizeof(key));
+        key.type    = type;
+        key.op      = UCG_OP_LAST;
+        key.dtype   = UCG_DT_UINT8;
+        key.dt_size = 1;
+        EXPECT_EQ(UCS_OK, ucg_plan_create(config, &topo, &key, &plan));
+        EXPECT_EQ(expect_hier, (bool)plan->hier);
+        EXPECT_EQ(1u, plan->num_phases);
+        ucg_plan_print(plan, &topo, stream);
+        fclose(stream);
+        ucg_plan_destroy(plan);
+        ucg_topo_cleanup(&topo);
+        std::string s(text);
+        free(text);
+        printf("%s", s.c_str());
+        return s;
+    };
+    auto has = [](const std::string &s, const char *what) {
+        EXPECT_NE(std::string::npos, s.find(what)) << s;
+    };
+
+    for (unsigned np : {2u, 3u, 4u}) {
+        has(plan(np, 1, UCG_COLL_ALLGATHERV, true), "sm_allgatherv");
+        has(plan(np, 1, UCG_COLL_GATHERV, false), "p2p_gather");
+        has(plan(np, 1, UCG_COLL_SCATTERV, false), "p2p_scatter");
+    }
+    has(plan(5, 1, UCG_COLL_ALLGATHERV, false), "p2p_allgather_linear");
+    has(plan(4, 2, UCG_COLL_ALLGATHERV, false), "p2p_allgather_linear");
+
+    ASSERT_EQ(UCS_OK, ucg_config_modify(config, "SM_ALLREDUCE_MAX_PPN",
+                                        "8"));
+    has(plan(8, 1, UCG_COLL_ALLGATHERV, true), "sm_allgatherv");
+    ASSERT_EQ(UCS_OK, ucg_config_modify(config, "ALLGATHERV_P2P", "linear"));
+    has(plan(3, 1, UCG_COLL_ALLGATHERV, false), "p2p_allgather_linear");
+    ASSERT_EQ(UCS_OK, ucg_config_modify(config, "ALLGATHERV_P2P", "ring"));
+    has(plan(3, 1, UCG_COLL_ALLGATHERV, false), "p2p_allgather_ring");
+    ucg_config_release(config);
+}
+
+/* Rank 0 cannot create any segment (memfd_create fails with ENOMEM): its
+ * sm_bcast endpoint of sm_allgatherv is refused, so every member runs the
+ * point-to-point stand-in (p2p_allgather_linear on the same set): the
+ * results are right, nobody waits, the group stays usable */
+TEST(ucg_vcoll, sm_refused)
+{
+    run_opts opts;
+
+    opts.timeout = 120;
+    run_ok(3, opts, [](member &m) {
+        unsigned refused = 0;
+        uint64_t seed    = 900;
+        ucg_sm_ep_t *sm_ep;
+
+        CHILD_CHECK(m.group->topo.o2m, "no o2m transports");
+        if (m.rank == 0) {
+            CHILD_CHECK(o2m_test::deny_syscall(SYS_memfd_create, ENOMEM),
+                        "seccomp: %m");
+        }
+        m.procs->barrier(m.rank);
+
+        /* twice: the second time the refusal is known at once */
+        for (int round = 0; round < 2; ++round) {
+            for (unsigned pattern = 0; pattern < 4; ++pattern) {
+                vdesc d = {UCG_COLL_ALLGATHERV, 0, UCG_DT_INT32, 0, pattern,
+                           3000, round == 1, seed++};
+                run_vcoll(m, d, 2);
+            }
+        }
+
+        ucs_list_for_each(sm_ep, &m.group->sm_eps, list) {
+            refused += (uct_o2m_ep_state(sm_ep->ep, NULL) ==
+                        UCT_O2M_EP_STATE_REFUSED);
+        }
+        CHILD_CHECK(refused > 0, "rank %u: no refused endpoint", m.rank);
+        CHILD_CHECK(m.group->failed == UCS_OK, "group failed: %s",
+                    ucs_status_string(m.group->failed));
+    });
+}
 
 TEST(ucg_vcoll, kill_member)
 {

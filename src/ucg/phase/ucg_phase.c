@@ -104,6 +104,11 @@ const ucg_phase_ops_t ucg_phase_table[UCG_PHASE_LAST] = {
                    UCG_PHASE_P2P_REDUCE,
                    UCG_PHASE_FLAG_MEMBER_READS_ACC |
                    UCG_PHASE_FLAG_ROOT_TAKES_OWN),
+    [UCG_PHASE_SM_ALLGATHERV] =
+        UCG_SM_ROW(ucg_sm_allgatherv_start, ucg_sm_allgatherv_progress,
+                   ucg_sm_allreduce_eps, ucg_sm_allreduce_expects,
+                   ucg_sm_allgatherv_deliver, NULL,
+                   UCG_PHASE_P2P_ALLGATHER_LINEAR, 0),
 
     /* mc_udp messages (the sm receive path takes them), agreement over
      * UCP; the point-to-point bcast where a leader cannot join */

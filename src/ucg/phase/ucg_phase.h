@@ -16,6 +16,7 @@
  *   ucg_sm_bcast.c       SM_BCAST
  *   ucg_sm_fanin.c       SM_REDUCE, SM_GATHER
  *   ucg_sm_allreduce.c   SM_ALLREDUCE
+ *   ucg_sm_allgatherv.c  SM_ALLGATHERV (SM_ALLREDUCE's endpoints)
  *   ucg_sm_cma.c         SM_BCAST_CMA, SM_REDUCE_CMA
  *   ucg_fold.c           FOLD
  *   ucg_redscan.c        P2P_REDUCE_SCATTER, P2P_SCAN, the folds of
@@ -321,6 +322,13 @@ int          ucg_sm_reduce_cma_contributed(const struct ucg_coll *coll);
 /* ucg_fold.c */
 ucs_status_t ucg_fold_start(struct ucg_coll *coll);
 ucs_status_t ucg_fold_progress(struct ucg_coll *coll);
+
+/* ucg_sm_allgatherv.c (SM_ALLREDUCE's endpoints and expects; state:
+ * ps.sm.allreduce's counters) */
+ucs_status_t ucg_sm_allgatherv_start(struct ucg_coll *coll);
+ucs_status_t ucg_sm_allgatherv_progress(struct ucg_coll *coll);
+void         ucg_sm_allgatherv_deliver(struct ucg_coll *coll,
+                                       const void *data, size_t length);
 
 /* ucg_redscan.c (SM_SCAN and SM_REDUCE_SCATTER run SM_ALLREDUCE's
  * functions, which call ucg_sm_scan_fold at the end) */
