@@ -13,7 +13,8 @@
  * as the call and its MPI_Wait, and then, as OSU's osu_i* do, with a
  * computation as long as that time between the call and the wait: overall
  * time, the computation's, and the overlap, max(0, 100 - (overall -
- * compute) / pure * 100) %, averaged over ranks.
+ * compute) / pure * 100) %, averaged over ranks (with -M from each rank's
+ * median overall and computation times).
  *
  * reduce_scatter_block's size is each rank's block (its send buffer holds
  * one per rank); so is that of gatherv, scatterv and allgatherv (bytes,
@@ -71,6 +72,7 @@ static const char *names[] = { "bcast", "allreduce", "reduce", "ibcast",
                                "igather", "iscatter", "iallgather" };
 
 static int rank, size;
+static int use_median;           /* -M: per-call medians, not averages */
 static int *v_counts, *v_displs; /* [size]: the vector collectives' */
 
 static size_t parse_size(const char *s)
@@ -257,11 +259,12 @@ static double compute(double sec)
 
 /* Overlap of a nonblocking collective (OSU): @a n iterations with a
  * computation of @a pure_us between the call and its wait; prints the
- * averages over ranks on rank 0 */
+ * averages over ranks on rank 0 of each rank's average (with -M: median)
+ * overall and computation times.  @a overall and @a comp: room for @a n */
 static void overlap(int coll, void *sbuf, void *rbuf, size_t bytes, int n,
-                    double pure_us)
+                    double pure_us, double *overall, double *comp)
 {
-    double overall = 0, comp = 0, v[3], sum[3], pct;
+    double v[3], sum[3], pct;
     volatile double sink = 0;
 
     for (int i = 0; i < n; ++i) {
@@ -270,13 +273,23 @@ static void overlap(int coll, void *sbuf, void *rbuf, size_t bytes, int n,
         MPI_Request req = start(coll, sbuf, rbuf, bytes);
         double t1 = MPI_Wtime();
         sink += compute(pure_us * 1e-6);
-        comp += MPI_Wtime() - t1;
+        comp[i] = MPI_Wtime() - t1;
         MPI_Wait(&req, MPI_STATUS_IGNORE);
-        overall += MPI_Wtime() - t0;
+        overall[i] = MPI_Wtime() - t0;
     }
-    v[0] = overall / n * 1e6;
-    v[1] = comp / n * 1e6;
-    v[2] = pure_us;
+    v[0] = v[1] = 0;
+    if (use_median) {
+        v[0] = median(overall, n);
+        v[1] = median(comp, n);
+    } else {
+        for (int i = 0; i < n; ++i) {
+            v[0] += overall[i] / n;
+            v[1] += comp[i] / n;
+        }
+    }
+    v[0] *= 1e6;
+    v[1] *= 1e6;
+    v[2]  = pure_us;
     MPI_Reduce(v, sum, 3, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0) {
         for (int k = 0; k < 3; ++k) {
@@ -390,7 +403,6 @@ int main(int argc, char **argv)
 {
     size_t min_size = 8, max_size = 1u << 20;
     int iters = 1000, large_iters = 100, warmup = 100, opt;
-    int use_median = 0;
     int colls[B_LAST], ncolls = 0;
     char list[256] = "bcast,allreduce";
     long bad_total = 0;
@@ -454,11 +466,13 @@ int main(int argc, char **argv)
     /* reduce_scatter_block sends a block per rank, gatherv and allgatherv
      * receive one */
     char *sbuf = malloc(max_size * size), *rbuf = malloc(max_size * size);
-    double *times = malloc(sizeof(*times) *
-                           (iters > large_iters ? iters : large_iters));
+    double *times  = malloc(sizeof(*times) *
+                            (iters > large_iters ? iters : large_iters));
+    double *times2 = malloc(sizeof(*times2) *
+                            (iters > large_iters ? iters : large_iters));
     v_counts = malloc(sizeof(int) * size);
     v_displs = malloc(sizeof(int) * size);
-    if (!sbuf || !rbuf || !v_counts || !v_displs || !times) {
+    if (!sbuf || !rbuf || !v_counts || !v_displs || !times || !times2) {
         fprintf(stderr, "out of memory\n");
         MPI_Abort(MPI_COMM_WORLD, 3);
     }
@@ -506,7 +520,8 @@ int main(int argc, char **argv)
             if (is_nb(coll)) {
                 /* every rank computes for the same time: the average */
                 MPI_Bcast(&sum, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-                overlap(coll, sbuf, rbuf, bytes, n, sum / size);
+                overlap(coll, sbuf, rbuf, bytes, n, sum / size, times,
+                        times2);
             }
         }
     }
@@ -519,6 +534,7 @@ int main(int argc, char **argv)
     }
     MPI_Bcast(&bad, 1, MPI_LONG, 0, MPI_COMM_WORLD);
     free(times);
+    free(times2);
     free(sbuf);
     free(rbuf);
     free(v_counts);
