@@ -57,8 +57,10 @@
 # or Open MPI 5 for a tree configured --with-ompi=DIR (contrib/ompi5-stack.sh
 # builds it; contrib/test.sh's build-ompi5/), whose mpirun then runs them.
 # There coll_persist (MPI 4.0's persistent collectives) runs too; with
-# MPI_TEST_EXPECT_UCG=1 every one of its seven kinds must be served by
-# coll/ucg ("coll:ucg: ... bcast_init ucg=N>0 ...") and none delegated.
+# MPI_TEST_EXPECT_UCG=1 every one of its sixteen kinds must be served by
+# coll/ucg ("coll:ucg: ... bcast_init ucg=N>0 ...") and none delegated,
+# tuning rules hand some to the previous module, and a persistent
+# alltoallv whose counts differ on one rank fails on every rank.
 #
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -295,6 +297,35 @@ if [ "$rules_only" = 1 ]; then
     fi
 fi
 
+# run_rules NAME RULES PATTERN... -- PROGRAM [ARGS...]: one bounded mpirun
+# at np 3 with the tuning rules RULES (lines separated by ';', after the
+# 'ucg-rules 1' header); fails unless it exits with 0 and its output
+# matches every extended regular expression PATTERN
+run_rules() {
+    local name=$1 rules=$2 pats=() rfile log rc pat
+    shift 2
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do pats+=("$1"); shift; done
+    shift
+    rfile=$(mktemp)
+    log=$(mktemp)
+    { echo 'ucg-rules 1'; tr ';' '\n' <<<"$rules"; } >"$rfile"
+    timeout -k 10 "$limit" "$mpi_run" --allow-run-as-root --oversubscribe \
+        -np 3 "${extra[@]}" --mca coll_ucg_rules_file "$rfile" "$@" \
+        >"$log" 2>&1
+    rc=$?
+    for pat in "${pats[@]}"; do
+        if [ $rc -ne 0 ] || ! grep -Eq "$pat" "$log"; then
+            echo "$name: rc=$rc, no line matching '$pat'"
+            grep -v 'coll:ucg: comm' "$log" | tail -10
+            rc=1
+            break
+        fi
+    done
+    [ $rc -eq 0 ] && echo "$name: passed"
+    rm -f "$rfile" "$log"
+    return $rc
+}
+
 # coll/ucg only (its test-only knobs): one rank's preparation of one call,
 # its creation of a UCG group, or a start fails; all ranks fall back
 # together or fail together, results stay right, nothing hangs
@@ -489,29 +520,13 @@ if [ "$extra_tests" = 1 ]; then
     # handed to the previous module, allgatherv on UCG's flat plan, scatterv
     # untouched; every result still checked
     if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ]; then
-        vrules=$(mktemp)
-        printf '%s\n' 'ucg-rules 1' 'gatherv * * 0 prev' \
-            'allgatherv * * * flat' >"$vrules"
-        vlog=$(mktemp)
-        timeout -k 10 "$limit" "$mpi_run" --allow-run-as-root --oversubscribe \
-            -np 3 "${extra[@]}" --mca coll_ucg_rules_file "$vrules" \
-            "$mpi_bin/coll_vcoll" 1 >"$vlog" 2>&1
-        rc=$?
-        for pat in 'coll_vcoll: OK' \
-                   ': i?gatherv ucg=0 delegated=0 handed=[1-9]' \
-                   ': i?allgatherv ucg=[1-9][0-9]* delegated=0 handed=0 flat=[1-9]' \
-                   ': i?scatterv ucg=[1-9][0-9]* delegated=0 handed=0 flat=0'; do
-            if [ $rc -ne 0 ] || ! grep -Eq "$pat" "$vlog"; then
-                echo "coll_vcoll np=3 with rules: rc=$rc, no line matching" \
-                     "'$pat'"
-                grep -v 'coll:ucg: comm' "$vlog" | tail -10
-                fail=1
-                rc=1
-                break
-            fi
-        done
-        [ $rc -eq 0 ] && echo "coll_vcoll np=3 with rules: passed"
-        rm -f "$vrules" "$vlog"
+        run_rules "coll_vcoll np=3 with rules" \
+            'gatherv * * 0 prev;allgatherv * * * flat' \
+            'coll_vcoll: OK' \
+            ': i?gatherv ucg=0 delegated=0 handed=[1-9]' \
+            ': i?allgatherv ucg=[1-9][0-9]* delegated=0 handed=0 flat=[1-9]' \
+            ': i?scatterv ucg=[1-9][0-9]* delegated=0 handed=0 flat=0' \
+            -- "$mpi_bin/coll_vcoll" 1 || fail=1
     fi
 fi
 
@@ -587,7 +602,10 @@ if [ "$extra_tests" = 1 ] && [ "${mpi_version%%.*}" -ge 5 ]; then
         fi
         if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ]; then
             for c in bcast_init allreduce_init reduce_init barrier_init \
-                     gather_init scatter_init allgather_init; do
+                     gather_init scatter_init allgather_init \
+                     reduce_scatter_init reduce_scatter_block_init \
+                     scan_init exscan_init gatherv_init scatterv_init \
+                     allgatherv_init alltoall_init alltoallv_init; do
                 if ! grep -Eq "coll:ucg: .* $c ucg=[1-9][0-9]* delegated=0" \
                      "$plog"; then
                     echo "$name: no 'coll:ucg: ... $c ucg=N>0" \
@@ -612,6 +630,30 @@ if [ "$extra_tests" = 1 ] && [ "${mpi_version%%.*}" -ge 5 ]; then
         fi
         rm -f "$plog"
     done
+    if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ]; then
+        # Tuning rules name persistent calls by their collective: every
+        # scan_init and gatherv_init handed to the previous module at
+        # MPI_*_init (libnbc runs their starts), every alltoall_init on
+        # UCG's flat plan; every result still checked
+        run_rules "coll_persist np=3 with rules" \
+            'scan * * * prev;gatherv * * 0 prev;alltoall * * * flat' \
+            'coll_persist: OK' \
+            ': scan_init ucg=0 delegated=0 handed=[1-9]' \
+            ': gatherv_init ucg=0 delegated=0 handed=[1-9]' \
+            ': alltoall_init ucg=[1-9][0-9]* delegated=0 handed=0 flat=[1-9]' \
+            ': exscan_init ucg=[1-9][0-9]* delegated=0 handed=0 flat=0' \
+            -- "$mpi_bin/coll_persist" 4 || fail=1
+        # A persistent alltoallv whose counts are larger on one rank:
+        # every rank's MPI_Start or MPI_Wait of it returns an error, then
+        # every later call on that communicator does, and another
+        # communicator's persistent allgatherv still gives right results
+        for np in 2 3; do
+            run_extra "coll_persist np=$np mismatch (a rank's counts differ)" \
+                "$np" 'coll_persist mismatch: OK' \
+                --mca coll_ucg_rules_file none -- \
+                "$mpi_bin/coll_persist" 5 mismatch || fail=1
+        done
+    fi
 fi
 
 # Slow is not dead, finished is not failed, side

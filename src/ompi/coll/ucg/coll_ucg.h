@@ -102,6 +102,15 @@ enum {
     COLL_UCG_GATHER_INIT,
     COLL_UCG_SCATTER_INIT,
     COLL_UCG_ALLGATHER_INIT,
+    COLL_UCG_REDUCE_SCATTER_INIT,
+    COLL_UCG_REDUCE_SCATTER_BLOCK_INIT,
+    COLL_UCG_SCAN_INIT,
+    COLL_UCG_EXSCAN_INIT,
+    COLL_UCG_GATHERV_INIT,
+    COLL_UCG_SCATTERV_INIT,
+    COLL_UCG_ALLGATHERV_INIT,
+    COLL_UCG_ALLTOALL_INIT,
+    COLL_UCG_ALLTOALLV_INIT,
     COLL_UCG_NUM
 };
 
@@ -111,11 +120,21 @@ static inline bool mca_coll_ucg_coll_is_v(int coll)
 {
     return (coll == COLL_UCG_GATHERV) || (coll == COLL_UCG_SCATTERV) ||
            (coll == COLL_UCG_ALLGATHERV) || (coll == COLL_UCG_IGATHERV) ||
-           (coll == COLL_UCG_ISCATTERV) || (coll == COLL_UCG_IALLGATHERV);
+           (coll == COLL_UCG_ISCATTERV) || (coll == COLL_UCG_IALLGATHERV) ||
+           (coll == COLL_UCG_GATHERV_INIT) ||
+           (coll == COLL_UCG_SCATTERV_INIT) ||
+           (coll == COLL_UCG_ALLGATHERV_INIT);
+}
+
+/* Alltoallv's counts differ between ranks: no size limit either */
+static inline bool mca_coll_ucg_coll_is_alltoallv(int coll)
+{
+    return (coll == COLL_UCG_ALLTOALLV) || (coll == COLL_UCG_IALLTOALLV) ||
+           (coll == COLL_UCG_ALLTOALLV_INIT);
 }
 
 #define COLL_UCG_IS_PERSISTENT(_coll) \
-    (((_coll) >= COLL_UCG_BCAST_INIT) && ((_coll) <= COLL_UCG_ALLGATHER_INIT))
+    (((_coll) >= COLL_UCG_BCAST_INIT) && ((_coll) <= COLL_UCG_ALLTOALLV_INIT))
 
 /* Where coll_ucg_test_fail_rank fails (coll_ucg_test_fail_point) */
 enum {
@@ -296,6 +315,26 @@ typedef struct mca_coll_ucg_module {
     mca_coll_base_module_t                   *prev_scatter_init_module;
     mca_coll_base_module_allgather_init_fn_t prev_allgather_init;
     mca_coll_base_module_t                   *prev_allgather_init_module;
+    mca_coll_base_module_reduce_scatter_init_fn_t
+                                         prev_reduce_scatter_init;
+    mca_coll_base_module_t               *prev_reduce_scatter_init_module;
+    mca_coll_base_module_reduce_scatter_block_init_fn_t
+                                         prev_reduce_scatter_block_init;
+    mca_coll_base_module_t               *prev_reduce_scatter_block_init_module;
+    mca_coll_base_module_scan_init_fn_t       prev_scan_init;
+    mca_coll_base_module_t                    *prev_scan_init_module;
+    mca_coll_base_module_exscan_init_fn_t     prev_exscan_init;
+    mca_coll_base_module_t                    *prev_exscan_init_module;
+    mca_coll_base_module_gatherv_init_fn_t    prev_gatherv_init;
+    mca_coll_base_module_t                    *prev_gatherv_init_module;
+    mca_coll_base_module_scatterv_init_fn_t   prev_scatterv_init;
+    mca_coll_base_module_t                    *prev_scatterv_init_module;
+    mca_coll_base_module_allgatherv_init_fn_t prev_allgatherv_init;
+    mca_coll_base_module_t                    *prev_allgatherv_init_module;
+    mca_coll_base_module_alltoall_init_fn_t   prev_alltoall_init;
+    mca_coll_base_module_t                    *prev_alltoall_init_module;
+    mca_coll_base_module_alltoallv_init_fn_t  prev_alltoallv_init;
+    mca_coll_base_module_t                    *prev_alltoallv_init_module;
 } mca_coll_ucg_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_ucg_module_t);

@@ -56,19 +56,56 @@ bool coll_ucg_alltoall_prep(mca_coll_ucg_module_t *m, int coll,
 }
 
 
-/* What an alltoallv allocated, and where its packed receive blocks go */
+/* What an alltoallv allocated, where its packed send blocks come from
+ * and its packed receive blocks go */
 struct coll_ucg_a2av {
     size_t                 *arrays;  /* scounts, sdispls, rcounts, rdispls
                                         in bytes, of comm_size each */
     void                   *spacked; /* packed copies (non-contiguous */
     void                   *rpacked; /* types), NULL when not packed */
+    size_t                 stotal;   /* bytes of spacked */
     size_t                 rtotal;   /* bytes of rpacked */
+    bool                   in_place; /* rpacked holds the data sent too */
+    const void             *sbuf;    /* the user's send layout */
+    const int              *scounts;
+    const int              *sdispls;
+    struct ompi_datatype_t *sdtype;
     void                   *rbuf;    /* the user's receive layout */
     const int              *rcounts;
     const int              *rdispls;
     struct ompi_datatype_t *rdtype;
     int                    size;
 };
+
+/* Pack (@a pack) or unpack the blocks of @a counts / @a displs (elements
+ * of @a dtype at @a buf) to or from @a packed (@a total bytes, block i at
+ * @a bd[i]); false if that failed */
+static bool coll_ucg_a2av_copy(void *buf, const int *counts,
+                               const int *displs,
+                               struct ompi_datatype_t *dtype, int n,
+                               const size_t *bd, void *packed, size_t total,
+                               bool pack)
+{
+    ptrdiff_t lb, extent;
+    char *block;
+    int i, pos;
+
+    ompi_datatype_get_extent(dtype, &lb, &extent);
+    for (i = 0; i < n; ++i) {
+        if (counts[i] <= 0) {
+            continue;
+        }
+        pos   = (int)bd[i];
+        block = (char*)buf + (ptrdiff_t)displs[i] * extent;
+        if ((pack ? PMPI_Pack(block, counts[i], dtype, packed, (int)total,
+                              &pos, MPI_COMM_SELF) :
+                    PMPI_Unpack(packed, (int)total, &pos, block, counts[i],
+                                dtype, MPI_COMM_SELF)) != MPI_SUCCESS) {
+            return false;
+        }
+    }
+    return true;
+}
 
 /*
  * The blocks of @a counts / @a displs (elements of @a dtype at @a buf) as
@@ -87,7 +124,7 @@ static bool coll_ucg_a2av_layout(const void *buf, const int *counts,
     ptrdiff_t lb, extent, true_lb, true_extent, off, min_off = 0;
     size_t size, total = 0;
     bool first = true;
-    int i, pos;
+    int i;
 
     ompi_datatype_type_size(dtype, &size);
     ompi_datatype_get_extent(dtype, &lb, &extent);
@@ -134,16 +171,8 @@ static bool coll_ucg_a2av_layout(const void *buf, const int *counts,
     }
     *base_p  = *packed_p;
     *total_p = total;
-    for (i = 0; copy && (i < n); ++i) {
-        pos = (int)bd[i];
-        if ((bc[i] > 0) &&
-            (PMPI_Pack((const char*)buf + (ptrdiff_t)displs[i] * extent,
-                       counts[i], dtype, *packed_p, (int)total, &pos,
-                       MPI_COMM_SELF) != MPI_SUCCESS)) {
-            return false;
-        }
-    }
-    return true;
+    return !copy || coll_ucg_a2av_copy((void*)buf, counts, displs, dtype, n,
+                                       bd, *packed_p, total, true);
 }
 
 bool coll_ucg_alltoallv_prep(mca_coll_ucg_module_t *m, int coll,
@@ -157,7 +186,7 @@ bool coll_ucg_alltoallv_prep(mca_coll_ucg_module_t *m, int coll,
     bool in_place = (sbuf == MPI_IN_PLACE);
     int n         = m->comm_size;
     struct coll_ucg_a2av *a;
-    size_t *arr, stotal;
+    size_t *arr;
     void *base;
 
     if (!coll_ucg_use(m, coll, 0)) {
@@ -184,13 +213,18 @@ bool coll_ucg_alltoallv_prep(mca_coll_ucg_module_t *m, int coll,
         call->ok = false;
         return true;
     }
-    call->a2av = a;
-    arr        = a->arrays;
-    a->rbuf    = rbuf;
-    a->rcounts = rcounts;
-    a->rdispls = rdispls;
-    a->rdtype  = rdtype;
-    a->size    = n;
+    call->a2av  = a;
+    arr         = a->arrays;
+    a->in_place = in_place;
+    a->sbuf     = sbuf;
+    a->scounts  = scounts;
+    a->sdispls  = sdispls;
+    a->sdtype   = sdtype;
+    a->rbuf     = rbuf;
+    a->rcounts  = rcounts;
+    a->rdispls  = rdispls;
+    a->rdtype   = rdtype;
+    a->size     = n;
 
     /* in place, the data to send is in the receive layout: packed too */
     if (!coll_ucg_a2av_layout(rbuf, rcounts, rdispls, rdtype, n, in_place,
@@ -202,15 +236,21 @@ bool coll_ucg_alltoallv_prep(mca_coll_ucg_module_t *m, int coll,
     call->params.rbuf    = base;
     call->params.rcounts = arr + 2 * n;
     call->params.rdispls = arr + 3 * n;
+    if (a->rpacked != NULL) {
+        coll_ucg_call_uses(call, rdtype);
+    }
 
     if (in_place) {
         call->params.sbuf = UCG_IN_PLACE;
         return true;
     }
     if (!coll_ucg_a2av_layout(sbuf, scounts, sdispls, sdtype, n, true, arr,
-                              arr + n, &base, &a->spacked, &stotal)) {
+                              arr + n, &base, &a->spacked, &a->stotal)) {
         call->ok = false;
         return true;
+    }
+    if (a->spacked != NULL) {
+        coll_ucg_call_uses(call, sdtype);
     }
     call->params.sbuf    = base;
     call->params.scounts = arr;
@@ -218,33 +258,41 @@ bool coll_ucg_alltoallv_prep(mca_coll_ucg_module_t *m, int coll,
     return true;
 }
 
-int coll_ucg_alltoallv_finish(coll_ucg_call_t *call, int ret)
+bool coll_ucg_alltoallv_repack(coll_ucg_call_t *call)
 {
     struct coll_ucg_a2av *a = call->a2av;
-    const size_t *rd        = a->arrays + 3 * a->size;
-    ptrdiff_t lb, extent;
-    int i, pos;
+    const size_t *arr       = a->arrays;
+    int n                   = a->size;
 
-    if ((ret == OMPI_SUCCESS) && (a->rpacked != NULL)) {
-        ompi_datatype_get_extent(a->rdtype, &lb, &extent);
-        for (i = 0; i < a->size; ++i) {
-            pos = (int)rd[i];
-            if ((a->rcounts[i] > 0) &&
-                (PMPI_Unpack(a->rpacked, (int)a->rtotal, &pos,
-                             (char*)a->rbuf +
-                             (ptrdiff_t)a->rdispls[i] * extent,
-                             a->rcounts[i], a->rdtype, MPI_COMM_SELF) !=
-                 MPI_SUCCESS)) {
-                ret = OMPI_ERROR;
-                break;
-            }
-        }
+    if ((a->spacked != NULL) &&
+        !coll_ucg_a2av_copy((void*)a->sbuf, a->scounts, a->sdispls,
+                            a->sdtype, n, arr + n, a->spacked, a->stotal,
+                            true)) {
+        return false;
     }
+    return !a->in_place || (a->rpacked == NULL) ||
+           coll_ucg_a2av_copy(a->rbuf, a->rcounts, a->rdispls, a->rdtype, n,
+                              arr + 3 * n, a->rpacked, a->rtotal, true);
+}
+
+int coll_ucg_alltoallv_unpack(coll_ucg_call_t *call)
+{
+    struct coll_ucg_a2av *a = call->a2av;
+
+    return ((a->rpacked == NULL) ||
+            coll_ucg_a2av_copy(a->rbuf, a->rcounts, a->rdispls, a->rdtype,
+                               a->size, a->arrays + 3 * a->size, a->rpacked,
+                               a->rtotal, false)) ?
+           OMPI_SUCCESS : OMPI_ERROR;
+}
+
+void coll_ucg_alltoallv_release(coll_ucg_call_t *call)
+{
+    struct coll_ucg_a2av *a = call->a2av;
 
     free(a->spacked);
     free(a->rpacked);
     free(a->arrays);
     free(a);
     call->a2av = NULL;
-    return ret;
 }

@@ -49,7 +49,16 @@ const char *mca_coll_ucg_coll_names[COLL_UCG_NUM] = {
     [COLL_UCG_BARRIER_INIT]   = "barrier_init",
     [COLL_UCG_GATHER_INIT]    = "gather_init",
     [COLL_UCG_SCATTER_INIT]   = "scatter_init",
-    [COLL_UCG_ALLGATHER_INIT] = "allgather_init"
+    [COLL_UCG_ALLGATHER_INIT] = "allgather_init",
+    [COLL_UCG_REDUCE_SCATTER_INIT]       = "reduce_scatter_init",
+    [COLL_UCG_REDUCE_SCATTER_BLOCK_INIT] = "reduce_scatter_block_init",
+    [COLL_UCG_SCAN_INIT]                 = "scan_init",
+    [COLL_UCG_EXSCAN_INIT]               = "exscan_init",
+    [COLL_UCG_GATHERV_INIT]    = "gatherv_init",
+    [COLL_UCG_SCATTERV_INIT]   = "scatterv_init",
+    [COLL_UCG_ALLGATHERV_INIT] = "allgatherv_init",
+    [COLL_UCG_ALLTOALL_INIT]   = "alltoall_init",
+    [COLL_UCG_ALLTOALLV_INIT]  = "alltoallv_init"
 };
 
 static int coll_ucg_register(void);
@@ -195,8 +204,7 @@ static int coll_ucg_register(void)
                 &c->coll_enable[i]);
 
         if ((i == COLL_UCG_BARRIER) || (i == COLL_UCG_BARRIER_INIT) ||
-            mca_coll_ucg_coll_is_v(i) ||
-            (i == COLL_UCG_ALLTOALLV) || (i == COLL_UCG_IALLTOALLV)) {
+            mca_coll_ucg_coll_is_v(i) || mca_coll_ucg_coll_is_alltoallv(i)) {
             continue; /* no data, or no size common to all ranks */
         }
         snprintf(name, sizeof(name), "%s_max_bytes", mca_coll_ucg_coll_names[i]);
@@ -204,7 +212,9 @@ static int coll_ucg_register(void)
                  "on UCG; larger ones are delegated (0: no limit)",
                  mca_coll_ucg_coll_names[i],
                  ((i == COLL_UCG_REDUCE_SCATTER) ||
-                  (i == COLL_UCG_IREDUCE_SCATTER)) ? "of the whole vector" :
+                  (i == COLL_UCG_IREDUCE_SCATTER) ||
+                  (i == COLL_UCG_REDUCE_SCATTER_INIT)) ?
+                 "of the whole vector" :
                                                      "per member");
         mca_base_component_var_register(v, name, desc,
                 MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,

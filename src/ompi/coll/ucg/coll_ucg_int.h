@@ -55,9 +55,33 @@ OMPI_DECLSPEC extern opal_class_t ompi_coll_base_nbc_request_t_class;
 #define COLL_UCG_SCRATCH_SIZE (64 * 1024)
 
 typedef struct {
-    void *tmp;    /* packed copy, NULL when the user buffer is used */
-    bool owned;   /* tmp was allocated for this call (not the scratch) */
+    void                   *tmp;   /* packed copy, NULL when the user
+                                      buffer is used */
+    bool                   owned;  /* tmp was allocated for this call (not
+                                      the scratch) */
+    /* what was packed into tmp (src NULL: nothing), packed again at each
+     * start of a persistent call (coll_ucg_call_repack) */
+    const void             *src;
+    int                    count;
+    struct ompi_datatype_t *dtype;
+    size_t                 bytes;
 } coll_ucg_buf_t;
+
+/* The own block of an in-place gather (root) or allgather, packed from the
+ * user's receive buffer into the packed one (set: there is one) */
+typedef struct {
+    bool                   set;
+    const void             *rbuf;
+    int                    rcount;
+    struct ompi_datatype_t *rdtype;
+    size_t                 bytes;
+    int                    idx;
+} coll_ucg_own_t;
+
+/* The datatypes a call packs or unpacks with, or a user op reduces with,
+ * after its preparation (a persistent call retains them): at most the send
+ * and the receive datatype and a user op's */
+#define COLL_UCG_CALL_DTYPES 3
 
 /* A user op applied through MPI_Reduce_local */
 typedef struct {
@@ -82,6 +106,9 @@ typedef struct {
     size_t                 *bytes;  /* [2 * comm_size]: byte counts, then
                                        byte displacements; malloc'ed */
     void                   *packed; /* the packed blocks, NULL: none */
+    int                    pack;    /* the blocks packed from the user's
+                                       buffer: -1 all, -2 none, else that
+                                       one */
     bool                   unpack;  /* into the user's buffer on success */
     void                   *buf;    /* the user's vector buffer */
     const int              *counts; /* and its counts, displacements */
@@ -95,6 +122,7 @@ struct coll_ucg_a2av;
 typedef struct {
     ucg_coll_params_t      params;
     coll_ucg_buf_t         sb, rb;
+    coll_ucg_own_t         own;
     coll_ucg_v_t           v;
     coll_ucg_out_t         out;
     coll_ucg_user_op_arg_t user_arg; /* params.user_op.arg points here */
@@ -106,7 +134,14 @@ typedef struct {
                                       buffers (not the module's scratch) */
     struct coll_ucg_a2av   *a2av;  /* alltoallv: what it allocated and
                                       unpacks when it completes */
+    size_t                 *counts; /* reduce_scatter's counts (malloc'ed;
+                                       UCG copies them at init) */
+    struct ompi_datatype_t *dtypes[COLL_UCG_CALL_DTYPES]; /* used after the
+                                       preparation (NULL: none) */
 } coll_ucg_call_t;
+
+/* Note that @a call uses @a dtype after its preparation */
+void coll_ucg_call_uses(coll_ucg_call_t *call, struct ompi_datatype_t *dtype);
 
 /*
  * Preparation of each collective on this rank, into @a call (zeroed by the
@@ -153,9 +188,12 @@ bool coll_ucg_alltoallv_prep(mca_coll_ucg_module_t *m, int coll,
                              const int *rcounts, const int *rdispls,
                              struct ompi_datatype_t *rdtype,
                              coll_ucg_call_t *call);
-/* What coll_ucg_call_finish does for an alltoallv: unpack (@a ret
- * OMPI_SUCCESS) and release; @a ret, or an error if unpacking failed */
-int coll_ucg_alltoallv_finish(coll_ucg_call_t *call, int ret);
+/* For an alltoallv what coll_ucg_call_repack, _unpack and _release do:
+ * pack the send blocks again, unpack the received ones (false / an error
+ * if that failed), release what it allocated */
+bool coll_ucg_alltoallv_repack(coll_ucg_call_t *call);
+int coll_ucg_alltoallv_unpack(coll_ucg_call_t *call);
+void coll_ucg_alltoallv_release(coll_ucg_call_t *call);
 
 /* Whether a UCG collective type has counts per member: every rank has its
  * own count */
@@ -186,7 +224,19 @@ bool coll_ucg_allgatherv_prep(mca_coll_ucg_module_t *m, int coll,
                               const int *rcounts, const int *displs,
                               struct ompi_datatype_t *rdtype,
                               coll_ucg_call_t *call);
-int coll_ucg_v_finish(coll_ucg_call_t *call, int ret);
+/* Reduce_scatter's preparation (coll_ucg_redscan.c): its counts in
+ * call->counts */
+bool coll_ucg_reduce_scatter_prep(mca_coll_ucg_module_t *m, int coll,
+                                  const void *sbuf, void *rbuf,
+                                  const int *rcounts,
+                                  struct ompi_datatype_t *dtype,
+                                  struct ompi_op_t *op,
+                                  coll_ucg_call_t *call);
+/* For a vector collective what coll_ucg_call_repack, _unpack and _release
+ * do */
+bool coll_ucg_v_repack(coll_ucg_call_t *call);
+int coll_ucg_v_unpack(coll_ucg_call_t *call);
+void coll_ucg_v_release(coll_ucg_call_t *call);
 /* Whether the call's byte counts are those of the cached request of
  * @a coll; keep a copy of them with the request about to be cached
  * (false: the request is not cached) */
@@ -206,6 +256,14 @@ void coll_ucg_call_init(mca_coll_ucg_module_t *m, int coll,
  * received, release the packed copies; @a ret, or an error if unpacking
  * failed */
 int coll_ucg_call_finish(coll_ucg_call_t *call, int ret);
+
+/* The steps of coll_ucg_call_finish, and what a persistent call repeats
+ * at each start and completion: pack again from the user's buffers what
+ * the preparation packed (false if that failed), unpack what this rank
+ * received (the packed copies kept), release the packed copies */
+bool coll_ucg_call_repack(coll_ucg_call_t *call);
+int coll_ucg_call_unpack(coll_ucg_call_t *call);
+void coll_ucg_call_release(coll_ucg_call_t *call);
 
 /* Release the UCG request of a call that does not run (or ran) */
 void coll_ucg_release_req(mca_coll_ucg_module_t *m, int coll,
@@ -230,8 +288,6 @@ void *coll_ucg_buf_in(mca_coll_ucg_module_t *m, coll_ucg_call_t *call,
                       int slot, const void *buf, int count,
                       struct ompi_datatype_t *dtype, size_t bytes,
                       bool copy);
-int coll_ucg_buf_out(void *buf, int count, struct ompi_datatype_t *dtype,
-                     size_t bytes, bool copy, coll_ucg_buf_t *b);
 void coll_ucg_pack_own_block(coll_ucg_call_t *call, const void *rbuf,
                              int rcount, struct ompi_datatype_t *rdtype,
                              size_t bytes, int idx);

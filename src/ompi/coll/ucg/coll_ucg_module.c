@@ -315,7 +315,16 @@ static const ucg_coll_type_t coll_ucg_types[COLL_UCG_NUM] = {
     [COLL_UCG_BARRIER_INIT]   = UCG_COLL_BARRIER,
     [COLL_UCG_GATHER_INIT]    = UCG_COLL_GATHER,
     [COLL_UCG_SCATTER_INIT]   = UCG_COLL_SCATTER,
-    [COLL_UCG_ALLGATHER_INIT] = UCG_COLL_ALLGATHER
+    [COLL_UCG_ALLGATHER_INIT] = UCG_COLL_ALLGATHER,
+    [COLL_UCG_REDUCE_SCATTER_INIT]       = UCG_COLL_REDUCE_SCATTER,
+    [COLL_UCG_REDUCE_SCATTER_BLOCK_INIT] = UCG_COLL_REDUCE_SCATTER_BLOCK,
+    [COLL_UCG_SCAN_INIT]                 = UCG_COLL_SCAN,
+    [COLL_UCG_EXSCAN_INIT]               = UCG_COLL_EXSCAN,
+    [COLL_UCG_GATHERV_INIT]    = UCG_COLL_GATHERV,
+    [COLL_UCG_SCATTERV_INIT]   = UCG_COLL_SCATTERV,
+    [COLL_UCG_ALLGATHERV_INIT] = UCG_COLL_ALLGATHERV,
+    [COLL_UCG_ALLTOALL_INIT]   = UCG_COLL_ALLTOALL,
+    [COLL_UCG_ALLTOALLV_INIT]  = UCG_COLL_ALLTOALLV
 };
 
 /* Whether UCG can and may run this collective of @a bytes per member (the
@@ -327,7 +336,7 @@ bool coll_ucg_use(mca_coll_ucg_module_t *m, int coll, size_t bytes)
 
     return (m->group != NULL) && c->coll_enable[coll] &&
            ((coll == COLL_UCG_BARRIER) || (coll == COLL_UCG_IBARRIER) ||
-            (coll == COLL_UCG_ALLTOALLV) || (coll == COLL_UCG_IALLTOALLV) ||
+            mca_coll_ucg_coll_is_alltoallv(coll) ||
             (coll == COLL_UCG_BARRIER_INIT) || (bytes > 0)) &&
            ((c->coll_max_bytes[coll] == 0) ||
             (bytes <= c->coll_max_bytes[coll]));
@@ -491,10 +500,16 @@ void *coll_ucg_buf_in(mca_coll_ucg_module_t *m, coll_ucg_call_t *call,
             goto err;
         }
     }
-    if (copy &&
-        (PMPI_Pack(buf, count, dtype, b->tmp, (int)bytes, &pos,
-                   MPI_COMM_SELF) != MPI_SUCCESS)) {
-        goto err;
+    if (copy) {
+        b->src   = buf;
+        b->count = count;
+        b->dtype = dtype;
+        b->bytes = bytes;
+        coll_ucg_call_uses(call, dtype);
+        if (PMPI_Pack(buf, count, dtype, b->tmp, (int)bytes, &pos,
+                      MPI_COMM_SELF) != MPI_SUCCESS) {
+            goto err;
+        }
     }
     return b->tmp;
 
@@ -503,26 +518,52 @@ err:
     return NULL;
 }
 
-/* Unpack into the user buffer (if a packed copy was used and @a copy) and
- * release the copy */
-int coll_ucg_buf_out(void *buf, int count, struct ompi_datatype_t *dtype,
-                     size_t bytes, bool copy, coll_ucg_buf_t *b)
+/* Release the packed copy, if any */
+static void coll_ucg_buf_release(coll_ucg_buf_t *b)
 {
-    int pos = 0, ret = MPI_SUCCESS;
-
-    if (b->tmp == NULL) {
-        return OMPI_SUCCESS;
-    }
-    if (copy) {
-        ret = PMPI_Unpack(b->tmp, (int)bytes, &pos, buf, count, dtype,
-                          MPI_COMM_SELF);
-    }
     if (b->owned) {
         free(b->tmp);
     }
     b->tmp   = NULL;
     b->owned = false;
-    return (ret == MPI_SUCCESS) ? OMPI_SUCCESS : OMPI_ERROR;
+    b->src   = NULL;
+}
+
+void coll_ucg_call_uses(coll_ucg_call_t *call, struct ompi_datatype_t *dtype)
+{
+    int i;
+
+    if ((dtype == NULL) || ompi_datatype_is_predefined(dtype)) {
+        return;
+    }
+    for (i = 0; i < COLL_UCG_CALL_DTYPES; ++i) {
+        if ((call->dtypes[i] == dtype) || (call->dtypes[i] == NULL)) {
+            call->dtypes[i] = dtype;
+            return;
+        }
+    }
+    /* cannot happen (see COLL_UCG_CALL_DTYPES); a call that could not keep
+     * its datatype alive must not run */
+    opal_output(0, "coll:ucg: a call using more than %d derived datatypes",
+                COLL_UCG_CALL_DTYPES);
+    call->ok = false;
+}
+
+/* The own block call->own into the packed receive buffer */
+static void coll_ucg_own_pack(coll_ucg_call_t *call)
+{
+    coll_ucg_own_t *own = &call->own;
+    ptrdiff_t lb, extent;
+    int pos = 0;
+
+    ompi_datatype_get_extent(own->rdtype, &lb, &extent);
+    if (PMPI_Pack((const char*)own->rbuf +
+                  (ptrdiff_t)own->idx * own->rcount * extent,
+                  own->rcount, own->rdtype,
+                  (char*)call->rb.tmp + own->bytes * own->idx,
+                  (int)own->bytes, &pos, MPI_COMM_SELF) != MPI_SUCCESS) {
+        call->ok = false;
+    }
 }
 
 /* Pack block @a idx of @a rbuf (@a rcount elements of @a rdtype) into the
@@ -532,19 +573,18 @@ void coll_ucg_pack_own_block(coll_ucg_call_t *call, const void *rbuf,
                              int rcount, struct ompi_datatype_t *rdtype,
                              size_t bytes, int idx)
 {
-    ptrdiff_t lb, extent;
-    int pos = 0;
-
     if (!call->ok || (call->rb.tmp == NULL)) {
         return;
     }
 
-    ompi_datatype_get_extent(rdtype, &lb, &extent);
-    if (PMPI_Pack((const char*)rbuf + (ptrdiff_t)idx * rcount * extent,
-                  rcount, rdtype, (char*)call->rb.tmp + bytes * idx,
-                  (int)bytes, &pos, MPI_COMM_SELF) != MPI_SUCCESS) {
-        call->ok = false;
-    }
+    call->own.set    = true;
+    call->own.rbuf   = rbuf;
+    call->own.rcount = rcount;
+    call->own.rdtype = rdtype;
+    call->own.bytes  = bytes;
+    call->own.idx    = idx;
+    coll_ucg_call_uses(call, rdtype);
+    coll_ucg_own_pack(call);
 }
 
 /* Test only (coll_ucg_test_fail_rank/_call/_point): whether what @a point
@@ -798,23 +838,77 @@ void coll_ucg_call_out(coll_ucg_call_t *call, void *buf, int count,
     call->out.dtype = dtype;
     call->out.bytes = bytes;
     call->out.recv  = true;
+    if (call->rb.tmp != NULL) {
+        coll_ucg_call_uses(call, dtype);
+    }
+}
+
+bool coll_ucg_call_repack(coll_ucg_call_t *call)
+{
+    coll_ucg_buf_t *bufs[2] = {&call->sb, &call->rb};
+    int slot, pos;
+
+    for (slot = 0; call->ok && (slot < 2); ++slot) {
+        pos = 0;
+        if ((bufs[slot]->src != NULL) && (bufs[slot]->tmp != NULL) &&
+            (PMPI_Pack(bufs[slot]->src, bufs[slot]->count, bufs[slot]->dtype,
+                       bufs[slot]->tmp, (int)bufs[slot]->bytes, &pos,
+                       MPI_COMM_SELF) != MPI_SUCCESS)) {
+            call->ok = false;
+        }
+    }
+    if (call->ok && call->own.set) {
+        coll_ucg_own_pack(call);
+    }
+    if (call->ok && call->v.active && !coll_ucg_v_repack(call)) {
+        call->ok = false;
+    }
+    if (call->ok && (call->a2av != NULL) && !coll_ucg_alltoallv_repack(call)) {
+        call->ok = false;
+    }
+    return call->ok;
+}
+
+int coll_ucg_call_unpack(coll_ucg_call_t *call)
+{
+    int pos = 0;
+
+    if ((call->a2av != NULL) &&
+        (coll_ucg_alltoallv_unpack(call) != OMPI_SUCCESS)) {
+        return OMPI_ERROR;
+    }
+    if (call->v.active && (coll_ucg_v_unpack(call) != OMPI_SUCCESS)) {
+        return OMPI_ERROR;
+    }
+    if (call->out.recv && (call->rb.tmp != NULL) &&
+        (PMPI_Unpack(call->rb.tmp, (int)call->out.bytes, &pos,
+                     call->out.buf, call->out.count, call->out.dtype,
+                     MPI_COMM_SELF) != MPI_SUCCESS)) {
+        return OMPI_ERROR;
+    }
+    return OMPI_SUCCESS;
+}
+
+void coll_ucg_call_release(coll_ucg_call_t *call)
+{
+    if (call->a2av != NULL) {
+        coll_ucg_alltoallv_release(call);
+    }
+    if (call->v.active) {
+        coll_ucg_v_release(call);
+    }
+    coll_ucg_buf_release(&call->sb);
+    coll_ucg_buf_release(&call->rb);
+    free(call->counts);
+    call->counts = NULL;
 }
 
 int coll_ucg_call_finish(coll_ucg_call_t *call, int ret)
 {
-    if (call->a2av != NULL) {
-        return coll_ucg_alltoallv_finish(call, ret);
+    if (ret == OMPI_SUCCESS) {
+        ret = coll_ucg_call_unpack(call);
     }
-    if (call->v.counts != NULL) {
-        ret = coll_ucg_v_finish(call, ret);
-    }
-    coll_ucg_buf_out(NULL, 0, NULL, 0, false, &call->sb);
-    if (coll_ucg_buf_out(call->out.buf, call->out.count, call->out.dtype,
-                         call->out.bytes,
-                         (ret == OMPI_SUCCESS) && call->out.recv,
-                         &call->rb) != OMPI_SUCCESS) {
-        return OMPI_ERROR;
-    }
+    coll_ucg_call_release(call);
     return ret;
 }
 
@@ -865,6 +959,9 @@ bool coll_ucg_reduction_prep(mca_coll_ucg_module_t *m, int coll,
     coll_ucg_call_init(m, coll, call, 0);
     call->params.sbuf  = (sbuf == MPI_IN_PLACE) ? UCG_IN_PLACE : sbuf;
     call->params.rbuf  = rbuf;
+    if (call->params.op == UCG_OP_USER) {
+        coll_ucg_call_uses(call, dtype); /* by the user op's callback */
+    }
     return true;
 }
 

@@ -1,7 +1,10 @@
 /**
  * coll/ucg persistent collectives (MPI 4.0, Open MPI 5): MPI_Bcast_init,
  * MPI_Allreduce_init, MPI_Reduce_init, MPI_Barrier_init, MPI_Gather_init,
- * MPI_Scatter_init, MPI_Allgather_init on UCG's persistent collectives:
+ * MPI_Scatter_init, MPI_Allgather_init, MPI_Reduce_scatter_init,
+ * MPI_Reduce_scatter_block_init, MPI_Scan_init, MPI_Exscan_init,
+ * MPI_Gatherv_init, MPI_Scatterv_init, MPI_Allgatherv_init,
+ * MPI_Alltoall_init and MPI_Alltoallv_init on UCG's persistent collectives:
  * the MPI_*_init call prepares the call and its UCG collective once
  * (ucg_coll_init_plan), each MPI_Start / MPI_Startall starts it
  * (ucg_coll_start), Open MPI's progress engine completes it, MPI_Wait* /
@@ -20,9 +23,14 @@
  * call's place in the group's order (ucg_group_abort_next) and fails, so
  * that the other ranks' instance fails too and nobody waits.
  *
- * Non-contiguous buffers are packed into buffers of the request: the data
- * a rank sends is packed again at every start (the user may change it
- * between starts), what it receives is unpacked at every completion.
+ * Each call is prepared by the preparation its blocking and nonblocking
+ * forms share (coll_ucg_int.h), which also records what it packed:
+ * non-contiguous buffers are packed into buffers of the request, the data
+ * a rank sends packed again at every start (coll_ucg_call_repack: the user
+ * may change it between starts), what it receives unpacked at every
+ * completion (coll_ucg_call_unpack).  The count and displacement arrays
+ * of the vector collectives are the user's, which MPI requires unchanged
+ * until the request is freed; UCG keeps its own copy in bytes.
  * Open MPI 5.0 does not keep the datatypes and op of a persistent
  * collective alive for it (ompi_coll_base_retain_* skip a request that is
  * complete, as an inactive persistent one is): the request retains the
@@ -40,15 +48,6 @@
 #include <string.h>
 
 
-/* What a rank packs at each start into one of the call's packed buffers
- * (slot 0: call->sb, 1: call->rb); buf NULL: nothing */
-typedef struct {
-    const void             *buf;
-    int                    count;
-    struct ompi_datatype_t *dtype;
-    size_t                 bytes;
-} coll_ucg_persist_pack_t;
-
 typedef struct {
     ompi_coll_base_nbc_request_t super;
     ucs_list_link_t         list;     /* component's persist_active, while
@@ -58,17 +57,9 @@ typedef struct {
     int                     coll;
     coll_ucg_call_t         call;     /* call.req NULL: this rank could not
                                          prepare it */
-    coll_ucg_persist_pack_t pack[2];
-    /* in-place gather (root) / allgather: the own block of rbuf goes into
-     * the packed receive buffer at each start, at own_idx */
-    bool                    own_block;
-    int                     own_idx;
-    const void              *own_rbuf;
-    int                     own_rcount;
-    struct ompi_datatype_t  *own_rdtype;
-    size_t                  own_bytes;
-    /* derived datatypes (0, 1) and user op (2) retained by the request */
-    opal_object_t           *retained[3];
+    /* the call's derived datatypes (call.dtypes) and user op, retained by
+     * the request */
+    opal_object_t           *retained[COLL_UCG_CALL_DTYPES + 1];
     bool                    active;   /* started, not completed */
     bool                    freed;    /* freed while active */
 } coll_ucg_persist_req_t;
@@ -83,23 +74,23 @@ OBJ_CLASS_INSTANCE(coll_ucg_persist_req_t, ompi_coll_base_nbc_request_t,
                    coll_ucg_persist_construct, NULL);
 
 
-static void coll_ucg_persist_retain(coll_ucg_persist_req_t *req,
-                                    struct ompi_datatype_t *dtype)
+/* What the call uses after MPI_*_init: its derived datatypes (packed and
+ * unpacked with at each start, or a user op's) and its user op */
+static void coll_ucg_persist_retain(coll_ucg_persist_req_t *req)
 {
+    coll_ucg_call_t *call = &req->call;
     unsigned i;
 
-    if ((dtype == NULL) || ompi_datatype_is_predefined(dtype)) {
-        return;
+    for (i = 0; (i < COLL_UCG_CALL_DTYPES) && (call->dtypes[i] != NULL);
+         ++i) {
+        OBJ_RETAIN(call->dtypes[i]);
+        req->retained[i] = (opal_object_t*)call->dtypes[i];
     }
-    for (i = 0; i < 2; ++i) {
-        if (req->retained[i] == (opal_object_t*)dtype) {
-            return;
-        }
-        if (req->retained[i] == NULL) {
-            OBJ_RETAIN(dtype);
-            req->retained[i] = (opal_object_t*)dtype;
-            return;
-        }
+    if (call->params.op == UCG_OP_USER) {
+        /* (an ompi_op_t starts with its opal_object_t) */
+        OBJ_RETAIN((opal_object_t*)call->user_arg.op);
+        req->retained[COLL_UCG_CALL_DTYPES] =
+            (opal_object_t*)call->user_arg.op;
     }
 }
 
@@ -109,8 +100,8 @@ static void coll_ucg_persist_release(coll_ucg_persist_req_t *req)
     unsigned i;
 
     coll_ucg_release_req(m, req->coll, &req->call);
-    coll_ucg_call_finish(&req->call, OMPI_ERROR); /* frees, no unpack */
-    for (i = 0; i < 3; ++i) {
+    coll_ucg_call_release(&req->call);
+    for (i = 0; i <= COLL_UCG_CALL_DTYPES; ++i) {
         if (req->retained[i] != NULL) {
             OBJ_RELEASE(req->retained[i]);
         }
@@ -139,48 +130,6 @@ static int coll_ucg_persist_cancel(ompi_request_t *request, int flag)
     return OMPI_SUCCESS;
 }
 
-/* What this rank received, into the user's buffer (a packed copy is kept
- * for the next start) */
-static int coll_ucg_persist_unpack(coll_ucg_call_t *call)
-{
-    int pos = 0;
-
-    if (!call->out.recv || (call->rb.tmp == NULL)) {
-        return OMPI_SUCCESS;
-    }
-    return (PMPI_Unpack(call->rb.tmp, (int)call->out.bytes, &pos,
-                        call->out.buf, call->out.count, call->out.dtype,
-                        MPI_COMM_SELF) == MPI_SUCCESS) ?
-           OMPI_SUCCESS : OMPI_ERROR;
-}
-
-/* What this rank sends, from the user's buffers into the packed ones */
-static bool coll_ucg_persist_repack(coll_ucg_persist_req_t *req)
-{
-    coll_ucg_call_t *call = &req->call;
-    coll_ucg_buf_t *bufs[2] = {&call->sb, &call->rb};
-    int slot, pos;
-
-    for (slot = 0; slot < 2; ++slot) {
-        if ((req->pack[slot].buf == NULL) || (bufs[slot]->tmp == NULL)) {
-            continue;
-        }
-        pos = 0;
-        if (PMPI_Pack(req->pack[slot].buf, req->pack[slot].count,
-                      req->pack[slot].dtype, bufs[slot]->tmp,
-                      (int)req->pack[slot].bytes, &pos,
-                      MPI_COMM_SELF) != MPI_SUCCESS) {
-            return false;
-        }
-    }
-    if (req->own_block) {
-        coll_ucg_pack_own_block(call, req->own_rbuf, req->own_rcount,
-                                req->own_rdtype, req->own_bytes,
-                                req->own_idx);
-    }
-    return call->ok;
-}
-
 static void coll_ucg_persist_complete(coll_ucg_persist_req_t *req,
                                       ucs_status_t status)
 {
@@ -194,7 +143,7 @@ static void coll_ucg_persist_complete(coll_ucg_persist_req_t *req,
                     mca_coll_ucg_coll_names[req->coll], m->comm_name,
                     ucs_status_string(status));
     } else {
-        ret = coll_ucg_persist_unpack(&req->call);
+        ret = coll_ucg_call_unpack(&req->call);
         if (ret == OMPI_SUCCESS) {
             ++m->n_ucg[req->coll];
             if (req->call.plan == UCG_PLAN_FLAT) {
@@ -242,7 +191,7 @@ static int coll_ucg_persist_start_one(coll_ucg_persist_req_t *req)
         return OMPI_ERR_REQUEST; /* started twice: erroneous in MPI */
     }
 
-    if ((req->call.req == NULL) || !coll_ucg_persist_repack(req)) {
+    if ((req->call.req == NULL) || !coll_ucg_call_repack(&req->call)) {
         status = UCS_ERR_NO_MEMORY;
         ucg_group_abort_next(m->group, status);
     } else if (coll_ucg_test_fail_at(COLL_UCG_TEST_FAIL_NB_START,
@@ -303,6 +252,7 @@ static int coll_ucg_persist_finish_init(mca_coll_ucg_module_t *m,
     coll_ucg_call_t *call = &req->call;
     ucs_status_t status;
 
+    coll_ucg_persist_retain(req);
     if (call->ok) {
         status = ucg_coll_init_plan(m->group, &call->params, call->plan,
                                     &call->req);
@@ -332,73 +282,55 @@ static int coll_ucg_persist_finish_init(mca_coll_ucg_module_t *m,
     return OMPI_SUCCESS;
 }
 
-/* The derived datatype and user op of a reduction */
-static void coll_ucg_persist_retain_op(coll_ucg_persist_req_t *req,
-                                       struct ompi_datatype_t *dtype,
-                                       struct ompi_op_t *op)
+/* A new request for @a coll; NULL (with one line) when out of memory */
+static coll_ucg_persist_req_t *
+coll_ucg_persist_new(mca_coll_ucg_module_t *m, int coll)
 {
-    coll_ucg_persist_retain(req, dtype);
-    if (req->call.params.op == UCG_OP_USER) {
-        /* (an ompi_op_t starts with its opal_object_t) */
-        OBJ_RETAIN((opal_object_t*)op);
-        req->retained[2] = (opal_object_t*)op;
+    coll_ucg_persist_req_t *req = OBJ_NEW(coll_ucg_persist_req_t);
+
+    if (req == NULL) {
+        opal_output(0, "coll:ucg: %s on comm %s: no memory for its request",
+                    mca_coll_ucg_coll_names[coll], m->comm_name);
+        return NULL;
     }
+    req->coll    = coll;
+    req->call.nb = true; /* packs into buffers of its own */
+    return req;
 }
 
-/* What slot @a slot (0: the send buffer, 1: the receive buffer) packs from
- * the user's buffer at each start */
-static void coll_ucg_persist_pack_at_start(coll_ucg_persist_req_t *req,
-                                           int slot, const void *buf,
-                                           int count,
-                                           struct ompi_datatype_t *dtype,
-                                           size_t bytes)
+/* A request whose call UCG does not take (the previous module's then) */
+static void coll_ucg_persist_drop(coll_ucg_persist_req_t *req)
 {
-    req->pack[slot].buf   = buf;
-    req->pack[slot].count = count;
-    req->pack[slot].dtype = dtype;
-    req->pack[slot].bytes = bytes;
-    coll_ucg_persist_retain(req, dtype);
-}
-
-/* The own block of an in-place gather (root) or allgather, packed at each
- * start */
-static void coll_ucg_persist_own_block(coll_ucg_persist_req_t *req,
-                                       const void *rbuf, int rcount,
-                                       struct ompi_datatype_t *rdtype,
-                                       int idx)
-{
-    req->own_block  = true;
-    req->own_rbuf   = rbuf;
-    req->own_rcount = rcount;
-    req->own_rdtype = rdtype;
-    req->own_bytes  = coll_ucg_bytes(rdtype, rcount);
-    req->own_idx    = idx;
+    coll_ucg_call_release(&req->call);
+    OBJ_RELEASE(req);
 }
 
 /*
- * The start of each persistent collective: a request, the call prepared
- * into it (@a _prep with the arguments after the call); or the previous
- * module's MPI_*_init (@a _prev_args).  The caller then says what is
- * packed at each start and returns coll_ucg_persist_finish_init().
+ * The body of each persistent collective's MPI_*_init: a request, the call
+ * prepared into it by the preparation its blocking and nonblocking forms
+ * share (@a _prep with the arguments after the call; what it packs from the
+ * user's buffers it packs again at each start, what it unpacks it unpacks
+ * at each completion), its UCG collective made; or the previous module's
+ * MPI_*_init (@a _prev_args) when UCG does not take the call, decided as
+ * for the other forms from what is equal on all ranks.
  */
-#define COLL_UCG_PERSIST_PREP(_coll, _name, _prep, _prep_args, _prev_args) \
+#define COLL_UCG_PERSIST(_coll, _name, _prep, _prep_args, _prev_args) \
     do { \
+        mca_coll_ucg_module_t *m = UCG_MOD(module); \
+        coll_ucg_persist_req_t *req; \
+        \
         if (m->nb_disabled) { \
             return m->prev_##_name _prev_args; \
         } \
-        req = OBJ_NEW(coll_ucg_persist_req_t); \
+        req = coll_ucg_persist_new(m, _coll); \
         if (req == NULL) { \
-            opal_output(0, "coll:ucg: %s on comm %s: no memory for its " \
-                        "request", mca_coll_ucg_coll_names[_coll], \
-                        m->comm_name); \
             return OMPI_ERR_OUT_OF_RESOURCE; \
         } \
-        req->coll    = (_coll); \
-        req->call.nb = true; \
         if (!(_prep _prep_args)) { \
-            OBJ_RELEASE(req); \
+            coll_ucg_persist_drop(req); \
             return m->prev_##_name _prev_args; \
         } \
+        return coll_ucg_persist_finish_init(m, req, comm, request); \
     } while (0)
 
 static int coll_ucg_bcast_init(void *buff, int count,
@@ -408,21 +340,11 @@ static int coll_ucg_bcast_init(void *buff, int count,
                                ompi_request_t **request,
                                mca_coll_base_module_t *module)
 {
-    mca_coll_ucg_module_t *m = UCG_MOD(module);
-    coll_ucg_persist_req_t *req;
-
-    COLL_UCG_PERSIST_PREP(COLL_UCG_BCAST_INIT, bcast_init,
-                          coll_ucg_bcast_prep,
-                          (m, COLL_UCG_BCAST_INIT, buff, count, dtype, root,
-                           &req->call),
-                          (buff, count, dtype, root, comm, info, request,
-                           m->prev_bcast_init_module));
-    coll_ucg_persist_retain(req, dtype);
-    if (m->comm_rank == root) {
-        coll_ucg_persist_pack_at_start(req, 1, buff, count, dtype,
-                                       coll_ucg_bytes(dtype, count));
-    }
-    return coll_ucg_persist_finish_init(m, req, comm, request);
+    COLL_UCG_PERSIST(COLL_UCG_BCAST_INIT, bcast_init, coll_ucg_bcast_prep,
+                     (m, COLL_UCG_BCAST_INIT, buff, count, dtype, root,
+                      &req->call),
+                     (buff, count, dtype, root, comm, info, request,
+                      m->prev_bcast_init_module));
 }
 
 static int coll_ucg_allreduce_init(const void *sbuf, void *rbuf, int count,
@@ -433,17 +355,12 @@ static int coll_ucg_allreduce_init(const void *sbuf, void *rbuf, int count,
                                    ompi_request_t **request,
                                    mca_coll_base_module_t *module)
 {
-    mca_coll_ucg_module_t *m = UCG_MOD(module);
-    coll_ucg_persist_req_t *req;
-
-    COLL_UCG_PERSIST_PREP(COLL_UCG_ALLREDUCE_INIT, allreduce_init,
-                          coll_ucg_reduction_prep,
-                          (m, COLL_UCG_ALLREDUCE_INIT, UCG_COLL_ALLREDUCE,
-                           sbuf, rbuf, count, dtype, op, 0, &req->call),
-                          (sbuf, rbuf, count, dtype, op, comm, info, request,
-                           m->prev_allreduce_init_module));
-    coll_ucg_persist_retain_op(req, dtype, op);
-    return coll_ucg_persist_finish_init(m, req, comm, request);
+    COLL_UCG_PERSIST(COLL_UCG_ALLREDUCE_INIT, allreduce_init,
+                     coll_ucg_reduction_prep,
+                     (m, COLL_UCG_ALLREDUCE_INIT, UCG_COLL_ALLREDUCE, sbuf,
+                      rbuf, count, dtype, op, 0, &req->call),
+                     (sbuf, rbuf, count, dtype, op, comm, info, request,
+                      m->prev_allreduce_init_module));
 }
 
 static int coll_ucg_reduce_init(const void *sbuf, void *rbuf, int count,
@@ -454,17 +371,12 @@ static int coll_ucg_reduce_init(const void *sbuf, void *rbuf, int count,
                                 ompi_request_t **request,
                                 mca_coll_base_module_t *module)
 {
-    mca_coll_ucg_module_t *m = UCG_MOD(module);
-    coll_ucg_persist_req_t *req;
-
-    COLL_UCG_PERSIST_PREP(COLL_UCG_REDUCE_INIT, reduce_init,
-                          coll_ucg_reduction_prep,
-                          (m, COLL_UCG_REDUCE_INIT, UCG_COLL_REDUCE, sbuf,
-                           rbuf, count, dtype, op, root, &req->call),
-                          (sbuf, rbuf, count, dtype, op, root, comm, info,
-                           request, m->prev_reduce_init_module));
-    coll_ucg_persist_retain_op(req, dtype, op);
-    return coll_ucg_persist_finish_init(m, req, comm, request);
+    COLL_UCG_PERSIST(COLL_UCG_REDUCE_INIT, reduce_init,
+                     coll_ucg_reduction_prep,
+                     (m, COLL_UCG_REDUCE_INIT, UCG_COLL_REDUCE, sbuf, rbuf,
+                      count, dtype, op, root, &req->call),
+                     (sbuf, rbuf, count, dtype, op, root, comm, info,
+                      request, m->prev_reduce_init_module));
 }
 
 static int coll_ucg_barrier_init(struct ompi_communicator_t *comm,
@@ -472,15 +384,10 @@ static int coll_ucg_barrier_init(struct ompi_communicator_t *comm,
                                  ompi_request_t **request,
                                  mca_coll_base_module_t *module)
 {
-    mca_coll_ucg_module_t *m = UCG_MOD(module);
-    coll_ucg_persist_req_t *req;
-
-    COLL_UCG_PERSIST_PREP(COLL_UCG_BARRIER_INIT, barrier_init,
-                          coll_ucg_barrier_prep,
-                          (m, COLL_UCG_BARRIER_INIT, &req->call),
-                          (comm, info, request,
-                           m->prev_barrier_init_module));
-    return coll_ucg_persist_finish_init(m, req, comm, request);
+    COLL_UCG_PERSIST(COLL_UCG_BARRIER_INIT, barrier_init,
+                     coll_ucg_barrier_prep,
+                     (m, COLL_UCG_BARRIER_INIT, &req->call),
+                     (comm, info, request, m->prev_barrier_init_module));
 }
 
 static int coll_ucg_gather_init(const void *sbuf, int scount,
@@ -491,26 +398,11 @@ static int coll_ucg_gather_init(const void *sbuf, int scount,
                                 ompi_request_t **request,
                                 mca_coll_base_module_t *module)
 {
-    mca_coll_ucg_module_t *m = UCG_MOD(module);
-    coll_ucg_persist_req_t *req;
-
-    COLL_UCG_PERSIST_PREP(COLL_UCG_GATHER_INIT, gather_init,
-                          coll_ucg_gather_prep,
-                          (m, COLL_UCG_GATHER_INIT, sbuf, scount, sdtype,
-                           rbuf, rcount, rdtype, root, &req->call),
-                          (sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
-                           comm, info, request,
-                           m->prev_gather_init_module));
-    if (m->comm_rank == root) {
-        coll_ucg_persist_retain(req, rdtype);
-    }
-    if (sbuf != MPI_IN_PLACE) {
-        coll_ucg_persist_pack_at_start(req, 0, sbuf, scount, sdtype,
-                                       coll_ucg_bytes(sdtype, scount));
-    } else if (m->comm_rank == root) {
-        coll_ucg_persist_own_block(req, rbuf, rcount, rdtype, root);
-    }
-    return coll_ucg_persist_finish_init(m, req, comm, request);
+    COLL_UCG_PERSIST(COLL_UCG_GATHER_INIT, gather_init, coll_ucg_gather_prep,
+                     (m, COLL_UCG_GATHER_INIT, sbuf, scount, sdtype, rbuf,
+                      rcount, rdtype, root, &req->call),
+                     (sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm,
+                      info, request, m->prev_gather_init_module));
 }
 
 static int coll_ucg_scatter_init(const void *sbuf, int scount,
@@ -521,26 +413,12 @@ static int coll_ucg_scatter_init(const void *sbuf, int scount,
                                  ompi_request_t **request,
                                  mca_coll_base_module_t *module)
 {
-    mca_coll_ucg_module_t *m = UCG_MOD(module);
-    coll_ucg_persist_req_t *req;
-
-    COLL_UCG_PERSIST_PREP(COLL_UCG_SCATTER_INIT, scatter_init,
-                          coll_ucg_scatter_prep,
-                          (m, COLL_UCG_SCATTER_INIT, sbuf, scount, sdtype,
-                           rbuf, rcount, rdtype, root, &req->call),
-                          (sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
-                           comm, info, request,
-                           m->prev_scatter_init_module));
-    if (rbuf != MPI_IN_PLACE) {
-        coll_ucg_persist_retain(req, rdtype);
-    }
-    if (m->comm_rank == root) {
-        coll_ucg_persist_pack_at_start(req, 0, sbuf, scount * m->comm_size,
-                                       sdtype,
-                                       coll_ucg_bytes(sdtype, scount) *
-                                       m->comm_size);
-    }
-    return coll_ucg_persist_finish_init(m, req, comm, request);
+    COLL_UCG_PERSIST(COLL_UCG_SCATTER_INIT, scatter_init,
+                     coll_ucg_scatter_prep,
+                     (m, COLL_UCG_SCATTER_INIT, sbuf, scount, sdtype, rbuf,
+                      rcount, rdtype, root, &req->call),
+                     (sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm,
+                      info, request, m->prev_scatter_init_module));
 }
 
 static int coll_ucg_allgather_init(const void *sbuf, int scount,
@@ -552,58 +430,195 @@ static int coll_ucg_allgather_init(const void *sbuf, int scount,
                                    ompi_request_t **request,
                                    mca_coll_base_module_t *module)
 {
-    mca_coll_ucg_module_t *m = UCG_MOD(module);
-    coll_ucg_persist_req_t *req;
-
-    COLL_UCG_PERSIST_PREP(COLL_UCG_ALLGATHER_INIT, allgather_init,
-                          coll_ucg_allgather_prep,
-                          (m, COLL_UCG_ALLGATHER_INIT, sbuf, scount, sdtype,
-                           rbuf, rcount, rdtype, &req->call),
-                          (sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
-                           info, request, m->prev_allgather_init_module));
-    coll_ucg_persist_retain(req, rdtype);
-    if (sbuf != MPI_IN_PLACE) {
-        coll_ucg_persist_pack_at_start(req, 0, sbuf, scount, sdtype,
-                                       coll_ucg_bytes(sdtype, scount));
-    } else {
-        coll_ucg_persist_own_block(req, rbuf, rcount, rdtype, m->comm_rank);
-    }
-    return coll_ucg_persist_finish_init(m, req, comm, request);
+    COLL_UCG_PERSIST(COLL_UCG_ALLGATHER_INIT, allgather_init,
+                     coll_ucg_allgather_prep,
+                     (m, COLL_UCG_ALLGATHER_INIT, sbuf, scount, sdtype, rbuf,
+                      rcount, rdtype, &req->call),
+                     (sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, info,
+                      request, m->prev_allgather_init_module));
 }
+
+static int coll_ucg_reduce_scatter_init(const void *sbuf, void *rbuf,
+                                        const int *rcounts,
+                                        struct ompi_datatype_t *dtype,
+                                        struct ompi_op_t *op,
+                                        struct ompi_communicator_t *comm,
+                                        struct ompi_info_t *info,
+                                        ompi_request_t **request,
+                                        mca_coll_base_module_t *module)
+{
+    COLL_UCG_PERSIST(COLL_UCG_REDUCE_SCATTER_INIT, reduce_scatter_init,
+                     coll_ucg_reduce_scatter_prep,
+                     (m, COLL_UCG_REDUCE_SCATTER_INIT, sbuf, rbuf, rcounts,
+                      dtype, op, &req->call),
+                     (sbuf, rbuf, rcounts, dtype, op, comm, info, request,
+                      m->prev_reduce_scatter_init_module));
+}
+
+/* The reductions with one count: reduce_scatter_block (per rank), scan,
+ * exscan */
+#define COLL_UCG_PERSIST_REDSCAN(_coll, _type, _name) \
+    COLL_UCG_PERSIST(_coll, _name, coll_ucg_reduction_prep, \
+                     (m, _coll, _type, sbuf, rbuf, count, dtype, op, 0, \
+                      &req->call), \
+                     (sbuf, rbuf, count, dtype, op, comm, info, request, \
+                      m->prev_##_name##_module))
+
+static int coll_ucg_reduce_scatter_block_init(const void *sbuf, void *rbuf,
+                                              int count,
+                                              struct ompi_datatype_t *dtype,
+                                              struct ompi_op_t *op,
+                                              struct ompi_communicator_t *comm,
+                                              struct ompi_info_t *info,
+                                              ompi_request_t **request,
+                                              mca_coll_base_module_t *module)
+{
+    COLL_UCG_PERSIST_REDSCAN(COLL_UCG_REDUCE_SCATTER_BLOCK_INIT,
+                             UCG_COLL_REDUCE_SCATTER_BLOCK,
+                             reduce_scatter_block_init);
+}
+
+static int coll_ucg_scan_init(const void *sbuf, void *rbuf, int count,
+                              struct ompi_datatype_t *dtype,
+                              struct ompi_op_t *op,
+                              struct ompi_communicator_t *comm,
+                              struct ompi_info_t *info,
+                              ompi_request_t **request,
+                              mca_coll_base_module_t *module)
+{
+    COLL_UCG_PERSIST_REDSCAN(COLL_UCG_SCAN_INIT, UCG_COLL_SCAN, scan_init);
+}
+
+static int coll_ucg_exscan_init(const void *sbuf, void *rbuf, int count,
+                                struct ompi_datatype_t *dtype,
+                                struct ompi_op_t *op,
+                                struct ompi_communicator_t *comm,
+                                struct ompi_info_t *info,
+                                ompi_request_t **request,
+                                mca_coll_base_module_t *module)
+{
+    COLL_UCG_PERSIST_REDSCAN(COLL_UCG_EXSCAN_INIT, UCG_COLL_EXSCAN,
+                             exscan_init);
+}
+
+static int coll_ucg_gatherv_init(const void *sbuf, int scount,
+                                 struct ompi_datatype_t *sdtype, void *rbuf,
+                                 const int *rcounts, const int *displs,
+                                 struct ompi_datatype_t *rdtype, int root,
+                                 struct ompi_communicator_t *comm,
+                                 struct ompi_info_t *info,
+                                 ompi_request_t **request,
+                                 mca_coll_base_module_t *module)
+{
+    COLL_UCG_PERSIST(COLL_UCG_GATHERV_INIT, gatherv_init,
+                     coll_ucg_gatherv_prep,
+                     (m, COLL_UCG_GATHERV_INIT, sbuf, scount, sdtype, rbuf,
+                      rcounts, displs, rdtype, root, &req->call),
+                     (sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype,
+                      root, comm, info, request,
+                      m->prev_gatherv_init_module));
+}
+
+static int coll_ucg_scatterv_init(const void *sbuf, const int *scounts,
+                                  const int *displs,
+                                  struct ompi_datatype_t *sdtype, void *rbuf,
+                                  int rcount, struct ompi_datatype_t *rdtype,
+                                  int root, struct ompi_communicator_t *comm,
+                                  struct ompi_info_t *info,
+                                  ompi_request_t **request,
+                                  mca_coll_base_module_t *module)
+{
+    COLL_UCG_PERSIST(COLL_UCG_SCATTERV_INIT, scatterv_init,
+                     coll_ucg_scatterv_prep,
+                     (m, COLL_UCG_SCATTERV_INIT, sbuf, scounts, displs,
+                      sdtype, rbuf, rcount, rdtype, root, &req->call),
+                     (sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype,
+                      root, comm, info, request,
+                      m->prev_scatterv_init_module));
+}
+
+static int coll_ucg_allgatherv_init(const void *sbuf, int scount,
+                                    struct ompi_datatype_t *sdtype,
+                                    void *rbuf, const int *rcounts,
+                                    const int *displs,
+                                    struct ompi_datatype_t *rdtype,
+                                    struct ompi_communicator_t *comm,
+                                    struct ompi_info_t *info,
+                                    ompi_request_t **request,
+                                    mca_coll_base_module_t *module)
+{
+    COLL_UCG_PERSIST(COLL_UCG_ALLGATHERV_INIT, allgatherv_init,
+                     coll_ucg_allgatherv_prep,
+                     (m, COLL_UCG_ALLGATHERV_INIT, sbuf, scount, sdtype, rbuf,
+                      rcounts, displs, rdtype, &req->call),
+                     (sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype,
+                      comm, info, request, m->prev_allgatherv_init_module));
+}
+
+static int coll_ucg_alltoall_init(const void *sbuf, int scount,
+                                  struct ompi_datatype_t *sdtype, void *rbuf,
+                                  int rcount, struct ompi_datatype_t *rdtype,
+                                  struct ompi_communicator_t *comm,
+                                  struct ompi_info_t *info,
+                                  ompi_request_t **request,
+                                  mca_coll_base_module_t *module)
+{
+    COLL_UCG_PERSIST(COLL_UCG_ALLTOALL_INIT, alltoall_init,
+                     coll_ucg_alltoall_prep,
+                     (m, COLL_UCG_ALLTOALL_INIT, sbuf, scount, sdtype, rbuf,
+                      rcount, rdtype, &req->call),
+                     (sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, info,
+                      request, m->prev_alltoall_init_module));
+}
+
+static int coll_ucg_alltoallv_init(const void *sbuf, const int *scounts,
+                                   const int *sdispls,
+                                   struct ompi_datatype_t *sdtype,
+                                   void *rbuf, const int *rcounts,
+                                   const int *rdispls,
+                                   struct ompi_datatype_t *rdtype,
+                                   struct ompi_communicator_t *comm,
+                                   struct ompi_info_t *info,
+                                   ompi_request_t **request,
+                                   mca_coll_base_module_t *module)
+{
+    COLL_UCG_PERSIST(COLL_UCG_ALLTOALLV_INIT, alltoallv_init,
+                     coll_ucg_alltoallv_prep,
+                     (m, COLL_UCG_ALLTOALLV_INIT, sbuf, scounts, sdispls,
+                      sdtype, rbuf, rcounts, rdispls, rdtype, &req->call),
+                     (sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls,
+                      rdtype, comm, info, request,
+                      m->prev_alltoallv_init_module));
+}
+
+/* The persistent collectives this file runs (@a _do for each) */
+#define COLL_UCG_PERSIST_EACH(_do) \
+    _do(bcast_init) _do(allreduce_init) _do(reduce_init) \
+    _do(barrier_init) _do(gather_init) _do(scatter_init) \
+    _do(allgather_init) _do(reduce_scatter_init) \
+    _do(reduce_scatter_block_init) _do(scan_init) _do(exscan_init) \
+    _do(gatherv_init) _do(scatterv_init) _do(allgatherv_init) \
+    _do(alltoall_init) _do(alltoallv_init)
 
 void coll_ucg_persist_set_ops(mca_coll_ucg_module_t *m)
 {
-    m->super.coll_bcast_init     = coll_ucg_bcast_init;
-    m->super.coll_allreduce_init = coll_ucg_allreduce_init;
-    m->super.coll_reduce_init    = coll_ucg_reduce_init;
-    m->super.coll_barrier_init   = coll_ucg_barrier_init;
-    m->super.coll_gather_init    = coll_ucg_gather_init;
-    m->super.coll_scatter_init   = coll_ucg_scatter_init;
-    m->super.coll_allgather_init = coll_ucg_allgather_init;
+#define COLL_UCG_PERSIST_SET_OP(_name) \
+    m->super.coll_##_name = coll_ucg_##_name;
+    COLL_UCG_PERSIST_EACH(COLL_UCG_PERSIST_SET_OP)
 }
 
 int coll_ucg_persist_enable(mca_coll_ucg_module_t *m,
                             struct ompi_communicator_t *comm)
 {
-    COLL_UCG_SAVE(m, comm, bcast_init);
-    COLL_UCG_SAVE(m, comm, allreduce_init);
-    COLL_UCG_SAVE(m, comm, reduce_init);
-    COLL_UCG_SAVE(m, comm, barrier_init);
-    COLL_UCG_SAVE(m, comm, gather_init);
-    COLL_UCG_SAVE(m, comm, scatter_init);
-    COLL_UCG_SAVE(m, comm, allgather_init);
+#define COLL_UCG_PERSIST_SAVE(_name) COLL_UCG_SAVE(m, comm, _name);
+    COLL_UCG_PERSIST_EACH(COLL_UCG_PERSIST_SAVE)
     return OMPI_SUCCESS;
 }
 
 void coll_ucg_persist_release_prev(mca_coll_ucg_module_t *m)
 {
-    COLL_UCG_RELEASE_PREV(m, bcast_init);
-    COLL_UCG_RELEASE_PREV(m, allreduce_init);
-    COLL_UCG_RELEASE_PREV(m, reduce_init);
-    COLL_UCG_RELEASE_PREV(m, barrier_init);
-    COLL_UCG_RELEASE_PREV(m, gather_init);
-    COLL_UCG_RELEASE_PREV(m, scatter_init);
-    COLL_UCG_RELEASE_PREV(m, allgather_init);
+#define COLL_UCG_PERSIST_RELEASE(_name) COLL_UCG_RELEASE_PREV(m, _name);
+    COLL_UCG_PERSIST_EACH(COLL_UCG_PERSIST_RELEASE)
 }
 
 void coll_ucg_persist_close(void)

@@ -67,6 +67,21 @@ static bool coll_ucg_rs_prep(mca_coll_ucg_module_t *m, int coll,
 }
 
 
+/* Reduce_scatter's preparation with its counts allocated in call->counts
+ * (released with the call, also when UCG does not take it) */
+bool coll_ucg_reduce_scatter_prep(mca_coll_ucg_module_t *m, int coll,
+                                  const void *sbuf, void *rbuf,
+                                  const int *rcounts,
+                                  struct ompi_datatype_t *dtype,
+                                  struct ompi_op_t *op,
+                                  coll_ucg_call_t *call)
+{
+    call->counts = malloc(sizeof(*call->counts) * m->comm_size);
+    return coll_ucg_rs_prep(m, coll, sbuf, rbuf, rcounts, dtype, op,
+                            call->counts, call);
+}
+
+
 /* ---- blocking ---------------------------------------------------------- */
 
 static int coll_ucg_reduce_scatter(const void *sbuf, void *rbuf,
@@ -78,18 +93,16 @@ static int coll_ucg_reduce_scatter(const void *sbuf, void *rbuf,
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
     coll_ucg_call_t call     = {{0}};
-    size_t *counts           = malloc(sizeof(*counts) * m->comm_size);
     int ret;
 
-    if (coll_ucg_rs_prep(m, COLL_UCG_REDUCE_SCATTER, sbuf, rbuf, rcounts,
-                         dtype, op, counts, &call)) {
+    if (coll_ucg_reduce_scatter_prep(m, COLL_UCG_REDUCE_SCATTER, sbuf, rbuf,
+                                     rcounts, dtype, op, &call)) {
         ret = coll_ucg_go_out(m, COLL_UCG_REDUCE_SCATTER, comm, &call);
         if (ret != COLL_UCG_DELEGATE) {
-            free(counts);
             return ret;
         }
     }
-    free(counts);
+    coll_ucg_call_release(&call); /* its counts */
     return m->prev_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm,
                                   m->prev_reduce_scatter_module);
 }
@@ -153,23 +166,17 @@ static int coll_ucg_ireduce_scatter(const void *sbuf, void *rbuf,
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
     coll_ucg_call_t call;
-    size_t *counts;
-    int ret;
 
     memset(&call, 0, sizeof(call));
     call.nb = true;
-    if (!m->nb_disabled) {
-        /* UCG copies the counts when it starts the call: freed then */
-        counts = malloc(sizeof(*counts) * m->comm_size);
-        if (coll_ucg_rs_prep(m, COLL_UCG_IREDUCE_SCATTER, sbuf, rbuf,
-                             rcounts, dtype, op, counts, &call)) {
-            ret = coll_ucg_nb_start(m, COLL_UCG_IREDUCE_SCATTER, comm, &call,
-                                    request);
-            free(counts);
-            return ret;
-        }
-        free(counts);
+    if (!m->nb_disabled &&
+        coll_ucg_reduce_scatter_prep(m, COLL_UCG_IREDUCE_SCATTER, sbuf, rbuf,
+                                     rcounts, dtype, op, &call)) {
+        /* the counts are released when the call completes */
+        return coll_ucg_nb_start(m, COLL_UCG_IREDUCE_SCATTER, comm, &call,
+                                 request);
     }
+    coll_ucg_call_release(&call);
     return m->prev_ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm,
                                    request, m->prev_ireduce_scatter_module);
 }

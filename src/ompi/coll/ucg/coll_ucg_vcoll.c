@@ -138,11 +138,11 @@ static void *coll_ucg_v_buf(coll_ucg_call_t *call, void *buf,
     v->counts = counts;
     v->displs = displs;
     v->dtype  = dtype;
+    v->pack   = pack;
     v->unpack = unpack;
-    for (i = 0; i < n; ++i) {
-        if (((pack == -1) || (pack == i)) && !coll_ucg_v_block(v, i, true)) {
-            goto err;
-        }
+    coll_ucg_call_uses(call, dtype);
+    if (!coll_ucg_v_repack(call)) {
+        goto err;
     }
     return v->packed;
 
@@ -168,23 +168,40 @@ static void coll_ucg_v_params(coll_ucg_call_t *call, bool send)
     }
 }
 
-int coll_ucg_v_finish(coll_ucg_call_t *call, int ret)
+bool coll_ucg_v_repack(coll_ucg_call_t *call)
 {
     coll_ucg_v_t *v = &call->v;
     int i;
 
-    if (v->packed != NULL) {
-        for (i = 0; (ret == OMPI_SUCCESS) && v->unpack && (i < v->size);
-             ++i) {
-            if (!coll_ucg_v_block(v, i, false)) {
-                ret = OMPI_ERROR;
-            }
+    for (i = 0; (v->packed != NULL) && (i < v->size); ++i) {
+        if (((v->pack == -1) || (v->pack == i)) &&
+            !coll_ucg_v_block(v, i, true)) {
+            return false;
         }
-        free(v->packed);
     }
+    return true;
+}
+
+int coll_ucg_v_unpack(coll_ucg_call_t *call)
+{
+    coll_ucg_v_t *v = &call->v;
+    int i;
+
+    for (i = 0; (v->packed != NULL) && v->unpack && (i < v->size); ++i) {
+        if (!coll_ucg_v_block(v, i, false)) {
+            return OMPI_ERROR;
+        }
+    }
+    return OMPI_SUCCESS;
+}
+
+void coll_ucg_v_release(coll_ucg_call_t *call)
+{
+    coll_ucg_v_t *v = &call->v;
+
+    free(v->packed);
     free(v->bytes);
     memset(v, 0, sizeof(*v));
-    return ret;
 }
 
 bool coll_ucg_v_same(const mca_coll_ucg_module_t *m, int coll,
@@ -285,11 +302,7 @@ bool coll_ucg_scatterv_prep(mca_coll_ucg_module_t *m, int coll,
     call->params.rbuf  = coll_ucg_buf_in(m, call, 1, rbuf, rcount, rdtype,
                                          bytes, false);
     /* unpacked from the packed copy, if any, at the end */
-    call->out.buf      = rbuf;
-    call->out.count    = rcount;
-    call->out.dtype    = rdtype;
-    call->out.bytes    = bytes;
-    call->out.recv     = true;
+    coll_ucg_call_out(call, rbuf, rcount, rdtype, bytes);
     return true;
 }
 
