@@ -518,45 +518,67 @@ void ucg_config_print(const ucg_config_t *config, FILE *stream,
                                  print_flags);
 }
 
-ucs_status_t ucg_config_dup(const ucg_config_t *src, ucg_config_t **dst_p)
+/*
+ * A configuration to be filled from @a src, in *@a dst_p: zeroed, with
+ * @a src's environment prefix (not a table field: the parser does not copy
+ * it).  @a func names the caller, whose output argument @a out is checked
+ * too, in the log line of a NULL argument.
+ */
+static ucs_status_t ucg_config_alloc(const ucg_config_t *src,
+                                     ucg_config_t **out, const char *func,
+                                     ucg_config_t **dst_p)
 {
     ucg_config_t *dst;
-    ucs_status_t status;
 
-    if ((src == NULL) || (dst_p == NULL)) {
-        ucs_error("ucg_config_dup: NULL argument");
+    if ((src == NULL) || (out == NULL)) {
+        ucs_error("%s: NULL argument", func);
         return UCS_ERR_INVALID_PARAM;
     }
 
     dst = ucs_calloc(1, sizeof(*dst), "ucg_config");
     if (dst == NULL) {
-        ucs_error("failed to allocate a copy of the UCG configuration");
+        ucs_error("%s: failed to allocate a UCG configuration", func);
         return UCS_ERR_NO_MEMORY;
     }
 
-    /* Not a table field: the parser does not copy it */
     dst->env_prefix = ucs_strdup(src->env_prefix, "ucg_config_prefix");
     if (dst->env_prefix == NULL) {
-        ucs_error("failed to copy the UCG configuration prefix");
-        status = UCS_ERR_NO_MEMORY;
-        goto err_free;
-    }
-
-    status = ucs_config_parser_clone_opts(src, dst, ucg_config_table);
-    if (status != UCS_OK) {
-        /* Release what was cloned: the fields not reached are zero */
-        ucs_config_parser_release_opts(dst, ucg_config_table);
-        goto err_free_prefix;
+        ucs_error("%s: failed to copy the UCG configuration prefix", func);
+        ucs_free(dst);
+        return UCS_ERR_NO_MEMORY;
     }
 
     *dst_p = dst;
     return UCS_OK;
+}
 
-err_free_prefix:
+/* Undo a ucg_config_alloc whose fields were filled up to a failure (the
+ * fields not reached are zero, which the release skips) */
+static void ucg_config_free_partial(ucg_config_t *dst)
+{
+    ucs_config_parser_release_opts(dst, ucg_config_table);
     ucs_free(dst->env_prefix);
-err_free:
     ucs_free(dst);
-    return status;
+}
+
+ucs_status_t ucg_config_dup(const ucg_config_t *src, ucg_config_t **dst_p)
+{
+    ucg_config_t *dst;
+    ucs_status_t status;
+
+    status = ucg_config_alloc(src, dst_p, "ucg_config_dup", &dst);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = ucs_config_parser_clone_opts(src, dst, ucg_config_table);
+    if (status != UCS_OK) {
+        ucg_config_free_partial(dst);
+        return status;
+    }
+
+    *dst_p = dst;
+    return UCS_OK;
 }
 
 
@@ -628,22 +650,10 @@ ucs_status_t ucg_config_plan_defaults(const ucg_config_t *src,
     const void *from;
     void *to;
 
-    if ((src == NULL) || (dst_p == NULL)) {
-        ucs_error("ucg_config_plan_defaults: NULL argument");
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    dst = ucs_calloc(1, sizeof(*dst), "ucg_config");
-    if (dst == NULL) {
-        ucs_error("failed to allocate the default UCG planner configuration");
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    dst->env_prefix = ucs_strdup(src->env_prefix, "ucg_config_prefix");
-    if (dst->env_prefix == NULL) {
-        ucs_error("failed to copy the UCG configuration prefix");
-        status = UCS_ERR_NO_MEMORY;
-        goto err_free;
+    status = ucg_config_alloc(src, dst_p, "ucg_config_plan_defaults",
+                              &dst);
+    if (status != UCS_OK) {
+        return status;
     }
 
     /* The planner's variables from the table's defaults, the others
@@ -668,16 +678,10 @@ ucs_status_t ucg_config_plan_defaults(const ucg_config_t *src,
         }
     }
     if (status != UCS_OK) {
-        ucs_config_parser_release_opts(dst, ucg_config_table);
-        goto err_free_prefix;
+        ucg_config_free_partial(dst);
+        return status;
     }
 
     *dst_p = dst;
     return UCS_OK;
-
-err_free_prefix:
-    ucs_free(dst->env_prefix);
-err_free:
-    ucs_free(dst);
-    return status;
 }

@@ -137,6 +137,26 @@ static int ucg_sm_my_turn(const ucg_coll_t *coll, const ucg_sm_key_t *key)
 /* The stream                                                               */
 /* ------------------------------------------------------------------------ */
 
+ucs_status_t ucg_sm_exchange_eps(ucg_coll_t *coll)
+{
+    ucg_phase_set_t set = *coll->set;
+    ucs_status_t status;
+    uct_ep_h ep;
+
+    for (set.root = 0; set.root < set.count; ++set.root) {
+        status = ucg_group_sm_ep(coll->group, UCG_SM_BCAST, &set,
+                                 coll->phase->sm_mode, UCT_O2M_OP_GATHER,
+                                 UCT_O2M_DT_UINT8, &ep);
+        if (status != UCS_OK) {
+            return status;
+        }
+        if (set.root == coll->my_idx) {
+            coll->ps.sm.ep = ep;
+        }
+    }
+    return UCS_OK;
+}
+
 size_t ucg_sm_frag_max(const ucg_coll_t *coll)
 {
     size_t frag = coll->phase->frag_size;

@@ -46,6 +46,14 @@ ucs_status_t ucg_sm_stream_begin(ucg_coll_t *coll, ucg_sm_tl_t tl,
  *  on its fan-in endpoint, or an error */
 ucs_status_t ucg_sm_send(ucg_coll_t *coll);
 
+/**
+ * The endpoints of a one-hop exchange (SM_ALLREDUCE, SM_ALLGATHERV): every
+ * member of the set is the root of one sm_bcast endpoint and a receiver on
+ * the others'.  All are created (the endpoint cache makes that once per
+ * group); this member's own goes to coll->ps.sm.ep.
+ */
+ucs_status_t ucg_sm_exchange_eps(ucg_coll_t *coll);
+
 /** Largest fragment payload of the current phase (bytes) */
 size_t ucg_sm_frag_max(const ucg_coll_t *coll);
 

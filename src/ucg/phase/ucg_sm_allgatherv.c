@@ -89,34 +89,26 @@ void ucg_sm_allgatherv_deliver(ucg_coll_t *coll, const void *data,
 
 ucs_status_t ucg_sm_allgatherv_start(ucg_coll_t *coll)
 {
-    ucg_phase_set_t set = *coll->set;
-    size_t expect       = 0;
+    const ucg_phase_set_t *set = coll->set;
+    size_t expect              = 0;
     ucs_status_t status;
     unsigned i, nfrags;
-    uct_ep_h ep;
 
-    for (set.root = 0; set.root < set.count; ++set.root) {
-        status = ucg_group_sm_ep(coll->group, UCG_SM_BCAST, &set,
-                                 coll->phase->sm_mode, UCT_O2M_OP_GATHER,
-                                 UCT_O2M_DT_UINT8, &ep);
-        if (status != UCS_OK) {
-            return status;
-        }
-        if (set.root == coll->my_idx) {
-            coll->ps.sm.ep = ep;
-        }
+    status = ucg_sm_exchange_eps(coll);
+    if (status != UCS_OK) {
+        return status;
     }
 
     coll->ps.sm.frag_len = ucg_sm_frag_max(coll);
-    for (i = 0; i < set.count; ++i) {
+    for (i = 0; i < set->count; ++i) {
         nfrags  = ucg_sm_allgatherv_nfrags(coll,
-                                           coll->gblk.len[set.ranks[i]]);
+                                           coll->gblk.len[set->ranks[i]]);
         expect += (i == coll->my_idx) ? 0 : nfrags;
         if ((nfrags == 0) || (expect >= UINT_MAX)) {
             ucs_error("ucg group %u %s seq %u: the block of rank %u (%zu "
                       "bytes) has too many fragments of %zu bytes",
                       coll->group->id, ucg_coll_name(coll->params.type),
-                      coll->seq, set.ranks[i], coll->gblk.len[set.ranks[i]],
+                      coll->seq, set->ranks[i], coll->gblk.len[set->ranks[i]],
                       coll->ps.sm.frag_len);
             return UCS_ERR_INVALID_PARAM;
         }
@@ -125,7 +117,7 @@ ucs_status_t ucg_sm_allgatherv_start(ucg_coll_t *coll)
         }
     }
 
-    coll->ps.sm.total            = coll->gblk.len[set.ranks[coll->my_idx]];
+    coll->ps.sm.total            = coll->gblk.len[set->ranks[coll->my_idx]];
     coll->ps.sm.allreduce.expect = expect;
     coll->ps.sm.status           = UCS_OK;
     coll->ps.sm.role             = UCG_SM_ROLE_BOTH;

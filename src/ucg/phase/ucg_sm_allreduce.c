@@ -84,33 +84,21 @@ void ucg_sm_allreduce_deliver(ucg_coll_t *coll, const void *data,
     }
 }
 
-/*
- * SM_ALLREDUCE: every member is the root of one sm_bcast endpoint of the
- * set, and a receiver on the others'.  All of them are created here (the
- * endpoint cache makes that once per group).
- */
+/* SM_ALLREDUCE: a one-hop exchange (ucg_sm_exchange_eps) of the vectors */
 ucs_status_t ucg_sm_allreduce_start(ucg_coll_t *coll)
 {
-    ucg_phase_set_t set = *coll->set;
+    const ucg_phase_set_t *set = coll->set;
     ucs_status_t status;
-    uct_ep_h ep;
 
-    for (set.root = 0; set.root < set.count; ++set.root) {
-        status = ucg_group_sm_ep(coll->group, UCG_SM_BCAST, &set,
-                                 coll->phase->sm_mode, UCT_O2M_OP_GATHER,
-                                 UCT_O2M_DT_UINT8, &ep);
-        if (status != UCS_OK) {
-            return status;
-        }
-        if (set.root == coll->my_idx) {
-            coll->ps.sm.ep = ep;
-        }
+    status = ucg_sm_exchange_eps(coll);
+    if (status != UCS_OK) {
+        return status;
     }
 
     if (coll->len > 0) {
         coll->ps.sm.allreduce.vecs = ucg_coll_scratch(coll,
                                                       UCG_SM_SCRATCH_IDX,
-                                                      set.count * coll->len);
+                                                      set->count * coll->len);
         if (coll->ps.sm.allreduce.vecs == NULL) {
             return UCS_ERR_NO_MEMORY;
         }
@@ -122,9 +110,9 @@ ucs_status_t ucg_sm_allreduce_start(ucg_coll_t *coll)
     coll->ps.sm.nfrags           = ucs_max(1, ucs_div_round_up(
                                                    coll->len,
                                                    coll->ps.sm.frag_len));
-    coll->ps.sm.allreduce.expect = (set.count - 1) * coll->ps.sm.nfrags;
+    coll->ps.sm.allreduce.expect = (set->count - 1) * coll->ps.sm.nfrags;
     if (ucg_sm_allreduce_last_silent(coll)) {
-        if (coll->my_idx == set.count - 1) {
+        if (coll->my_idx == set->count - 1) {
             coll->ps.sm.next = coll->ps.sm.nfrags; /* sends nothing */
         } else {
             coll->ps.sm.allreduce.expect -= coll->ps.sm.nfrags;
