@@ -157,6 +157,25 @@ ucs_status_t ucg_sm_exchange_eps(ucg_coll_t *coll)
     return UCS_OK;
 }
 
+ucs_status_t ucg_sm_exchange_progress(ucg_coll_t *coll)
+{
+    ucs_status_t status;
+
+    if (coll->ps.sm.next < coll->ps.sm.nfrags) {
+        status = ucg_sm_send(coll);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+
+    if (coll->ps.sm.status != UCS_OK) {
+        return coll->ps.sm.status;
+    }
+
+    return (coll->ps.sm.allreduce.recvd < coll->ps.sm.allreduce.expect) ?
+           UCS_INPROGRESS : UCS_OK;
+}
+
 size_t ucg_sm_frag_max(const ucg_coll_t *coll)
 {
     size_t frag = coll->phase->frag_size;

@@ -54,6 +54,11 @@ ucs_status_t ucg_sm_send(ucg_coll_t *coll);
  */
 ucs_status_t ucg_sm_exchange_eps(ucg_coll_t *coll);
 
+/** Progress of a one-hop exchange: send what is left of this member's
+ *  stream; UCS_OK once every expected fragment of the others is in,
+ *  UCS_INPROGRESS before, or the phase's error */
+ucs_status_t ucg_sm_exchange_progress(ucg_coll_t *coll);
+
 /** Largest fragment payload of the current phase (bytes) */
 size_t ucg_sm_frag_max(const ucg_coll_t *coll);
 

@@ -129,19 +129,5 @@ ucs_status_t ucg_sm_allgatherv_start(ucg_coll_t *coll)
 
 ucs_status_t ucg_sm_allgatherv_progress(ucg_coll_t *coll)
 {
-    ucs_status_t status;
-
-    if (coll->ps.sm.next < coll->ps.sm.nfrags) {
-        status = ucg_sm_send(coll);
-        if (status != UCS_OK) {
-            return status;
-        }
-    }
-
-    if (coll->ps.sm.status != UCS_OK) {
-        return coll->ps.sm.status;
-    }
-
-    return (coll->ps.sm.allreduce.recvd < coll->ps.sm.allreduce.expect) ?
-           UCS_INPROGRESS : UCS_OK;
+    return ucg_sm_exchange_progress(coll);
 }

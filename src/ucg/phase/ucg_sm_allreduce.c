@@ -136,19 +136,9 @@ ucs_status_t ucg_sm_allreduce_progress(ucg_coll_t *coll)
         return UCS_OK;
     }
 
-    if (coll->ps.sm.next < coll->ps.sm.nfrags) {
-        status = ucg_sm_send(coll);
-        if (status != UCS_OK) {
-            return status;
-        }
-    }
-
-    if (coll->ps.sm.status != UCS_OK) {
-        return coll->ps.sm.status;
-    }
-
-    if (coll->ps.sm.allreduce.recvd < coll->ps.sm.allreduce.expect) {
-        return UCS_INPROGRESS;
+    status = ucg_sm_exchange_progress(coll);
+    if (status != UCS_OK) {
+        return status;
     }
 
     coll->ps.sm.allreduce.done = 1;
