@@ -381,6 +381,10 @@ static void ucg_coll_complete(ucg_coll_t *coll, ucs_status_t status)
          * fails by another member's abort */
         if (!ucg_coll_seq_aborted(coll->group, coll->seq) ||
             coll->group->abort_local) {
+            /* A phase that failed because a member exited (its transport
+             * found it first): the line names the member */
+            coll->group->next_check = 0;
+            ucg_group_check(coll->group);
             ucg_coll_abort_send(coll->group, coll->seq, status);
         }
         ucg_p2p_cancel_all(coll);
@@ -546,6 +550,7 @@ ucs_status_t ucg_coll_start(ucg_coll_h coll)
     }
 
     if (group->failed != UCS_OK) {
+        ucg_group_failure_log(group);
         /* the others (whose group may not have failed) do not wait */
         ucg_coll_abort_send(group, group->next_seq++, group->failed);
         return group->failed;

@@ -80,7 +80,7 @@ static void ucg_p2p_conn_err_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
     ucg_p2p_conn_t *conn   = arg;
     ucg_context_t *context = conn->context;
-    int logged             = 0;
+    int found              = 0;
     ucg_group_t *group;
     unsigned i;
 
@@ -91,21 +91,13 @@ static void ucg_p2p_conn_err_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
                 continue;
             }
 
-            if (!logged) {
-                ucs_error("UCG group %u rank %u: the connection to rank %u "
-                          "(pid %d, another host) failed: %s", group->id,
-                          group->rank, i, group->members[i].pid,
-                          ucs_status_string(status));
-                logged = 1;
-            }
-            if (group->failed == UCS_OK) {
-                group->failed = status;
-            }
+            ucg_group_member_failed(group, i, 1, status);
             group->members[i].ep_failed = 1;
+            found                       = 1;
         }
     }
 
-    if (!logged) {
+    if (!found) {
         ucs_diag("UCG: a connection to another host failed: %s",
                  ucs_status_string(status));
     }

@@ -187,12 +187,17 @@ static ucs_status_t ucg_context_sm_err_handler(void *arg, uct_ep_h ep,
                 continue;
             }
 
+            /* The usual cause is a member that exited: the group's line
+             * names it (ucg_group_member_failed) */
+            group->next_check = 0;
+            if (ucg_group_check(group) != UCS_OK) {
+                return UCS_OK;
+            }
+
             ucs_diag("group %u rank %u: %s endpoint (root %u) failed: %s",
                      group->id, group->rank, ucg_sm_tl_name(sm_ep->tl),
                      sm_ep->root, ucs_status_string(status));
-            if (group->failed == UCS_OK) {
-                group->failed = status;
-            }
+            group->failed = status;
             return UCS_OK;
         }
     }

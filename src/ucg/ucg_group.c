@@ -371,7 +371,9 @@ void ucg_group_destroy(ucg_group_h group)
     }
 
     ucg_coll_group_cleanup(group);
-    /* A member known dead makes the flushes below skip waiting for it */
+    /* A member known dead makes the flushes below skip waiting for it; a
+     * member that left after the last collective is not a failure to log */
+    group->destroying = 1;
     group->next_check = 0;
     ucg_group_check(group);
     ucg_group_destroy_sm_eps(group);

@@ -82,6 +82,16 @@ struct ucg_group {
     ucs_list_link_t     colls;        /* started collectives, in order */
     ucs_queue_head_t    sm_unexp;     /* sm messages not yet expected */
     ucs_status_t        failed;       /* first fatal error, or UCS_OK */
+    /* A member's failure found while none of the group's collectives was
+     * started (ucg_group_member_failed): its line is logged when the group
+     * is used again, never when it is only destroyed */
+    struct {
+        int             unlogged;
+        int             conn;         /* its UCP connection, else its
+                                         process exited (this host) */
+        unsigned        rank;
+    } failure;
+    int                 destroying;
     ucs_time_t          next_check;   /* of members' liveness */
     unsigned            check_skip;   /* progress calls before reading the
                                          clock for the next check */
@@ -149,10 +159,24 @@ ucs_status_t ucg_group_plan(ucg_group_h group, const ucg_plan_key_t *key,
 
 /**
  * Check members' liveness, at most every CHECK_INTERVAL: returns
- * group->failed, set to UCS_ERR_CONNECTION_RESET (with a log line naming the
- * rank) when a member on this real host has exited.
+ * group->failed, set to UCS_ERR_CONNECTION_RESET (ucg_group_member_failed)
+ * when a member on this real host has exited.
  */
 ucs_status_t ucg_group_check(ucg_group_h group);
+
+/**
+ * Member @a rank failed with @a status (@a conn: UCP failed the connection
+ * to it, else its process on this host exited): the group fails, if it has
+ * not already.  A member that leaves after its last collective is normal:
+ * the line naming it is logged now when one of the group's collectives is
+ * started, else when the group is used again (ucg_group_failure_log), and
+ * not when the group is only destroyed.
+ */
+void ucg_group_member_failed(ucg_group_h group, unsigned rank, int conn,
+                             ucs_status_t status);
+
+/** Log the line of a failure ucg_group_member_failed kept back, if any */
+void ucg_group_failure_log(ucg_group_h group);
 
 /** Whether member @a rank of @a group is known to have exited: on this
  *  real host through its liveness watch, on another host through UCP's error

@@ -94,14 +94,53 @@ ucs_status_t ucg_group_check(ucg_group_h group)
         member = &group->members[i];
         if ((member->watch != NULL) &&
             uct_o2m_watch_has_exited(member->watch)) {
-            ucs_error("UCG group %u rank %u: rank %u (pid %d) has exited",
-                      group->id, group->rank, i, member->pid);
-            group->failed = UCS_ERR_CONNECTION_RESET;
+            ucg_group_member_failed(group, i, 0, UCS_ERR_CONNECTION_RESET);
             break;
         }
     }
 
     return group->failed;
+}
+
+void ucg_group_failure_log(ucg_group_h group)
+{
+    unsigned rank = group->failure.rank;
+
+    if (!group->failure.unlogged) {
+        return;
+    }
+
+    group->failure.unlogged = 0;
+    if (group->failure.conn) {
+        ucs_error("UCG group %u rank %u: the connection to rank %u (pid %d, "
+                  "another host) failed: %s", group->id, group->rank, rank,
+                  group->members[rank].pid, ucs_status_string(group->failed));
+    } else {
+        ucs_error("UCG group %u rank %u: rank %u (pid %d) has exited",
+                  group->id, group->rank, rank, group->members[rank].pid);
+    }
+}
+
+void ucg_group_member_failed(ucg_group_h group, unsigned rank, int conn,
+                             ucs_status_t status)
+{
+    if (group->failed != UCS_OK) {
+        return;
+    }
+
+    group->failed           = status;
+    group->failure.conn     = conn;
+    group->failure.rank     = rank;
+    group->failure.unlogged = 1;
+    if (!group->destroying && !ucs_list_is_empty(&group->colls)) {
+        ucg_group_failure_log(group);
+        return;
+    }
+
+    ucs_debug("UCG group %u rank %u: rank %u %s (%s) while no collective "
+              "was started: reported if the group is used again", group->id,
+              group->rank, rank, conn ? "lost its connection" : "exited",
+              ucs_status_string(status));
 }
 
 int ucg_group_member_exited(ucg_group_h group, unsigned rank)

@@ -9,8 +9,12 @@
  *    members of very different speeds (sleeps injected), all destroyed at
  *    once; every result checked against the reference
  *    (ucg_teardown.create_use_destroy_rounds)
+ *  - a member that exits after the last collective of a group: the group
+ *    is destroyed without an error line; the next collective of another
+ *    group it was in fails with one (ucg_teardown.left_after_last_coll)
  */
 #include "common/harness.h"
+#include "common/log_capture.h"
 #include "common/ucg_harness.h"
 
 extern "C" {
@@ -155,5 +159,86 @@ TEST(ucg_teardown, create_use_destroy_rounds)
                 ucg_group_destroy(group);
             }
         }
+    });
+}
+
+/*
+ * Rank 2 runs the last collective of group B and of the harness's group A,
+ * then exits.  Ranks 0 and 1 wait until it has exited, destroy B: no line
+ * is logged (finished is not failed); then they start a barrier on A,
+ * which fails with UCS_ERR_CONNECTION_RESET and one line naming rank 2 on
+ * the member that finds it (the other's is cancelled by its abort).
+ */
+TEST(ucg_teardown, left_after_last_coll)
+{
+    run_opts opts;
+
+    opts.final_barrier = false;
+    opts.parent_done   = [](const void *shared) {
+        const ucs_status_t *status = (const ucs_status_t*)shared;
+
+        EXPECT_TRUE((status[0] == UCS_ERR_CONNECTION_RESET) ||
+                    (status[1] == UCS_ERR_CONNECTION_RESET))
+            << "ranks 0 and 1: " << ucs_status_string(status[0]) << ", "
+            << ucs_status_string(status[1]);
+    };
+    run_ok(3, opts, [&](member &m) {
+        ucg_group_h gb = create_group(m);
+        double deadline;
+        ucg_coll_params_t params;
+        ucg_coll_h coll;
+        ucs_status_t status;
+
+        run_coll(m, gb, coll_desc(UCG_COLL_BCAST, 64, UCG_DT_UINT8,
+                                  UCG_OP_LAST, 2));
+        run_coll(m, m.group, coll_desc(UCG_COLL_ALLREDUCE, 8, UCG_DT_INT64,
+                                       UCG_OP_SUM));
+        if (m.rank == 2) {
+            ucg_group_destroy(gb);
+            return;
+        }
+
+        deadline = now_sec() + 60;
+        while (!ucg_group_member_exited(m.group, 2)) {
+            CHILD_CHECK(now_sec() < deadline, "rank %u: rank 2 has not "
+                        "exited after 60 s", m.rank);
+            usleep(1000);
+        }
+
+        {
+            scoped_log_capture cap;
+
+            ucg_progress(m.context);
+            ucg_group_destroy(gb);
+            CHILD_CHECK(cap.lines().empty(), "rank %u: destroying the group "
+                        "rank 2 left after its last collective logged:\n%s",
+                        m.rank, cap.all().c_str());
+        }
+
+        coll_bufs bufs(coll_desc(UCG_COLL_BARRIER, 0, UCG_DT_UINT8), m.rank,
+                       m.size);
+        scoped_log_capture cap;
+        params = bufs.params();
+        CHILD_CHECK_OK(ucg_coll_init(m.group, &params, &coll));
+        status = ucg_coll_start(coll);
+        if (status == UCS_OK) {
+            status = wait_coll(coll, "barrier without rank 2", 60);
+        }
+        ucg_coll_finalize(coll);
+        ((ucs_status_t*)m.shared)[m.rank] = status;
+        if (status == UCS_ERR_CANCELED) {
+            /* the other member found it first and aborted the barrier */
+            CHILD_CHECK(cap.lines().size() <= 1, "rank %u: %s", m.rank,
+                        cap.all().c_str());
+            return;
+        }
+
+        CHILD_CHECK(status == UCS_ERR_CONNECTION_RESET, "rank %u: the barrier "
+                    "without rank 2 ended with %s", m.rank,
+                    ucs_status_string(status));
+        CHILD_CHECK((cap.lines().size() == 1) &&
+                    cap.has("rank 2 (pid ") && cap.has("has exited"),
+                    "rank %u: expected one line naming rank 2, got:\n%s",
+                    m.rank, cap.all().c_str());
     });
 }
