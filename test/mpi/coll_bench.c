@@ -303,6 +303,48 @@ static void overlap(int coll, void *sbuf, void *rbuf, size_t bytes, int n,
     (void)sink;
 }
 
+/*
+ * Where Open MPI has no one-sided component for the communicator (ob1
+ * across hosts: no osc for btl tcp), the ordering is seen through each
+ * rank's own clock instead: rank 0 tells every rank to enter (a message),
+ * waits 20 ms and only then enters; a barrier that waits for it holds some
+ * rank at least 10 ms (every rank would have to get the message over 10 ms
+ * late otherwise), one that lets the ranks through at once holds none.
+ * Three tries, so that a loaded machine's delays cannot fail a right
+ * barrier.  Returns 1 on the rank 0 if the barrier let every rank through.
+ */
+static long validate_barrier_timed(int coll)
+{
+    int tries, r, go = 1, ok = 0;
+    double t, held, most;
+
+    for (tries = 0; (tries < 3) && !ok; ++tries) {
+        if (rank == 0) {
+            for (r = 1; r < size; ++r) {
+                MPI_Send(&go, 1, MPI_INT, r, 77, MPI_COMM_WORLD);
+            }
+            usleep(20000);
+            run_once(coll, NULL, NULL, 0);
+            most = 0;
+            for (r = 1; r < size; ++r) {
+                MPI_Recv(&held, 1, MPI_DOUBLE, r, 78, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE);
+                most = (held > most) ? held : most;
+            }
+            ok = most >= 0.010;
+        } else {
+            MPI_Recv(&go, 1, MPI_INT, 0, 77, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+            t = MPI_Wtime();
+            run_once(coll, NULL, NULL, 0);
+            held = MPI_Wtime() - t;
+            MPI_Send(&held, 1, MPI_DOUBLE, 0, 78, MPI_COMM_WORLD);
+        }
+        MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    }
+    return (rank == 0) && !ok;
+}
+
 /* A barrier's semantics, checked untimed: rank 0 raises a flag in its
  * window (published by its own exclusive lock epoch) 20 ms after the
  * others are ready, and only then enters the barrier; a rank that leaves
@@ -310,11 +352,20 @@ static void overlap(int coll, void *sbuf, void *rbuf, size_t bytes, int n,
  * through early.  Returns 1 if so */
 static long validate_barrier(int coll)
 {
-    int flag = 0, seen = 1, one = 1;
+    int flag = 0, seen = 1, one = 1, rc, all_rc;
     MPI_Win win;
 
-    MPI_Win_create(&flag, sizeof(int), sizeof(int), MPI_INFO_NULL,
-                   MPI_COMM_WORLD, &win);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    rc = MPI_Win_create(&flag, sizeof(int), sizeof(int), MPI_INFO_NULL,
+                        MPI_COMM_WORLD, &win);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    rc = (rc == MPI_SUCCESS) ? 0 : 1;
+    MPI_Allreduce(&rc, &all_rc, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (all_rc != 0) {
+        /* a window only some ranks created stays: freeing is collective */
+        return validate_barrier_timed(coll);
+    }
+
     if (rank == 0) {
         usleep(20000);
         MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);

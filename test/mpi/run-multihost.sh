@@ -21,8 +21,8 @@
 #             agreed on its settings)
 #   -k        no coll_kill
 #   -t SEC    time limit per mpirun (default 180)
-#   -b        also the OSU-style benchmark on every layout (coll_bench: bcast
-#             and allreduce, 8 B to 64 KiB, few iterations; its untimed
+#   -b        also the OSU-style benchmark on every layout (coll_bench: bcast,
+#             allreduce, 8 B to 64 KiB, and barrier, few iterations; its untimed
 #             last call of each size checks the data): a table per layout,
 #             under the same loss and multicast settings; it fails on a
 #             wrong result, an error or the time limit, never on a time
@@ -143,19 +143,20 @@ run_bench() {
     timeout -k 10 "$limit" mpirun --allow-run-as-root --oversubscribe \
         -np "$np" --host "$(host_list "$hosts" "$ppn")" \
         "${mc_env[@]}" "${extra[@]}" "$mpi_bin/coll_bench" \
-        -c bcast,allreduce -s 8:64k -i 100 -I 20 -w 10 >"$log" 2>&1
+        -c bcast,allreduce,barrier -s 8:64k -i 100 -I 20 -w 10 >"$log" 2>&1
     rc=$?
-    # 2 collectives x 14 sizes (8 B .. 64 KiB)
-    n=$(grep -Ec '^(bcast|allreduce) [0-9]+ ' "$log")
-    if [ $rc -ne 0 ] || [ "$n" -ne 28 ] ||
+    # 2 collectives x 14 sizes (8 B .. 64 KiB) and the barrier (across
+    # hosts: validated by its timed check, ob1 has no one-sided component)
+    n=$(grep -Ec "^(bcast|allreduce|barrier) [0-9]+ " "$log")
+    if [ $rc -ne 0 ] || [ "$n" -ne 29 ] ||
        grep -q 'validation FAILED' "$log"; then
-        echo "coll_bench $hosts x $ppn: FAILED (exit $rc, $n of 28 sizes" \
+        echo "coll_bench $hosts x $ppn: FAILED (exit $rc, $n of 29 sizes" \
              "reported)$([ $rc = 124 ] && echo ": TIMEOUT after ${limit}s")"
         grep -v '^ *$' "$log" | tail -15
         rc=1
     else
         echo "coll_bench $hosts x $ppn (us: coll bytes avg min max iters):"
-        grep -E '^(bcast|allreduce) [0-9]+ ' "$log" | sed 's/^/  /'
+        grep -E '^(bcast|allreduce|barrier) [0-9]+ ' "$log" | sed 's/^/  /'
         rc=0
     fi
     rm -f "$log"
@@ -194,6 +195,32 @@ for l in $layouts; do
         run_bench "$hosts" "$ppn" || fail=1
     fi
 done
+
+# coll_bench's barrier check across hosts (its timed form: no one-sided
+# component there) fails a barrier that lets every rank through at once
+if [ "$bench" = 1 ]; then
+    nb_dir=$(mktemp -d)
+    mpicc_=$(sed -n 's/^MPICC = //p' "$mpi_bin/Makefile")
+    log="$nb_dir/log"
+    if ! "$mpicc_" -shared -fPIC -o "$nb_dir/libno_barrier.so" \
+            "$here/no_barrier.c"; then
+        echo "coll_bench barrier check: cannot build no_barrier.c"; fail=1
+    else
+        timeout -k 10 "$limit" mpirun --allow-run-as-root --oversubscribe \
+            -np 2 --host "$(host_list 2 1)" "${extra[@]}" \
+            -x LD_PRELOAD="$nb_dir/libno_barrier.so" \
+            "$mpi_bin/coll_bench" -c barrier -i 20 -w 2 >"$log" 2>&1
+        if grep -q 'validation FAILED' "$log"; then
+            echo "coll_bench barrier check across hosts: a barrier that" \
+                 "waits for nobody fails it: passed"
+        else
+            echo "coll_bench barrier check across hosts: a barrier that" \
+                 "waits for nobody passed it; output:"
+            tail -5 "$log"; fail=1
+        fi
+    fi
+    rm -rf "$nb_dir"
+fi
 
 # run_kill HOSTS PPN VICTIM [PATTERN [MODE]]: one coll_kill run, checked;
 # with PATTERN (extended regular expression), its output must match it;
