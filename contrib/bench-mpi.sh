@@ -11,7 +11,7 @@
 # and verdict CSVs and draws a PNG with the slower sizes marked.
 #
 #   contrib/bench-mpi.sh [-n NP] [-c COLLS] [-s MIN:MAX] [-i ITERS]
-#                        [-I LARGE_ITERS] [-r REPS] [-M] [-o OUTDIR]
+#                        [-I LARGE_ITERS] [-r REPS] [-M | -G] [-o OUTDIR]
 #                        [-C 'name=mpirun args'] [--ucg-path DIR] [-t SEC]
 #                        [--build-dir DIR]
 #
@@ -20,7 +20,11 @@
 # noise is 0), output in ./bench-mpi-out.  -M: each rank's latency is the
 # median of its calls (coll_bench -M) instead of OSU's average, which the
 # calls preempted on a loaded machine multiply (the tables still say
-# "average latency"; the header line of the run says which).
+# "average latency"; the header line of the run says which).  -G (ranks
+# on one machine, e.g. the hosts of contrib/multihost.sh): each call's span
+# on the clock the ranks share, from the root's call to the last rank's
+# return (coll_bench -G), median over calls: what OSU's per-rank time
+# holds of the barrier's exit order between calls, it does not.
 # Configurations:
 #   default  --mca pml ob1                       (Open MPI default: tuned)
 #   ucx      --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any
@@ -76,6 +80,7 @@ while [ $# -gt 0 ]; do
     -i) iters=$2; shift 2 ;;
     -I) large_iters=$2; shift 2 ;;
     -M) median=-M; shift ;;
+    -G) median=-G; shift ;;
     -r) reps=$2; shift 2 ;;
     -o) outdir=$2; shift 2 ;;
     -t) limit=$2; shift 2 ;;
@@ -163,8 +168,10 @@ echo "config,rep,coll,bytes,overall_us,compute_us,pure_us,overlap_pct" \
     >"$overlap"
 
 echo "bench-mpi: np=$np colls=$colls sizes=$sizes iterations=$iters/$large_iters" \
-     "repetitions=$reps; per-rank latency: $([ -n "$median" ] &&
-        echo "median of the calls (-M)" || echo "average (OSU)")"
+     "repetitions=$reps; per-rank latency: $(case "$median" in
+        -M) echo "median of the calls (-M)" ;;
+        -G) echo "none: the median span of the calls on the common clock (-G)" ;;
+        *) echo "average (OSU)" ;; esac)"
 for c in "${configs[@]}"; do
     echo "  ${c%%=*}: ${c#*=}"
 done

@@ -8,6 +8,16 @@
  * over ranks are reported (gathered with MPI_Reduce).  After the timed loop
  * one untimed call validates the data.
  *
+ * -G (ranks on one machine, such as the hosts of contrib/multihost.sh,
+ * which share one CLOCK_MONOTONIC): instead of each rank's own time, each
+ * call's span on the common clock, from the root's call (rank 0's; the
+ * last rank's call in a collective without a root) to the last rank's
+ * return; the line's avg/min/max are the median, 10th and 90th percentile
+ * of the spans.  OSU's per-rank time also holds how long each rank waited
+ * for a root that left the barrier before it later than it did (a
+ * barrier's exit order differs between implementations); the span does
+ * not.
+ *
  * The nonblocking forms (ibcast, iallreduce, ireduce, ibarrier, igather,
  * iscatter, iallgather, ialltoall) are timed
  * as the call and its MPI_Wait, and then, as OSU's osu_i* do, with a
@@ -40,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define LARGE_SIZE 8192   /* above it, use the large iteration count */
@@ -73,6 +84,7 @@ static const char *names[] = { "bcast", "allreduce", "reduce", "ibcast",
 
 static int rank, size;
 static int use_median;           /* -M: per-call medians, not averages */
+static int use_span;             /* -G: spans on the common clock */
 static int *v_counts, *v_displs; /* [size]: the vector collectives' */
 
 static size_t parse_size(const char *s)
@@ -114,6 +126,71 @@ static int is_nb(int coll)
 static int is_barrier(int coll)
 {
     return (coll == B_BARRIER) || (coll == B_IBARRIER);
+}
+
+/* Has a root (rank 0) */
+static int is_rooted(int coll)
+{
+    return is_bcast(coll) || (coll == B_REDUCE) || (coll == B_IREDUCE) ||
+           (coll == B_GATHERV) || (coll == B_SCATTERV) ||
+           (coll == B_GATHER) || (coll == B_SCATTER) ||
+           (coll == B_IGATHER) || (coll == B_ISCATTER);
+}
+
+/* The common clock of -G, in seconds */
+static double common_clock(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/*
+ * -G: each call's span, from the root's call (the last call without a
+ * root) to the last return, from every rank's @a start and @a end of its
+ * @a n calls, gathered at rank 0 (@a spans: n of them); returns in @a med,
+ * @a lo, @a hi the median, 10th and 90th percentile, in us, at rank 0
+ */
+static void spans(int coll, const double *start, const double *end, int n,
+                  double *med, double *lo, double *hi)
+{
+    double *all = NULL, *span = NULL, ref, last;
+    int i, r;
+
+    if (rank == 0) {
+        all  = malloc(sizeof(double) * 2 * n * size);
+        span = malloc(sizeof(double) * n);
+        if (!all || !span) {
+            fprintf(stderr, "out of memory\n");
+            MPI_Abort(MPI_COMM_WORLD, 3);
+        }
+    }
+    MPI_Gather(start, n, MPI_DOUBLE, all, n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    MPI_Gather(end, n, MPI_DOUBLE, all ? all + (size_t)n * size : NULL, n,
+               MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (rank != 0) {
+        return;
+    }
+    for (i = 0; i < n; ++i) {
+        ref  = all[i];
+        last = all[(size_t)n * size + i];
+        for (r = 1; r < size; ++r) {
+            if (!is_rooted(coll) && (all[(size_t)r * n + i] > ref)) {
+                ref = all[(size_t)r * n + i];
+            }
+            if (all[(size_t)n * size + (size_t)r * n + i] > last) {
+                last = all[(size_t)n * size + (size_t)r * n + i];
+            }
+        }
+        span[i] = (last - ref) * 1e6;
+    }
+    qsort(span, n, sizeof(*span), cmp_double);
+    *med = median(span, n);
+    *lo  = span[n / 10];
+    *hi  = span[(n * 9) / 10];
+    free(span);
+    free(all);
 }
 
 /* Receives a block per rank at the root (or everywhere) / sends one per
@@ -462,7 +539,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
 
-    while ((opt = getopt(argc, argv, "c:s:i:I:w:Mh")) != -1) {
+    while ((opt = getopt(argc, argv, "c:s:i:I:w:MGh")) != -1) {
         switch (opt) {
         case 'c':
             snprintf(list, sizeof(list), "%s", optarg);
@@ -477,6 +554,7 @@ int main(int argc, char **argv)
         case 'I': large_iters = atoi(optarg); break;
         case 'w': warmup = atoi(optarg); break;
         case 'M': use_median = 1; break;
+        case 'G': use_span = 1; break;
         default:
             if (rank == 0) {
                 fprintf(stderr, "usage: %s [-c bcast,allreduce,reduce,"
@@ -486,7 +564,8 @@ int main(int argc, char **argv)
                         "allgather,ibarrier,igather,iscatter,iallgather] "
                         "[-s MIN:MAX bytes, k/m suffix] [-i ITERS] "
                         "[-I ITERS above %d B] [-w WARMUP] [-M: per-rank "
-                        "median, not average]\n", argv[0],
+                        "median, not average] [-G: spans on the common "
+                        "clock of one machine]\n", argv[0],
                         LARGE_SIZE);
             }
             MPI_Finalize();
@@ -521,16 +600,27 @@ int main(int argc, char **argv)
                             (iters > large_iters ? iters : large_iters));
     double *times2 = malloc(sizeof(*times2) *
                             (iters > large_iters ? iters : large_iters));
+    double *starts = malloc(sizeof(*starts) *
+                            (iters > large_iters ? iters : large_iters));
+    double *ends   = malloc(sizeof(*ends) *
+                            (iters > large_iters ? iters : large_iters));
     v_counts = malloc(sizeof(int) * size);
     v_displs = malloc(sizeof(int) * size);
-    if (!sbuf || !rbuf || !v_counts || !v_displs || !times || !times2) {
+    if (!sbuf || !rbuf || !v_counts || !v_displs || !times || !times2 ||
+        !starts || !ends) {
         fprintf(stderr, "out of memory\n");
         MPI_Abort(MPI_COMM_WORLD, 3);
     }
     memset(sbuf, 1, max_size * size);
     memset(rbuf, 0, max_size * size);
 
-    if (rank == 0) {
+    if ((rank == 0) && use_span) {
+        printf("# np=%d; latency in us: span of each call on the common "
+               "clock (root's call to the last return), median, 10th and "
+               "90th percentile\n# coll bytes median_us p10_us p90_us "
+               "iterations\n", size);
+        fflush(stdout);
+    } else if (rank == 0) {
         printf("# np=%d; latency in us: per-rank %s, then avg/min/max "
                "over ranks\n# coll bytes avg_us min_us max_us iterations\n",
                size, use_median ? "median" : "average");
@@ -554,7 +644,9 @@ int main(int argc, char **argv)
             for (int i = 0; i < n; ++i) {
                 MPI_Barrier(MPI_COMM_WORLD);
                 double t0 = MPI_Wtime();
+                starts[i] = use_span ? common_clock() : 0;
                 run_once(coll, sbuf, rbuf, bytes);
+                ends[i]  = use_span ? common_clock() : 0;
                 times[i] = MPI_Wtime() - t0;
                 total   += times[i];
             }
@@ -562,6 +654,10 @@ int main(int argc, char **argv)
             MPI_Reduce(&lat, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
             MPI_Reduce(&lat, &mn, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
             MPI_Reduce(&lat, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+            if (use_span) {
+                spans(coll, starts, ends, n, &sum, &mn, &mx);
+                sum *= size; /* printed as sum / size */
+            }
             bad_total += validate(coll, sbuf, rbuf, bytes);
             if (rank == 0) {
                 printf("%s %zu %.3f %.3f %.3f %d\n", names[coll], bytes,
@@ -586,6 +682,8 @@ int main(int argc, char **argv)
     MPI_Bcast(&bad, 1, MPI_LONG, 0, MPI_COMM_WORLD);
     free(times);
     free(times2);
+    free(starts);
+    free(ends);
     free(sbuf);
     free(rbuf);
     free(v_counts);

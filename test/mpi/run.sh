@@ -472,6 +472,11 @@ if [ "$extra_tests" = 1 ]; then
         '^# np=2; latency in us: per-rank median' -- \
         "$mpi_bin/coll_bench" -M -c bcast,allreduce,reduce,ibcast,iallreduce,ireduce,barrier,gather,scatter,allgather,ibarrier,igather,iscatter,iallgather \
         -s 8:64 -i 50 -w 5 || fail=1
+    # and the spans on the common clock (coll_bench -G, bench-mpi.sh -G)
+    run_extra "coll_bench -G np=3 (spans on the common clock)" 3 \
+        '^# np=3; latency in us: span of each call' -- \
+        "$mpi_bin/coll_bench" -G -c bcast,allreduce,barrier,ibcast \
+        -s 8:64 -i 50 -w 5 || fail=1
 fi
 
 # Reduce-scatter and scans (coll_redscan): blocking and nonblocking, on

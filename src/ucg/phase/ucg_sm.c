@@ -157,6 +157,17 @@ ucs_status_t ucg_sm_exchange_eps(ucg_coll_t *coll)
     return UCS_OK;
 }
 
+void ucg_sm_exchange_begin(ucg_coll_t *coll,
+                           void (*pack)(const ucg_coll_t *coll, void *payload,
+                                        size_t offset, size_t len))
+{
+    coll->ps.sm.status = UCS_OK;
+    coll->ps.sm.role   = UCG_SM_ROLE_BOTH;
+    coll->ps.sm.turn   = 1;
+    coll->ps.sm.pack   = pack;
+    ucg_sm_take_early(coll);
+}
+
 ucs_status_t ucg_sm_exchange_progress(ucg_coll_t *coll)
 {
     ucs_status_t status;

@@ -54,6 +54,13 @@ ucs_status_t ucg_sm_send(ucg_coll_t *coll);
  */
 ucs_status_t ucg_sm_exchange_eps(ucg_coll_t *coll);
 
+/** Start a one-hop exchange whose geometry (total, frag_len, nfrags,
+ *  allreduce.expect) is set: this member sends and receives, its stream
+ *  packed by @a pack, and takes the messages that came before the phase */
+void ucg_sm_exchange_begin(ucg_coll_t *coll,
+                           void (*pack)(const ucg_coll_t *coll, void *payload,
+                                        size_t offset, size_t len));
+
 /** Progress of a one-hop exchange: send what is left of this member's
  *  stream; UCS_OK once every expected fragment of the others is in,
  *  UCS_INPROGRESS before, or the phase's error */

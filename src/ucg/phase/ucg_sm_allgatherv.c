@@ -119,11 +119,7 @@ ucs_status_t ucg_sm_allgatherv_start(ucg_coll_t *coll)
 
     coll->ps.sm.total            = coll->gblk.len[set->ranks[coll->my_idx]];
     coll->ps.sm.allreduce.expect = expect;
-    coll->ps.sm.status           = UCS_OK;
-    coll->ps.sm.role             = UCG_SM_ROLE_BOTH;
-    coll->ps.sm.turn             = 1;
-    coll->ps.sm.pack             = ucg_sm_allgatherv_pack;
-    ucg_sm_take_early(coll);
+    ucg_sm_exchange_begin(coll, ucg_sm_allgatherv_pack);
     return UCS_OK;
 }
 

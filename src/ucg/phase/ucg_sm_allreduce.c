@@ -118,11 +118,7 @@ ucs_status_t ucg_sm_allreduce_start(ucg_coll_t *coll)
             coll->ps.sm.allreduce.expect -= coll->ps.sm.nfrags;
         }
     }
-    coll->ps.sm.status           = UCS_OK;
-    coll->ps.sm.role             = UCG_SM_ROLE_BOTH;
-    coll->ps.sm.turn             = 1;
-    coll->ps.sm.pack             = ucg_sm_allreduce_pack;
-    ucg_sm_take_early(coll);
+    ucg_sm_exchange_begin(coll, ucg_sm_allreduce_pack);
     return UCS_OK;
 }
 
