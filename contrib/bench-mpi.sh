@@ -51,17 +51,15 @@
 # --build-dir DIR; brought up to date with make) is used when it exists,
 # else an installed one.
 # Before each repetition the time one cache line takes between two CPUs is
-# measured (ucx_o2m_perf -t cl, when the build has it) and printed: on a
-# virtual machine the hypervisor may move the vCPUs (this project's 2-vCPU
-# machine showed 22-28 ns and 196 ns within minutes), which changes every
-# small-message latency; a run whose repetitions saw different lines says
-# so, and its medians mix two machines.
+# measured (contrib/cacheline.sh) and written to bench-mpi-cacheline.csv;
+# the run warns when the vCPUs were moved during it.
 # BENCH_MPI_ARGS (environment) is added to every mpirun; PYTHON picks the
 # python3 used for the table and the plot.
 #
 set -euo pipefail
 
 top=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
+. "$top/contrib/cacheline.sh"
 np=$(nproc)
 colls=bcast,allreduce
 sizes=8:1m
@@ -185,18 +183,10 @@ done
 log=$(mktemp)
 tmpdirs+=("$log")
 failed=0
-perf=$build_dir/src/tools/ucx_o2m_perf
 lines=$outdir/bench-mpi-cacheline.csv
 echo "rep,cacheline_ns" >"$lines"
 for rep in $(seq 1 "$reps"); do
-    if [ -x "$perf" ]; then
-        cl=$("$perf" -n 2 -t cl -i 50000 -r 5 -T 60 2>/dev/null |
-             sed -n 's/.*one-way (RTT\/2): \([0-9.]*\) ns.*/\1/p')
-        if [ -n "$cl" ]; then
-            echo "$rep,$cl" >>"$lines"
-            echo "  repetition $rep: a cache line moves between two CPUs in $cl ns"
-        fi
-    fi
+    cacheline_probe "$build_dir" "$rep" "$lines"
     for c in "${configs[@]}"; do
         name=${c%%=*}
         # shellcheck disable=SC2206
@@ -267,18 +257,8 @@ if [ "$(wc -l <"$overlap")" -gt 1 ]; then
                               f[3], o[k, h], v[k, h] } }' |
         tee -a "$outdir/bench-mpi.txt"
 fi
-if [ "$(wc -l <"$lines")" -gt 2 ]; then
-    # the slowest line more than twice the fastest: the CPUs moved apart
-    tail -n +2 "$lines" | awk -F, 'NR == 1 { lo = hi = $2 }
-        { if ($2 < lo) lo = $2; if ($2 > hi) hi = $2 }
-        END { if (hi > 2 * lo)
-                  printf "bench-mpi: WARNING: a cache line took %.1f to %.1f ns " \
-                         "between repetitions: the CPUs were moved during the " \
-                         "run, its repetitions are not comparable\n", lo, hi
-              else
-                  printf "bench-mpi: cache line %.1f-%.1f ns in every repetition\n", lo, hi }' |
-        tee -a "$outdir/bench-mpi.txt"
-fi
+cacheline_verdict "$lines" | sed 's/^/bench-mpi: /' |
+    tee -a "$outdir/bench-mpi.txt"
 echo "bench-mpi: raw CSV $raw, summary $summary, verdict $verdict," \
      "overlap $overlap, table $outdir/bench-mpi.txt, plot $png"
 exit $failed

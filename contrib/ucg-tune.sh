@@ -50,7 +50,10 @@
 #              which makes coll/ucg never slower than the measured
 #              alternatives; a margin keeps noise out of the table)
 #   -o RULES   the rules file written (default ./ucg-rules.txt); the
-#              measurements (raw CSV) go to RULES.csv
+#              measurements (raw CSV) go to RULES.csv, the cache line
+#              between two CPUs before each repetition to
+#              RULES.cacheline.csv (contrib/cacheline.sh: the run warns when
+#              the vCPUs were moved during it)
 #   --no-flat  do not measure UCG's flat plan
 #   --ucg-path DIR, --build-dir DIR: as contrib/bench-mpi.sh (coll/ucg and
 #              coll_bench of the build tree by default)
@@ -65,6 +68,7 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
+. "$top/contrib/cacheline.sh"
 cmdline="$0 $*"
 shapes=2
 colls=bcast,allreduce,reduce
@@ -166,6 +170,7 @@ for a in "${mpi_args[@]}"; do
 done
 
 raw=$out.csv
+echo "repetition,cacheline_ns" >"$out.cacheline.csv"
 echo "shape,np,ppn,way,rep,coll,bytes,avg_us" >"$raw"
 log=$work/log
 echo "ucg-tune: shapes $shapes, $colls, sizes $sizes, iterations" \
@@ -188,6 +193,7 @@ for shape in "${shape_list[@]}"; do
         fi
     fi
     for rep in $(seq 1 "$reps"); do
+        cacheline_probe "$build_dir" "$rep of shape $shape" "$out.cacheline.csv"
         for w in "${ways[@]}"; do
             if ! timeout -k 10 "$limit" env "${pathenv[@]}" mpirun \
                     --allow-run-as-root --oversubscribe -np "$np" \
@@ -208,6 +214,8 @@ for shape in "${shape_list[@]}"; do
         done
     done
 done
+
+cacheline_verdict "$out.cacheline.csv" | sed 's/^/ucg-tune: /'
 
 # Decisions and the rules file
 python3 - "$raw" "$out" "$margin" "$cmdline" <<'EOF'
