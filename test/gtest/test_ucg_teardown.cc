@@ -184,6 +184,7 @@ TEST(ucg_teardown, left_after_last_coll)
     };
     run_ok(3, opts, [&](member &m) {
         ucg_group_h gb = create_group(m);
+        unsigned *done = (unsigned*)((ucs_status_t*)m.shared + 4);
         double deadline;
         ucg_coll_params_t params;
         ucg_coll_h coll;
@@ -226,6 +227,15 @@ TEST(ucg_teardown, left_after_last_coll)
         }
         ucg_coll_finalize(coll);
         ((ucs_status_t*)m.shared)[m.rank] = status;
+        /* neither leaves while the other may still send it its abort */
+        __atomic_add_fetch(done, 1, __ATOMIC_SEQ_CST);
+        deadline = now_sec() + 60;
+        while (__atomic_load_n(done, __ATOMIC_SEQ_CST) < 2) {
+            CHILD_CHECK(now_sec() < deadline, "rank %u: the other survivor "
+                        "did not finish its barrier", m.rank);
+            ucg_progress(m.context);
+            sched_yield();
+        }
         if (status == UCS_ERR_CANCELED) {
             /* the other member found it first and aborted the barrier */
             CHILD_CHECK(cap.lines().size() <= 1, "rank %u: %s", m.rank,
