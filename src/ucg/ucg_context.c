@@ -27,6 +27,9 @@
 /* ucg_progress calls between two UCP progress calls while every started
  * collective is in a host-local phase */
 #define UCG_UCP_IDLE_POLLS     16
+/* ucg_progress calls per progress of the transports while no collective is
+ * started */
+#define UCG_IDLE_POLLS         16
 
 
 /* FNV-1a over a byte string, chained through @a hash */
@@ -298,6 +301,19 @@ void ucg_context_destroy(ucg_context_h context)
 unsigned ucg_progress(ucg_context_h context)
 {
     unsigned count = 0;
+
+    /* No collective started: nothing of this member waits.  What the
+     * transports do meanwhile for others (answer a peer's connection or
+     * its teardown, the multicast engine's ACKs and repairs, take early
+     * messages of a peer's next collective) can wait a few calls; a caller
+     * that polls between its own work (coll/ucg's progress callback while
+     * Open MPI runs another module's collective) would otherwise pay for
+     * polling every interface on each call */
+    if (ucs_list_is_empty(&context->progress_q.elems) &&
+        (++context->idle_polls < UCG_IDLE_POLLS)) {
+        return 0;
+    }
+    context->idle_polls = 0;
 
     /* While the started collectives are all in host-local phases, UCP has
      * nothing of theirs to do: it is progressed every UCG_UCP_IDLE_POLLS

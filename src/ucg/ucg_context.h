@@ -105,6 +105,9 @@ struct ucg_context {
      * progresses UCP only every few calls, counted by ucp_idle_polls */
     int                 need_ucp;
     unsigned            ucp_idle_polls;
+    /* ucg_progress calls since the last one that progressed the
+     * transports while no collective was started (UCG_IDLE_POLLS) */
+    unsigned            idle_polls;
     /* mc_udp between host leaders (ucg_mc.c), NULL when not used */
     struct ucg_mc_ctx   *mc;
     /* The planner's variables (ucg_config_plan_hash of config), in every

@@ -493,6 +493,7 @@ static void ucg_mc_counters_sum(ucg_mc_counters_t *a,
     a->tx_nack         += b->tx_nack;
     a->tx_repair_ucast += b->tx_repair_ucast;
     a->tx_repair_mcast += b->tx_repair_mcast;
+    a->rx_syscalls     += b->rx_syscalls;
 }
 
 void ucg_mc_ep_counters_add(const ucg_mc_iface_t *mci, uct_ep_h ep,
@@ -552,6 +553,7 @@ ucs_status_t ucg_mc_counters(ucg_context_h context, ucg_mc_tl_t tl,
         counters->tx_nack         = uc.tx_nack;
         counters->tx_repair_ucast = uc.tx_repair_ucast;
         counters->tx_repair_mcast = uc.tx_repair_mcast;
+        counters->rx_syscalls     = uc.rx_syscalls;
         return UCS_OK;
     }
 

@@ -41,6 +41,8 @@ typedef struct ucg_mc_counters {
     uint64_t tx_nack;         /* NACK packets sent */
     uint64_t tx_repair_ucast; /* repairs sent by unicast */
     uint64_t tx_repair_mcast; /* PSNs re-multicast by a root */
+    uint64_t rx_syscalls;     /* system calls of the receive path
+                                 (mc_udp) */
 } ucg_mc_counters_t;
 
 /** State of a set's group endpoint */

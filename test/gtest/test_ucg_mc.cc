@@ -364,6 +364,43 @@ TEST(ucg_mc, peer_timeout_value)
 }
 
 /*
+ * A context with no collective started polls its transports once every
+ * UCG_IDLE_POLLS (16) ucg_progress calls: 1600 idle calls make at most
+ * about a hundred receive system calls of mc_udp (one per poll while
+ * nothing arrives, before: one per call), and the group still works after.
+ */
+TEST(ucg_mc, idle_progress_polls)
+{
+    if (skip_without_multicast()) {
+        GTEST_SKIP();
+    }
+
+    run_opts opts;
+    opts.env = mc_env();
+    run_ok(3, opts, [&](member &m) {
+        const unsigned calls = 1600;
+        ucg_mc_counters_t before, after;
+
+        run_coll(m, coll_desc(UCG_COLL_BCAST, 64, UCG_DT_UINT8,
+                              UCG_OP_LAST, 0));
+        run_coll(m, coll_desc(UCG_COLL_BARRIER, 0, UCG_DT_UINT8));
+        CHILD_CHECK_OK(ucg_mc_counters(m.context, UCG_MC_TL_UDP, &before));
+        for (unsigned i = 0; i < calls; ++i) {
+            ucg_progress(m.context);
+        }
+        CHILD_CHECK_OK(ucg_mc_counters(m.context, UCG_MC_TL_UDP, &after));
+        CHILD_CHECK(after.rx_syscalls - before.rx_syscalls <= calls / 4,
+                    "rank %u: %lu receive system calls in %u idle "
+                    "ucg_progress calls", m.rank,
+                    (unsigned long)(after.rx_syscalls - before.rx_syscalls),
+                    calls);
+        run_coll(m, coll_desc(UCG_COLL_BCAST, 100, UCG_DT_UINT8,
+                              UCG_OP_LAST, 1));
+        run_coll(m, coll_desc(UCG_COLL_BARRIER, 0, UCG_DT_UINT8));
+    }, "idle progress");
+}
+
+/*
  * MC_TL=mc_verbs or mc_mlx5 on a machine without a verbs device: MC=try
  * gives groups without multicast (point-to-point between hosts: no mc_udp
  * interface, the plans print no mc_bcast), MC=yes makes the context fail;
