@@ -45,7 +45,8 @@ static const char ucg_rules_builtin_src[] =
     "bcast      2    2    1-256        prev\n"
     "reduce     2    2    32k-512k     prev\n"
     "scatter    2    2    1-256        prev\n"
-    "allgather  2    2    1-256        prev\n";
+    "allgather  2    2    1-256        prev\n"
+    "allreduce  2    2    128-256      prev\n";
 
 static const char *ucg_rules_action_names[] = {
     [UCG_RULE_UCG]  = "ucg",

@@ -242,6 +242,12 @@ TEST(ucg_rules, builtin)
                                               8));
     EXPECT_EQ(UCG_RULE_UCG, ucg_rules_lookup(&rules, UCG_COLL_ALLREDUCE, 2,
                                              2, 8));
+    EXPECT_EQ(UCG_RULE_PREV, ucg_rules_lookup(&rules, UCG_COLL_ALLREDUCE, 2,
+                                              2, 128));
+    EXPECT_EQ(UCG_RULE_PREV, ucg_rules_lookup(&rules, UCG_COLL_ALLREDUCE, 2,
+                                              2, 256));
+    EXPECT_EQ(UCG_RULE_UCG, ucg_rules_lookup(&rules, UCG_COLL_ALLREDUCE, 2,
+                                             2, 512));
     EXPECT_EQ(UCG_RULE_PREV, ucg_rules_lookup(&rules, UCG_COLL_SCATTER, 2,
                                               2, 256));
     EXPECT_EQ(UCG_RULE_UCG, ucg_rules_lookup(&rules, UCG_COLL_SCATTER, 2,
