@@ -636,7 +636,7 @@ int main(int argc, char **argv)
              bytes = (bytes == 0) ? last + 1 : bytes * 2) {
             int n = (bytes > LARGE_SIZE) ? large_iters : iters;
             int w = (bytes > LARGE_SIZE) ? (warmup + 9) / 10 : warmup;
-            double total = 0, lat, sum, mn, mx;
+            double total = 0, lat, sum, avg, mn, mx;
 
             for (int i = 0; i < w; ++i) {
                 run_once(coll, sbuf, rbuf, bytes);
@@ -654,21 +654,20 @@ int main(int argc, char **argv)
             MPI_Reduce(&lat, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
             MPI_Reduce(&lat, &mn, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
             MPI_Reduce(&lat, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+            avg = sum / size;
             if (use_span) {
-                spans(coll, starts, ends, n, &sum, &mn, &mx);
-                sum *= size; /* printed as sum / size */
+                spans(coll, starts, ends, n, &avg, &mn, &mx);
             }
             bad_total += validate(coll, sbuf, rbuf, bytes);
             if (rank == 0) {
                 printf("%s %zu %.3f %.3f %.3f %d\n", names[coll], bytes,
-                       sum / size, mn, mx, n);
+                       avg, mn, mx, n);
                 fflush(stdout);
             }
             if (is_nb(coll)) {
                 /* every rank computes for the same time: the average */
-                MPI_Bcast(&sum, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-                overlap(coll, sbuf, rbuf, bytes, n, sum / size, times,
-                        times2);
+                MPI_Bcast(&avg, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+                overlap(coll, sbuf, rbuf, bytes, n, avg, times, times2);
             }
         }
     }
