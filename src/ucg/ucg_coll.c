@@ -383,8 +383,7 @@ static void ucg_coll_complete(ucg_coll_t *coll, ucs_status_t status)
             coll->group->abort_local) {
             /* A phase that failed because a member exited (its transport
              * found it first): the line names the member */
-            coll->group->next_check = 0;
-            ucg_group_check(coll->group);
+            ucg_group_check_now(coll->group);
             ucg_coll_abort_send(coll->group, coll->seq, status);
         }
         ucg_p2p_cancel_all(coll);

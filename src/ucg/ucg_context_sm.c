@@ -189,8 +189,7 @@ static ucs_status_t ucg_context_sm_err_handler(void *arg, uct_ep_h ep,
 
             /* The usual cause is a member that exited: the group's line
              * names it (ucg_group_member_failed) */
-            group->next_check = 0;
-            if (ucg_group_check(group) != UCS_OK) {
+            if (ucg_group_check_now(group) != UCS_OK) {
                 return UCS_OK;
             }
 

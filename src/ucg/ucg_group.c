@@ -374,8 +374,7 @@ void ucg_group_destroy(ucg_group_h group)
     /* A member known dead makes the flushes below skip waiting for it; a
      * member that left after the last collective is not a failure to log */
     group->destroying = 1;
-    group->next_check = 0;
-    ucg_group_check(group);
+    ucg_group_check_now(group);
     ucg_group_destroy_sm_eps(group);
     ucg_mc_group_cleanup(group);
     /* Drop what arrived for the group while flushing */

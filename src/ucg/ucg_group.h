@@ -164,6 +164,9 @@ ucs_status_t ucg_group_plan(ucg_group_h group, const ucg_plan_key_t *key,
  */
 ucs_status_t ucg_group_check(ucg_group_h group);
 
+/** ucg_group_check at once, whenever the last check was */
+ucs_status_t ucg_group_check_now(ucg_group_h group);
+
 /**
  * Member @a rank failed with @a status (@a conn: UCP failed the connection
  * to it, else its process on this host exited): the group fails, if it has

@@ -102,6 +102,12 @@ ucs_status_t ucg_group_check(ucg_group_h group)
     return group->failed;
 }
 
+ucs_status_t ucg_group_check_now(ucg_group_h group)
+{
+    group->next_check = 0;
+    return ucg_group_check(group);
+}
+
 void ucg_group_failure_log(ucg_group_h group)
 {
     unsigned rank = group->failure.rank;
