@@ -43,7 +43,6 @@ static const char ucg_rules_builtin_src[] =
     "ucg-rules 1\n"
     "# coll     np   ppn  bytes        action\n"
     "bcast      2    2    1-256        prev\n"
-    "reduce     2    2    32k-512k     prev\n"
     "scatter    2    2    1-256        prev\n"
     "allgather  2    2    1-256        prev\n"
     "allreduce  2    2    128-256      prev\n";

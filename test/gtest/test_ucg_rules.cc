@@ -236,8 +236,17 @@ TEST(ucg_rules, builtin)
 
     /* docs/ucg.md, "Tuning rules": np=2 on one host, where coll/ucg was
      * slower than Open MPI's tuned (docs/performance.md) */
-    EXPECT_EQ(UCG_RULE_PREV, ucg_rules_lookup(&rules, UCG_COLL_REDUCE, 2, 2,
-                                              64 * 1024));
+    EXPECT_EQ(UCG_RULE_PREV, ucg_rules_lookup(&rules, UCG_COLL_BCAST, 2, 2,
+                                              256));
+    EXPECT_EQ(UCG_RULE_UCG, ucg_rules_lookup(&rules, UCG_COLL_BCAST, 2, 2,
+                                             512));
+    /* mid-size reduce runs on UCG: its ring through sm_incast is faster
+     * than tuned over ob1 or UCX at 16 KiB-512 KiB (docs/performance.md,
+     * "Mid-size reduce back on UCG") */
+    for (size_t bytes = 16 * 1024; bytes <= 4 * 1024 * 1024; bytes *= 2) {
+        EXPECT_EQ(UCG_RULE_UCG, ucg_rules_lookup(&rules, UCG_COLL_REDUCE, 2,
+                                                 2, bytes)) << bytes;
+    }
     EXPECT_EQ(UCG_RULE_PREV, ucg_rules_lookup(&rules, UCG_COLL_BCAST, 2, 2,
                                               8));
     EXPECT_EQ(UCG_RULE_UCG, ucg_rules_lookup(&rules, UCG_COLL_ALLREDUCE, 2,
