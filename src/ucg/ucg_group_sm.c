@@ -439,6 +439,12 @@ ucs_status_t ucg_group_sm_ep(ucg_group_h group, ucg_sm_tl_t tl,
             (sm_ep->root == root_rank) && (sm_ep->set_key == set_key) &&
             (sm_ep->mode == mode) &&
             (sm_ep->op == op) && (sm_ep->dtype == dtype)) {
+            /* Every start looks its endpoints up: the ones in use stay
+             * first, where the next start finds them at once */
+            if (sm_ep->list.prev != &group->sm_eps) {
+                ucs_list_del(&sm_ep->list);
+                ucs_list_add_head(&group->sm_eps, &sm_ep->list);
+            }
             *ep_p = sm_ep->ep;
             return UCS_OK;
         }
