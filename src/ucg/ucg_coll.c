@@ -464,6 +464,28 @@ static int ucg_coll_uses_ucp(const ucg_coll_t *coll)
 }
 
 /*
+ * After a progress of @a coll (still started): whether it now waits for
+ * nothing but the next message of one host-local endpoint, all its sends
+ * posted and no UCP request outstanding; then the word that message
+ * changes goes to coll->rx_watch, for ucg_coll_test to poll.
+ */
+static void ucg_coll_rx_watch_update(ucg_coll_t *coll)
+{
+    uct_ep_h ep;
+
+    coll->rx_watch_on    = 0;
+    coll->rx_watch_spins = 0;
+    if ((coll->group->context->rx_watch_polls == 0) || (coll->set == NULL) ||
+        (coll->phase == &coll->sm_subst) || (coll->num_reqs > 0)) {
+        return;
+    }
+
+    ep = ucg_sm_rx_wait_ep(coll);
+    coll->rx_watch_on = (ep != NULL) &&
+                        (uct_o2m_ep_rx_watch(ep, &coll->rx_watch) == UCS_OK);
+}
+
+/*
  * Progress function of a started collective in its context's queue.  The
  * first collective of a group that a drain comes to checks the group first
  * (once per drain, as often as the group is progressed).
@@ -496,6 +518,7 @@ static unsigned ucg_coll_progress_cb(ucg_progress_elem_t *elem)
         return UCG_PROGRESS_COMPLETED;
     }
 
+    ucg_coll_rx_watch_update(coll);
     return UCG_PROGRESS_PENDING |
            (ucg_coll_uses_ucp(coll) ? UCG_PROGRESS_UCP : 0);
 }
@@ -571,6 +594,7 @@ ucs_status_t ucg_coll_start(ucg_coll_h coll)
     coll->phase_idx = -1;   /* ucg_coll_advance enters phase 0 */
     coll->phase     = NULL;
     coll->set       = NULL;
+    coll->rx_watch_on = 0;
     ucs_list_add_tail(&group->colls, &coll->list);
     ucg_progress_enqueue(&group->context->progress_q, &coll->progress,
                          ucg_coll_progress_cb);
@@ -597,14 +621,30 @@ ucs_status_t ucg_coll_start(ucg_coll_h coll)
     }
 
     ucg_coll_progress_one(coll);
+    if (coll->active) {
+        /* a wait that starts now is on the word from its first poll */
+        ucg_coll_rx_watch_update(coll);
+    }
     return UCS_OK;
 }
 
 ucs_status_t ucg_coll_test(ucg_coll_h coll)
 {
-    if (coll->active) {
-        ucg_progress(coll->group->context);
+    ucg_context_h context;
+
+    if (!coll->active) {
+        return coll->status;
     }
+
+    context = coll->group->context;
+    if (coll->rx_watch_on &&
+        (++coll->rx_watch_spins < context->rx_watch_polls) &&
+        !uct_o2m_rx_watch_changed(&coll->rx_watch)) {
+        ++context->rx_watch_skips;
+        return UCS_INPROGRESS;
+    }
+
+    ucg_progress(context);
     return coll->status;
 }
 

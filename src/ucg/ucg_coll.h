@@ -56,6 +56,13 @@ struct ucg_coll {
                                         were refused (ucg_sm_gate.c) */
     unsigned            my_idx;      /* my index in set->ranks */
     ucg_phase_state_t   ps;
+    /* Set after a progress of the collective when it waits for the next
+     * message of one host-local endpoint: the word that message changes,
+     * which ucg_coll_test polls instead of progressing everything
+     * (RX_WATCH_POLLS); rx_watch_spins: its polls since that progress */
+    int                 rx_watch_on;
+    unsigned            rx_watch_spins;
+    uct_o2m_rx_watch_t  rx_watch;
 
     /* Data the phases work on (see ucg_plan.h) */
     void                *data;       /* bcast-like phases */

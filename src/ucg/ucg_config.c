@@ -343,6 +343,16 @@ ucs_config_field_t ucg_config_table[] = {
      "are alive.",
      ucs_offsetof(ucg_config_t, check_interval), UCS_CONFIG_TYPE_TIME},
 
+    {"RX_WATCH_POLLS", "128",
+     "A collective that waits for the next message of one host-local\n"
+     "fan-out endpoint (an sm_bcast member, a two-member exchange)\n"
+     "polls the word of shared memory that message changes, and progresses\n"
+     "everything (all interfaces, UCP, the other collectives, the liveness\n"
+     "checks) when it changes or after this many polls: a full poll costs\n"
+     "hundreds of instructions, which delay seeing the message.  0: progress\n"
+     "everything on every poll.",
+     ucs_offsetof(ucg_config_t, rx_watch_polls), UCS_CONFIG_TYPE_UINT},
+
     {"SM_MAX_GROUPS", "256",
      "Host-local groups that can be rooted at each of the sm_bcast /\n"
      "sm_incast interfaces UCG opens at the same time (their MAX_GROUPS).",
@@ -587,12 +597,14 @@ ucs_status_t ucg_config_dup(const ucg_config_t *src, ucg_config_t **dst_p)
  * making them plan differently: what the members exchange and agree on at
  * creation (HOSTS gives each member's host label, O2M and MC_TL what it
  * opened, SM_GROUP_MEM the smallest of all), what applies to this process
- * only (timeouts, sm resources of its interfaces, MC_DEVICE, LOG_PLANS).
+ * only (timeouts, how it waits, sm resources of its interfaces, MC_DEVICE,
+ * LOG_PLANS).
  * Every other variable is the planner's: the members must agree on it
  * (ucg_config_plan_hash), so a new variable is one by default.
  */
 static const char *ucg_config_local_vars[] = {
-    "HOSTS", "O2M", "PEER_TIMEOUT", "CHECK_INTERVAL", "SM_MAX_GROUPS",
+    "HOSTS", "O2M", "PEER_TIMEOUT", "CHECK_INTERVAL", "RX_WATCH_POLLS",
+    "SM_MAX_GROUPS",
     "SM_GROUP_EPS", "SM_GROUP_MEM", "MC_TL", "MC_DEVICE", "LOG_PLANS", NULL
 };
 

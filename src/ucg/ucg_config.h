@@ -100,6 +100,9 @@ struct ucg_config {
     double           peer_timeout;     /* PEER_TIMEOUT (seconds) */
     double           check_interval;   /* CHECK_INTERVAL (seconds) */
 
+    /* Waiting */
+    unsigned         rx_watch_polls;   /* RX_WATCH_POLLS */
+
     /* o2m interfaces opened by UCG */
     unsigned         sm_max_groups;    /* SM_MAX_GROUPS */
     unsigned         sm_group_eps;     /* SM_GROUP_EPS */

@@ -545,6 +545,109 @@ struct self_iface : public uct_md_env {
     }
 };
 
+/*
+ * uct_o2m_ep_rx_watch (API 1.8): a member's word changes when the root
+ * sends, then reads BUSY until progress delivers the message, and watches
+ * the next message after; the root, a NULL endpoint and a point-to-point
+ * endpoint have no word.  Both modes.
+ */
+class bcast_rx_watch : public ::testing::TestWithParam<uct_o2m_mode_t> {
+protected:
+    shm_residue_check m_shm;
+};
+
+TEST_P(bcast_rx_watch, member)
+{
+    const uct_o2m_mode_t mode = GetParam();
+    proc_group pg(2);
+
+    pg.run_ok([&](unsigned rank) {
+        const uint64_t group_id = 0x51;
+        uct_env env("sm_bcast");
+        uct_o2m_iface_attr_t oattr;
+        uct_o2m_rx_watch_t watch;
+        uct_ep_h ep = NULL, p2p_ep = NULL;
+        peer_addrs addrs;
+        double end;
+
+        CHILD_CHECK_OK(uct_o2m_iface_query(env.iface(), &oattr));
+        addrs.exchange(pg, rank, env);
+        const schedule_t sched = stream_schedule(2, oattr.max_short, 3);
+        const uint64_t salt    = stream_salt(mode, group_id, 5);
+
+        if (rank == 0) {
+            ep = create_group_ep(env, addrs, group_id, 2, 0, 0, 0, mode);
+        }
+        pg.barrier(rank);
+        if (rank == 1) {
+            ep = create_group_ep(env, addrs, group_id, 2, 1, 0, 0, mode);
+            CHILD_CHECK(env.progress_until([&]() {
+                            return uct_o2m_ep_state(ep, NULL) ==
+                                   UCT_O2M_EP_STATE_READY;
+                        }), "the member did not join");
+        }
+
+        if (rank == 0) {
+            CHILD_CHECK(uct_o2m_ep_rx_watch(ep, &watch) ==
+                        UCS_ERR_UNSUPPORTED, "the root has a word");
+            CHILD_CHECK(uct_o2m_ep_rx_watch(NULL, &watch) ==
+                        UCS_ERR_UNSUPPORTED, "a NULL endpoint has a word");
+            p2p_ep = create_p2p_ep(env, addrs, 1);
+            CHILD_CHECK(uct_o2m_ep_rx_watch(p2p_ep, &watch) ==
+                        UCS_ERR_UNSUPPORTED,
+                        "a point-to-point endpoint has a word");
+            uct_ep_destroy(p2p_ep);
+
+            traffic_sender tx(env, ep, AM_BASE, salt, &sched);
+            pg.barrier(rank); /* the member watches */
+            tx.send_next();
+            pg.barrier(rank); /* it saw the word change, took the message */
+            tx.send_next();
+            tx.flush();
+            pg.barrier(rank);
+        } else {
+            traffic_receiver rx(env, AM_BASE, "member");
+            rx.expect(salt, &sched);
+
+            CHILD_CHECK_OK(uct_o2m_ep_rx_watch(ep, &watch));
+            CHILD_CHECK(!uct_o2m_rx_watch_changed(&watch),
+                        "the word changed before anything was sent");
+            pg.barrier(rank);
+
+            /* no progress: only the root's send changes the word */
+            end = now_sec() + wait_timeout;
+            while (!uct_o2m_rx_watch_changed(&watch)) {
+                CHILD_CHECK(now_sec() < end, "the word did not change in "
+                            "%.0f s", wait_timeout);
+                sched_yield();
+            }
+            CHILD_CHECK(uct_o2m_ep_rx_watch(ep, &watch) == UCS_ERR_BUSY,
+                        "a sent message is not reported ready");
+            CHILD_CHECK(rx.received() == 0, "delivered without progress");
+            CHILD_CHECK(env.progress_until([&]() {
+                            return rx.received() == 1;
+                        }), "the message was not delivered");
+            CHILD_CHECK_OK(uct_o2m_ep_rx_watch(ep, &watch));
+            CHILD_CHECK(!uct_o2m_rx_watch_changed(&watch),
+                        "the word of the next message changed");
+            pg.barrier(rank);
+
+            CHILD_CHECK(env.progress_until([&]() { return rx.complete(); }),
+                        "the second message was not delivered");
+            pg.barrier(rank);
+        }
+
+        CHILD_CHECK(env.errors.empty(), "%zu errors", env.errors.size());
+        uct_ep_destroy(ep);
+        pg.barrier(rank);
+    }, 60);
+}
+
+INSTANTIATE_TEST_SUITE_P(modes, bcast_rx_watch,
+                         ::testing::Values(UCT_O2M_MODE_BATCHED,
+                                           UCT_O2M_MODE_CENTRALIZED));
+
+
 TEST(bcast_bad_input, parameters)
 {
     shm_residue_check shm;

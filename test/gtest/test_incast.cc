@@ -2198,6 +2198,102 @@ TEST(IncastZeroLength, empty_contributions_fresh_root)
     }, 60);
 }
 
+/*
+ * uct_o2m_ep_rx_watch (API 1.8) at a fan-in root of 3 members, in a mode
+ * that counts arrivals (BATCHED) and in one that stamps each slot
+ * (CENTRALIZED): the word changes with each contribution, reads BUSY once
+ * the round is complete and until progress delivers it, then watches the
+ * next round; a sender has no word.
+ */
+ucs_status_t rx_watch_count_cb(void *arg, void *data, size_t length,
+                               unsigned flags)
+{
+    ++*static_cast<unsigned*>(arg);
+    return UCS_OK;
+}
+
+TEST(IncastRxWatch, root_word_per_contribution)
+{
+    run_incast(3, [&](proc_group &pg, unsigned rank, shared_state *shm) {
+        unsigned seq = 0;
+
+        for (uct_o2m_mode_t mode : {UCT_O2M_MODE_BATCHED,
+                                    UCT_O2M_MODE_CENTRALIZED}) {
+            member m(pg, rank);
+            group_desc g = {mode, UCT_O2M_OP_GATHER, UCT_O2M_DT_INT32, 0, 3,
+                            0};
+            const uint64_t payload = 0x5eed0000 + rank;
+            uct_o2m_rx_watch_t watch;
+            unsigned delivered = 0;
+            uct_ep_h ep;
+            double end;
+
+            m.env().set_am_handler(7, rx_watch_count_cb, &delivered);
+            if (rank == 0) {
+                ep = m.create_ok(g, make_group_id(11, seq));
+            }
+            pg.barrier(rank);
+            if (rank != 0) {
+                ep = m.create_ok(g, make_group_id(11, seq));
+                CHILD_CHECK(m.env().progress_until([&]() {
+                                return uct_o2m_ep_state(ep, NULL) ==
+                                       UCT_O2M_EP_STATE_READY;
+                            }), "%s: member %u did not join",
+                            g.name().c_str(), rank);
+                CHILD_CHECK(uct_o2m_ep_rx_watch(ep, &watch) ==
+                            UCS_ERR_UNSUPPORTED, "%s: a sender has a word",
+                            g.name().c_str());
+            } else {
+                CHILD_CHECK_OK(uct_o2m_ep_rx_watch(ep, &watch));
+            }
+            pg.barrier(rank);
+
+            for (unsigned sender = 1; sender <= 2; ++sender) {
+                if (rank == sender) {
+                    CHILD_CHECK_OK(uct_ep_am_short(ep, 7, payload, NULL, 0));
+                }
+                pg.barrier(rank);
+                if (rank == 0) {
+                    end = now_sec() + wait_timeout;
+                    while (!uct_o2m_rx_watch_changed(&watch)) {
+                        CHILD_CHECK(now_sec() < end, "%s: the word did not "
+                                    "change with contribution %u",
+                                    g.name().c_str(), sender);
+                        sched_yield();
+                    }
+                    if (sender == 1) {
+                        /* half the round: the next contribution's word */
+                        CHILD_CHECK_OK(uct_o2m_ep_rx_watch(ep, &watch));
+                        CHILD_CHECK(!uct_o2m_rx_watch_changed(&watch),
+                                    "%s: the word moved without a "
+                                    "contribution", g.name().c_str());
+                    }
+                }
+                pg.barrier(rank); /* the next sender sends after this */
+            }
+
+            if (rank == 0) {
+                CHILD_CHECK(uct_o2m_ep_rx_watch(ep, &watch) == UCS_ERR_BUSY,
+                            "%s: a complete round is not reported ready",
+                            g.name().c_str());
+                CHILD_CHECK(delivered == 0, "delivered without progress");
+                CHILD_CHECK(m.env().progress_until([&]() {
+                                return delivered == 1;
+                            }), "%s: the round was not delivered",
+                            g.name().c_str());
+                CHILD_CHECK_OK(uct_o2m_ep_rx_watch(ep, &watch));
+                CHILD_CHECK(!uct_o2m_rx_watch_changed(&watch),
+                            "%s: the next round's word changed",
+                            g.name().c_str());
+            }
+            pg.barrier(rank);
+            uct_ep_destroy(ep);
+            pg.barrier(rank);
+            ++seq;
+        }
+    }, 60);
+}
+
 } // namespace
 
 

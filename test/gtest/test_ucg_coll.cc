@@ -17,6 +17,7 @@ extern "C" {
 #include "ucg_coll.h"
 #include "phase/ucg_phase.h"
 #include "ucg_progress.h"
+#include "ucg_context.h"
 #include "o2m_group.h"
 #include <ucs/config/global_opts.h>
 }
@@ -2270,6 +2271,58 @@ TEST(ucg_coll_big, size_16m_p2p)
 }
 
 } // namespace
+
+
+/*
+ * RX_WATCH_POLLS: a member waiting for the next message of one host-local
+ * fan-out endpoint polls the word that message changes, and progresses
+ * everything when it changes or every RX_WATCH_POLLS polls.  np=2, the
+ * other member 50 ms late, in each way of waiting: a bcast member
+ * (sm_bcast), an allreduce and a barrier (two-member exchanges) watch; a
+ * reduce root (sm_incast) does not.  Results are checked (run_coll); the
+ * watchers' polls are served by the word, and with RX_WATCH_POLLS=0 none
+ * is.
+ */
+TEST(ucg_coll_rx_watch, late_peer)
+{
+    for (unsigned polls : {128u, 0u}) {
+        run_opts opts;
+
+        opts.env["UCX_UCG_RX_WATCH_POLLS"] = std::to_string(polls);
+        run_ok(2, opts, [&](member &m) {
+            const coll_desc descs[] = {
+                coll_desc(UCG_COLL_BCAST, 64, UCG_DT_UINT8, UCG_OP_LAST, 0),
+                coll_desc(UCG_COLL_REDUCE, 16, UCG_DT_INT32, UCG_OP_SUM, 0),
+                coll_desc(UCG_COLL_ALLREDUCE, 16, UCG_DT_INT32, UCG_OP_SUM),
+                coll_desc(UCG_COLL_BARRIER, 0, UCG_DT_UINT8)
+            };
+            unsigned long skips;
+            unsigned waiter;
+            bool watches;
+
+            for (const coll_desc &d : descs) {
+                run_coll(m, d); /* the endpoints are joined */
+                /* the reduce root waits for the member, the others for
+                 * rank 0 */
+                waiter = (d.type == UCG_COLL_REDUCE) ? 0 : 1;
+                skips  = m.context->rx_watch_skips;
+                if (m.rank != waiter) {
+                    usleep(50000);
+                }
+                run_coll(m, d);
+                skips = m.context->rx_watch_skips - skips;
+                if (m.rank != waiter) {
+                    continue;
+                }
+                watches = (polls > 0) && (d.type != UCG_COLL_REDUCE);
+                CHILD_CHECK(watches ? (skips > 0) : (skips == 0),
+                            "%s, RX_WATCH_POLLS=%u: %lu polls of rank %u "
+                            "served by the watched word",
+                            d.str().c_str(), polls, skips, m.rank);
+            }
+        }, "rx_watch " + std::to_string(polls));
+    }
+}
 
 
 /*

@@ -105,6 +105,9 @@ typedef struct ucg_sm_state {
     int          open;      /* the endpoints are resolved and the phase's own
                                start() was called */
     uct_ep_h     ep;        /* the endpoint this member sends on */
+    uct_ep_h     rx_ep;     /* the one fan-out endpoint it receives on (a
+                               fan-out member, a member of a two-member
+                               exchange); else NULL */
     unsigned     role;      /* UCG_SM_ROLE_* */
     int          turn;      /* may contribute to its fan-in endpoint */
     size_t       total;     /* bytes of the stream */
@@ -223,6 +226,12 @@ typedef struct ucg_phase_ops {
 /** The row of each phase method */
 extern const ucg_phase_ops_t ucg_phase_table[UCG_PHASE_LAST];
 
+
+/* ucg_sm.c: the one fan-out endpoint whose next message @a coll waits for,
+ * all its sends of the phase posted (a member of a fan-out or of a
+ * two-member exchange); NULL when it waits for anything else too, or is
+ * not in such a phase */
+uct_ep_h ucg_sm_rx_wait_ep(const struct ucg_coll *coll);
 
 /* ucg_p2p_tree.c */
 ucs_status_t ucg_p2p_bcast_start(struct ucg_coll *coll);

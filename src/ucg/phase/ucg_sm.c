@@ -152,6 +152,9 @@ ucs_status_t ucg_sm_exchange_eps(ucg_coll_t *coll)
         }
         if (set.root == coll->my_idx) {
             coll->ps.sm.ep = ep;
+        } else {
+            /* the other member's, when there is one other */
+            coll->ps.sm.rx_ep = (set.count == 2) ? ep : NULL;
         }
     }
     return UCS_OK;
@@ -309,6 +312,12 @@ ucs_status_t ucg_sm_stream_begin(ucg_coll_t *coll, ucg_sm_tl_t tl,
     coll->ps.sm.pack     = pack;
     coll->ps.sm.role     = ((tl == UCG_SM_BCAST) == is_root) ?
                            UCG_SM_ROLE_SEND : UCG_SM_ROLE_RECV;
+    /* A fan-in root does not watch: with the two vCPUs far apart (a cache
+     * line in ~200 ns), its tight loads on the slot the sender is writing
+     * made MPI_Reduce of 8-128 B 9-15 % slower (docs/performance.md,
+     * "Waiting on one word") */
+    coll->ps.sm.rx_ep    = ((coll->ps.sm.role == UCG_SM_ROLE_RECV) &&
+                            (tl == UCG_SM_BCAST)) ? ep : NULL;
 
     if (coll->ps.sm.role == UCG_SM_ROLE_RECV) {
         ucg_sm_take_early(coll);
@@ -328,6 +337,22 @@ ucs_status_t ucg_sm_stream_progress(ucg_coll_t *coll)
 
     return (coll->ps.sm.next < coll->ps.sm.nfrags) ? UCS_INPROGRESS :
            UCS_OK;
+}
+
+uct_ep_h ucg_sm_rx_wait_ep(const ucg_coll_t *coll)
+{
+    const ucg_phase_ops_t *ops = ucg_coll_phase_ops(coll);
+
+    /* ps is the sm state in a phase with host-local endpoints (not in
+     * MC_BCAST, whose messages take the same path) */
+    if ((ops->sm_eps == NULL) || (ops->expects == NULL) || !coll->ps.sm.open ||
+        (coll->ps.sm.rx_ep == NULL) || (coll->ps.sm.status != UCS_OK) ||
+        ((coll->ps.sm.role != UCG_SM_ROLE_RECV) &&
+         (coll->ps.sm.next < coll->ps.sm.nfrags)) ||
+        !ops->expects(coll)) {
+        return NULL;
+    }
+    return coll->ps.sm.rx_ep;
 }
 
 int ucg_sm_stream_expects(const ucg_coll_t *coll)

@@ -356,6 +356,20 @@ static unsigned uct_o2m_bcast_recv_progress(uct_o2m_ep_t *o2m_ep)
     return count;
 }
 
+/* The word the root's next message changes: the stamp of its element */
+static ucs_status_t uct_o2m_bcast_recv_rx_watch(uct_o2m_group_ep_t *ep,
+                                                uct_o2m_rx_watch_t *watch)
+{
+    uct_o2m_bcast_recv_ep_t *recv = ucs_derived_of(ep,
+                                                   uct_o2m_bcast_recv_ep_t);
+    const uct_o2m_elem_t *elem    = uct_o2m_group_elem(ep, recv->rx_seq);
+
+    watch->addr  = (const void*)&elem->seq;
+    watch->size  = sizeof(uint64_t);
+    watch->value = __atomic_load_n(&elem->seq, __ATOMIC_ACQUIRE);
+    return (watch->value == recv->rx_seq + 1) ? UCS_ERR_BUSY : UCS_OK;
+}
+
 /*
  * A receiver that consumed everything has finished, which is no failure;
  * but if it is waiting for more (@a stalled, from uct_ep_check()), or the
@@ -407,5 +421,6 @@ static const uct_o2m_group_ops_t uct_o2m_bcast_recv_ops = {
         .destroy  = UCS_CLASS_DELETE_FUNC_NAME(uct_o2m_bcast_recv_ep_t)
     },
     .done        = uct_o2m_bcast_recv_done,
-    .root_closed = uct_o2m_bcast_recv_root_closed
+    .root_closed = uct_o2m_bcast_recv_root_closed,
+    .rx_watch    = uct_o2m_bcast_recv_rx_watch
 };

@@ -67,6 +67,38 @@ static int uct_o2m_incast_root_waiting(uct_o2m_group_ep_t *ep)
                            __ATOMIC_ACQUIRE) > 0;
 }
 
+/* The word the next contribution of round rx_seq changes: the "arrived"
+ * count, or the stamp of the first slot not seen yet */
+static ucs_status_t uct_o2m_incast_root_rx_watch(uct_o2m_group_ep_t *ep,
+                                                 uct_o2m_rx_watch_t *watch)
+{
+    uct_o2m_incast_root_ep_t *root = ucs_derived_of(ep,
+                                                    uct_o2m_incast_root_ep_t);
+    void *elem                     = uct_o2m_incast_elem(ep, root->rx_seq);
+    const uct_o2m_elem_t *slot;
+
+    if (uct_o2m_incast_round_complete(root, elem)) {
+        return UCS_ERR_BUSY;
+    }
+
+    if (!uct_o2m_incast_stamped(ep)) {
+        /* read once: a count that reached num_senders since the check
+         * above must not be taken as the "nothing ready" value */
+        watch->addr  = (const void*)&uct_o2m_incast_ctl(elem)->arrived;
+        watch->size  = sizeof(uint32_t);
+        watch->value = __atomic_load_n(&uct_o2m_incast_ctl(elem)->arrived,
+                                       __ATOMIC_ACQUIRE);
+        return (watch->value == uct_o2m_group_num_peers(ep)) ?
+               UCS_ERR_BUSY : UCS_OK;
+    }
+
+    slot         = uct_o2m_incast_slot(ep, elem, root->rx_seen);
+    watch->addr  = (const void*)&slot->seq;
+    watch->size  = sizeof(uint64_t);
+    watch->value = __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE);
+    return (watch->value == root->rx_seq + 1) ? UCS_ERR_BUSY : UCS_OK;
+}
+
 /* Read the zcopy contribution of @a slot, of @a length bytes, into @a dst */
 static ucs_status_t uct_o2m_incast_read(uct_o2m_group_ep_t *ep,
                                         uct_o2m_elem_t *slot, size_t length,
@@ -432,5 +464,6 @@ static const uct_o2m_group_ops_t uct_o2m_incast_root_ops = {
     .done         = uct_o2m_incast_root_done,
     .root_waiting = uct_o2m_incast_root_waiting,
     .root_mark    = uct_o2m_incast_root_done,
-    .left_early   = uct_o2m_incast_root_left_early
+    .left_early   = uct_o2m_incast_root_left_early,
+    .rx_watch     = uct_o2m_incast_root_rx_watch
 };

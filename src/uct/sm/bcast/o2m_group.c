@@ -681,6 +681,25 @@ ucs_status_t uct_o2m_ep_expect(uct_ep_h tl_ep, int expect)
                                          UCS_ERR_UNSUPPORTED;
 }
 
+ucs_status_t uct_o2m_ep_rx_watch(uct_ep_h tl_ep, uct_o2m_rx_watch_t *watch)
+{
+    uct_o2m_group_ep_t *ep;
+
+    if ((tl_ep == NULL) || (watch == NULL) ||
+        (tl_ep->iface->ops.iface_get_address != uct_o2m_iface_get_address) ||
+        (ucs_derived_of(tl_ep, uct_o2m_ep_t)->ops == &uct_o2m_p2p_ep_ops)) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    ep = ucs_derived_of(tl_ep, uct_o2m_group_ep_t);
+    if ((ep->seg == NULL) || (ep->super.status != UCS_OK) ||
+        (uct_o2m_group_ops(ep)->rx_watch == NULL)) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    return uct_o2m_group_ops(ep)->rx_watch(ep, watch);
+}
+
 uct_o2m_ep_state_t uct_o2m_ep_state(uct_ep_h tl_ep, ucs_status_t *status_p)
 {
     uct_o2m_group_ep_t *ep;

@@ -139,6 +139,10 @@ typedef struct uct_o2m_group_ops {
      * (its uct_o2m_group_done); @a stalled: the user waits on us */
     void     (*root_closed)(uct_o2m_group_ep_t *ep, uint64_t final_seq,
                             int stalled);
+    /* Reading role: the word its next message changes (uct_o2m_ep_rx_watch;
+     * called on a joined endpoint that has not failed); NULL: none */
+    ucs_status_t (*rx_watch)(uct_o2m_group_ep_t *ep,
+                             uct_o2m_rx_watch_t *watch);
 } uct_o2m_group_ops_t;
 
 

@@ -90,7 +90,7 @@ static inline const char *uct_o2m_tl_name(int is_incast)
 
 /** Version of this extension API. */
 #define UCT_O2M_API_MAJOR 1
-#define UCT_O2M_API_MINOR 7
+#define UCT_O2M_API_MINOR 8
 
 
 /**
@@ -283,6 +283,51 @@ typedef enum {
  */
 UCT_O2M_API uct_o2m_ep_state_t uct_o2m_ep_state(uct_ep_h ep,
                                                 ucs_status_t *status_p);
+
+
+/**
+ * A word of shared memory that changes when a group endpoint may have
+ * something new to deliver (uct_o2m_ep_rx_watch()).  A caller that waits
+ * for the endpoint's next message can spin on uct_o2m_rx_watch_changed()
+ * instead of calling uct_worker_progress() on every poll: a poll of all the
+ * interface's endpoints costs hundreds of instructions, the word one load.
+ * It stays valid while the endpoint exists; it says nothing of the other
+ * endpoints, nor of failures, so the caller still progresses the worker
+ * every few polls.
+ */
+typedef struct uct_o2m_rx_watch {
+    const void *addr;   /**< the word, 4 or 8 bytes, naturally aligned */
+    uint64_t   value;   /**< its value when nothing was ready */
+    unsigned   size;    /**< 4 or 8 */
+} uct_o2m_rx_watch_t;
+
+
+/**
+ * (API 1.8) Where the next message of @a ep (a fan-out member, or a fan-in
+ * root: the next round's contributions) will show, in @a watch.
+ * UCS_OK: nothing is ready now, and the word changes when something may be;
+ * UCS_ERR_BUSY: something is ready, uct_worker_progress() delivers it;
+ * UCS_ERR_UNSUPPORTED: no such word (a sending role, a member that has not
+ * joined yet, a failed endpoint, another transport).
+ */
+UCT_O2M_API ucs_status_t uct_o2m_ep_rx_watch(uct_ep_h ep,
+                                             uct_o2m_rx_watch_t *watch);
+
+
+/** Whether the word of @a watch changed since uct_o2m_ep_rx_watch() */
+static inline int uct_o2m_rx_watch_changed(const uct_o2m_rx_watch_t *watch)
+{
+    uint64_t value;
+
+    if (watch->size == sizeof(uint32_t)) {
+        value = __atomic_load_n((const uint32_t*)watch->addr,
+                                __ATOMIC_RELAXED);
+    } else {
+        value = __atomic_load_n((const uint64_t*)watch->addr,
+                                __ATOMIC_RELAXED);
+    }
+    return value != watch->value;
+}
 
 
 /**
