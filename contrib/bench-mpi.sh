@@ -52,7 +52,8 @@
 # else an installed one.
 # Before each repetition the time one cache line takes between two CPUs is
 # measured (contrib/cacheline.sh) and written to bench-mpi-cacheline.csv;
-# the run warns when the vCPUs were moved during it.
+# the run warns when the vCPUs were moved during it, and then adds a table
+# for the repetitions of each placement (plot-mpi.py --cacheline).
 # BENCH_MPI_ARGS (environment) is added to every mpirun; PYTHON picks the
 # python3 used for the table and the plot.
 #
@@ -228,7 +229,8 @@ if [ -z "$py" ]; then
     done
 fi
 "${py:-python3}" "$top/contrib/plot-mpi.py" "$raw" --table \
-    --summary "$summary" --verdict "$verdict" | tee "$outdir/bench-mpi.txt"
+    --summary "$summary" --verdict "$verdict" --cacheline "$lines" |
+    tee "$outdir/bench-mpi.txt"
 if [ -z "$py" ]; then
     echo "bench-mpi: no python3 with matplotlib (install python3-matplotlib):" \
          "no plot"

@@ -23,9 +23,15 @@ baseline there (lowest median), named in the table:
     ok      ratio <= 1
 
   plot-mpi.py RAW.csv --table [--candidates a,b] [--summary OUT.csv]
-                      [--verdict OUT.csv]
+                      [--verdict OUT.csv] [--cacheline LINES.csv]
   plot-mpi.py RAW.csv --png OUT.png [--title TEXT]
   plot-mpi.py --self-test    checks the comparison on made-up data
+--cacheline (bench-mpi.sh's bench-mpi-cacheline.csv: rep,cacheline_ns, the
+time a cache line took between two CPUs before each repetition): when it
+changed during the run (the slowest over twice the fastest: a VM whose vCPUs
+were moved), the repetitions are split where the line's time jumps most and
+a table is added for each part, its medians over those repetitions only (the
+summary and verdict CSVs stay those of the whole run).
 Exit status with --table: 0, also when a size is SLOWER (it is a report).
 """
 import argparse
@@ -35,11 +41,14 @@ import sys
 from collections import OrderedDict, defaultdict
 
 
-def load(path):
+def load(path, reps=None):
+    """Statistics of the repetitions @reps (a set; None: all)"""
     data = defaultdict(list)        # (config, coll, bytes) -> [avg_us]
     configs, colls, sizes = OrderedDict(), OrderedDict(), set()
     with open(path, newline='') as f:
         for row in csv.DictReader(f):
+            if reps is not None and int(row['rep']) not in reps:
+                continue
             key = (row['config'], row['coll'], int(row['bytes']))
             data[key].append(float(row['avg_us']))
             configs[row['config']] = None
@@ -48,6 +57,41 @@ def load(path):
     stats = {k: (statistics.median(v), min(v), max(v), len(v))
              for k, v in data.items()}
     return stats, list(configs), list(colls), sorted(sizes)
+
+
+def placements(path):
+    """The repetitions in groups of alike cache-line times, each as
+    (sorted reps, fastest ns, slowest ns): one group unless the slowest is
+    over twice the fastest, else split at the largest jump between
+    consecutive times"""
+    lines = []
+    with open(path, newline='') as f:
+        for row in csv.DictReader(f):
+            lines.append((float(row['cacheline_ns']), int(row['rep'])))
+    lines.sort()
+    if not lines or lines[-1][0] <= 2 * lines[0][0]:
+        return [([r for _, r in lines], lines[0][0] if lines else 0,
+                 lines[-1][0] if lines else 0)]
+    cut = max(range(1, len(lines)),
+              key=lambda i: lines[i][0] / max(lines[i - 1][0], 1e-9))
+    return [(sorted(r for _, r in part), part[0][0], part[-1][0])
+            for part in (lines[:cut], lines[cut:])]
+
+
+def placement_tables(raw, lines_csv, names):
+    """A table per group of placements() when there are several"""
+    groups = placements(lines_csv)
+    if len(groups) < 2:
+        return
+    print('\nA cache line took over twice as long in some repetitions (the '
+          'vCPUs were moved,\nor the machine was loaded): the same tables '
+          'over the repetitions of each part')
+    for reps, lo, hi in groups:
+        print('\n=== repetitions %s: a cache line in %.1f-%.1f ns ===' %
+              (' '.join(map(str, reps)), lo, hi))
+        stats, configs, colls, sizes = load(raw, set(reps))
+        cand, base = split_configs(configs, names)
+        table(stats, configs, colls, sizes, cand, base, None, None)
 
 
 def fmt_size(b):
@@ -264,7 +308,53 @@ def self_test():
         print(out.getvalue())
         sys.exit('plot-mpi self-test FAILED: candidates %s, baselines %s, '
                  'wrong verdicts (key, expected, got): %s' % (cand, base, bad))
-    print('plot-mpi self-test passed: %d verdicts' % len(got))
+    placement_self_test()
+    print('plot-mpi self-test passed: %d verdicts, placements split' %
+          len(got))
+
+
+def placement_self_test():
+    """A run whose vCPUs moved after its second repetition: ucg is slower
+    than the baseline in the close placement, faster in the far one"""
+    import io
+    import os
+    import tempfile
+    from contextlib import redirect_stdout
+
+    tmp = tempfile.mkdtemp(prefix='plot-mpi-test.')
+    raw, lines = os.path.join(tmp, 'raw.csv'), os.path.join(tmp, 'lines.csv')
+    with open(raw, 'w', newline='') as f:
+        w = csv.writer(f)
+        w.writerow(['config', 'rep', 'coll', 'bytes', 'avg_us', 'min_us',
+                    'max_us', 'iterations'])
+        for rep, (dflt, ucg) in enumerate([(0.13, 0.18), (0.13, 0.19),
+                                           (0.45, 0.35), (0.44, 0.34),
+                                           (0.13, 0.18)]):
+            w.writerow(['default', rep + 1, 'reduce', 8, dflt, dflt, dflt, 9])
+            w.writerow(['ucg', rep + 1, 'reduce', 8, ucg, ucg, ucg, 9])
+    with open(lines, 'w', newline='') as f:
+        f.write('rep,cacheline_ns\n1,23.9\n2,24.4\n3,195.7\n4,204.1\n'
+                '5,26.0\n')
+    groups = placements(lines)
+    with redirect_stdout(io.StringIO()) as out:
+        placement_tables(raw, lines, [])
+    for path in (raw, lines):
+        with open(path, 'w') as f:
+            f.write('rep,cacheline_ns\n1,23.9\n2,40.0\n')
+    one = placements(lines)
+    for path in (raw, lines):
+        os.remove(path)
+    os.rmdir(tmp)
+    text = out.getvalue()
+    want = [([1, 2, 5], 23.9, 26.0), ([3, 4], 195.7, 204.1)]
+    if groups != want or len(one) != 1 or \
+            'repetitions 1 2 5: a cache line in 23.9-26.0 ns' not in text or \
+            'repetitions 3 4: a cache line in 195.7-204.1 ns' not in text or \
+            text.count('1 of 1 candidate points SLOWER') != 1 or \
+            text.count('0 of 1 candidate points SLOWER') != 1:
+        print(text)
+        sys.exit('plot-mpi self-test FAILED: placements %s (want %s), one '
+                 'placement split into %d' % (groups, want, len(one)))
 
 
 def main():
@@ -282,6 +372,7 @@ def main():
     ap.add_argument('--verdict')
     ap.add_argument('--png')
     ap.add_argument('--title', default='')
+    ap.add_argument('--cacheline')
     a = ap.parse_args()
     stats, configs, colls, sizes = load(a.csv)
     if not stats:
@@ -290,6 +381,8 @@ def main():
     cand, base = split_configs(configs, names)
     if a.table:
         table(stats, configs, colls, sizes, cand, base, a.summary, a.verdict)
+        if a.cacheline:
+            placement_tables(a.csv, a.cacheline, names)
     if a.png:
         plot(stats, configs, colls, sizes, cand, base, a.png, a.title)
 
