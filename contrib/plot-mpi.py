@@ -247,6 +247,17 @@ def plot(stats, configs, colls, sizes, cand, base, png, title):
     print('plot written to %s' % png)
 
 
+def write_raw(path, rows):
+    """A raw CSV of bench-mpi.sh with @rows (config, rep, coll, bytes,
+    avg_us): made-up runs of the self-tests"""
+    with open(path, 'w', newline='') as f:
+        w = csv.writer(f)
+        w.writerow(['config', 'rep', 'coll', 'bytes', 'avg_us', 'min_us',
+                    'max_us', 'iterations'])
+        for c, rep, coll, b, v in rows:
+            w.writerow([c, rep, coll, b, v, v, v, 100])
+
+
 def self_test():
     """The verdicts of a made-up run: exits non-zero on a wrong one"""
     import io
@@ -281,14 +292,10 @@ def self_test():
               ('ucg_flat', 'reduce', 16): ('ucx', 'SLOWER')}
     tmp = tempfile.mkdtemp(prefix='plot-mpi-test.')
     raw, ver = os.path.join(tmp, 'raw.csv'), os.path.join(tmp, 'ver.csv')
-    with open(raw, 'w', newline='') as f:
-        w = csv.writer(f)
-        w.writerow(['config', 'rep', 'coll', 'bytes', 'avg_us', 'min_us',
-                    'max_us', 'iterations'])
-        for (coll, b), cfgs in runs.items():
-            for c, vals in cfgs.items():
-                for rep, v in enumerate(vals):
-                    w.writerow([c, rep + 1, coll, b, v, v, v, 100])
+    write_raw(raw, [(c, rep + 1, coll, b, v)
+                    for (coll, b), cfgs in runs.items()
+                    for c, vals in cfgs.items()
+                    for rep, v in enumerate(vals)])
     stats, configs, colls, sizes = load(raw)
     cand, base = split_configs(configs, [])
     with redirect_stdout(io.StringIO()) as out:
@@ -323,15 +330,11 @@ def placement_self_test():
 
     tmp = tempfile.mkdtemp(prefix='plot-mpi-test.')
     raw, lines = os.path.join(tmp, 'raw.csv'), os.path.join(tmp, 'lines.csv')
-    with open(raw, 'w', newline='') as f:
-        w = csv.writer(f)
-        w.writerow(['config', 'rep', 'coll', 'bytes', 'avg_us', 'min_us',
-                    'max_us', 'iterations'])
-        for rep, (dflt, ucg) in enumerate([(0.13, 0.18), (0.13, 0.19),
-                                           (0.45, 0.35), (0.44, 0.34),
-                                           (0.13, 0.18)]):
-            w.writerow(['default', rep + 1, 'reduce', 8, dflt, dflt, dflt, 9])
-            w.writerow(['ucg', rep + 1, 'reduce', 8, ucg, ucg, ucg, 9])
+    reps = [(0.13, 0.18), (0.13, 0.19), (0.45, 0.35), (0.44, 0.34),
+            (0.13, 0.18)]
+    write_raw(raw, [(c, rep + 1, 'reduce', 8, v)
+                    for rep, (dflt, ucg) in enumerate(reps)
+                    for c, v in (('default', dflt), ('ucg', ucg))])
     with open(lines, 'w', newline='') as f:
         f.write('rep,cacheline_ns\n1,23.9\n2,24.4\n3,195.7\n4,204.1\n'
                 '5,26.0\n')
