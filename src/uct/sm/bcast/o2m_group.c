@@ -675,6 +675,15 @@ static int uct_o2m_is_mc_rel_ep(uct_ep_h tl_ep)
     return uct_mc_udp_is_ep(tl_ep);
 }
 
+/* A group endpoint of sm_bcast or sm_incast */
+static int uct_o2m_is_group_ep(uct_ep_h tl_ep)
+{
+    return (tl_ep != NULL) &&
+           (tl_ep->iface->ops.iface_get_address ==
+            uct_o2m_iface_get_address) &&
+           (ucs_derived_of(tl_ep, uct_o2m_ep_t)->ops != &uct_o2m_p2p_ep_ops);
+}
+
 ucs_status_t uct_o2m_ep_expect(uct_ep_h tl_ep, int expect)
 {
     return uct_o2m_is_mc_rel_ep(tl_ep) ? uct_mc_rel_ep_expect(tl_ep, expect) :
@@ -685,9 +694,7 @@ ucs_status_t uct_o2m_ep_rx_watch(uct_ep_h tl_ep, uct_o2m_rx_watch_t *watch)
 {
     uct_o2m_group_ep_t *ep;
 
-    if ((tl_ep == NULL) || (watch == NULL) ||
-        (tl_ep->iface->ops.iface_get_address != uct_o2m_iface_get_address) ||
-        (ucs_derived_of(tl_ep, uct_o2m_ep_t)->ops == &uct_o2m_p2p_ep_ops)) {
+    if ((watch == NULL) || !uct_o2m_is_group_ep(tl_ep)) {
         return UCS_ERR_UNSUPPORTED;
     }
 
@@ -708,9 +715,7 @@ uct_o2m_ep_state_t uct_o2m_ep_state(uct_ep_h tl_ep, ucs_status_t *status_p)
         return uct_mc_rel_ep_state(tl_ep, status_p);
     }
 
-    if ((tl_ep == NULL) ||
-        (tl_ep->iface->ops.iface_get_address != uct_o2m_iface_get_address) ||
-        (ucs_derived_of(tl_ep, uct_o2m_ep_t)->ops == &uct_o2m_p2p_ep_ops)) {
+    if (!uct_o2m_is_group_ep(tl_ep)) {
         ucs_error("uct_o2m_ep_state() needs a group endpoint of %s or %s",
                   UCT_O2M_BCAST_TL_NAME, UCT_O2M_INCAST_TL_NAME);
         if (status_p != NULL) {
