@@ -475,7 +475,8 @@ static void ucg_coll_rx_watch_update(ucg_coll_t *coll)
 
     coll->rx_watch_on    = 0;
     coll->rx_watch_spins = 0;
-    if ((coll->group->context->rx_watch_polls == 0) || (coll->set == NULL) ||
+    if ((coll->group->context->config->rx_watch_polls == 0) ||
+        (coll->set == NULL) ||
         (coll->phase == &coll->sm_subst) || (coll->num_reqs > 0)) {
         return;
     }
@@ -638,7 +639,7 @@ ucs_status_t ucg_coll_test(ucg_coll_h coll)
 
     context = coll->group->context;
     if (coll->rx_watch_on &&
-        (++coll->rx_watch_spins < context->rx_watch_polls) &&
+        (++coll->rx_watch_spins < context->config->rx_watch_polls) &&
         !uct_o2m_rx_watch_changed(&coll->rx_watch)) {
         ++context->rx_watch_skips;
         return UCS_INPROGRESS;

@@ -214,7 +214,6 @@ ucs_status_t ucg_context_create(const ucg_context_params_t *params,
     if (status != UCS_OK) {
         goto err_release_config;
     }
-    context->rx_watch_polls = context->config->rx_watch_polls;
     context->plan_hash = ucg_config_plan_hash(context->config);
 
     status = uct_o2m_watch_table_create(&context->watches);

@@ -108,9 +108,8 @@ struct ucg_context {
     /* ucg_progress calls since the last one that progressed the
      * transports while no collective was started (UCG_IDLE_POLLS) */
     unsigned            idle_polls;
-    /* RX_WATCH_POLLS; and the ucg_coll_test calls that polled a
-     * collective's watched word only (ucg_coll_rx_watch) */
-    unsigned            rx_watch_polls;
+    /* ucg_coll_test calls that polled a collective's watched word only
+     * (RX_WATCH_POLLS) */
     unsigned long       rx_watch_skips;
     /* mc_udp between host leaders (ucg_mc.c), NULL when not used */
     struct ucg_mc_ctx   *mc;
