@@ -23,6 +23,22 @@
 #define UCG_COLL_CHECK_SKIP 64
 
 
+void ucg_coll_find_mine(const ucg_coll_t *coll)
+{
+    /* the plan cache's, written once for its group's member */
+    ucg_plan_t *plan = (ucg_plan_t*)coll->plan;
+    const ucg_phase_set_t *set;
+    unsigned i;
+
+    for (i = 0; i < plan->num_phases; ++i) {
+        set = ucg_phase_find_set(&plan->phases[i], coll->group->rank,
+                                 &plan->mine[i].idx);
+        plan->mine[i].set = (set == NULL) ? -1 :
+                            (int)(set - plan->phases[i].sets);
+    }
+    plan->mine_known = 1;
+}
+
 /* Phases with host-local endpoints start once their endpoints are joined
  * (ucg_sm_gate.c) */
 static ucs_status_t ucg_coll_phase_start(ucg_coll_t *coll)
@@ -419,8 +435,7 @@ static ucs_status_t ucg_coll_advance(ucg_coll_t *coll)
         }
 
         coll->phase = &coll->plan->phases[coll->phase_idx];
-        coll->set   = ucg_phase_find_set(coll->phase, coll->group->rank,
-                                         &coll->my_idx);
+        coll->set   = ucg_coll_my_set(coll, coll->phase_idx, &coll->my_idx);
         memset(&coll->ps, 0, sizeof(coll->ps));
         if (coll->set == NULL) {
             continue;
@@ -588,7 +603,6 @@ ucs_status_t ucg_coll_start(ucg_coll_h coll)
         return UCS_ERR_CANCELED;
     }
 
-    group->context->need_ucp = 1; /* until the next drain knows */
     coll->seq       = group->next_seq++;
     coll->status    = UCS_INPROGRESS;
     coll->active    = 1;
@@ -623,6 +637,8 @@ ucs_status_t ucg_coll_start(ucg_coll_h coll)
 
     ucg_coll_progress_one(coll);
     if (coll->active) {
+        /* until the next drain, which asks every started collective */
+        group->context->need_ucp |= ucg_coll_uses_ucp(coll);
         /* a wait that starts now is on the word from its first poll */
         ucg_coll_rx_watch_update(coll);
     }

@@ -135,6 +135,27 @@ static inline const ucg_phase_ops_t *ucg_coll_phase_ops(const ucg_coll_t *coll)
     return &ucg_phase_table[coll->phase->method];
 }
 
+/** Find this member's set in every phase of @a coll's plan (once) */
+void ucg_coll_find_mine(const ucg_coll_t *coll);
+
+/** This member's set in phase @a i of the plan of @a coll, and its index
+ *  there in *idx_p; NULL if it has none (then *idx_p is untouched) */
+static inline const ucg_phase_set_t *
+ucg_coll_my_set(const ucg_coll_t *coll, unsigned i, unsigned *idx_p)
+{
+    const ucg_plan_mine_t *mine;
+
+    if (ucs_unlikely(!coll->plan->mine_known)) {
+        ucg_coll_find_mine(coll);
+    }
+    mine = &coll->plan->mine[i];
+    if (mine->set < 0) {
+        return NULL;
+    }
+    *idx_p = mine->idx;
+    return &coll->plan->phases[i].sets[mine->set];
+}
+
 /* Sequence numbers at most this far after a collective's are later ones */
 #define UCG_COLL_SEQ_HALF 0x8000
 

@@ -18,7 +18,7 @@ static int ucg_coll_holds_other_blocks(const ucg_coll_t *coll)
 
     for (i = 0; i < coll->plan->num_phases; ++i) {
         phase = &coll->plan->phases[i];
-        set   = ucg_phase_find_set(phase, me, &idx);
+        set   = ucg_coll_my_set(coll, i, &idx);
         if (set == NULL) {
             continue;
         }
@@ -48,8 +48,7 @@ static unsigned ucg_coll_my_phase(const ucg_coll_t *coll, unsigned i,
                                   unsigned *idx_p)
 {
     for (; i < coll->plan->num_phases; ++i) {
-        *set_p = ucg_phase_find_set(&coll->plan->phases[i], coll->group->rank,
-                                    idx_p);
+        *set_p = ucg_coll_my_set(coll, i, idx_p);
         if (*set_p != NULL) {
             break;
         }

@@ -318,7 +318,7 @@ unsigned ucg_progress(ucg_context_h context)
     /* While the started collectives are all in host-local phases, UCP has
      * nothing of theirs to do: it is progressed every UCG_UCP_IDLE_POLLS
      * calls only (its connections, early messages of later phases) */
-    if (context->need_ucp ||
+    if (context->need_ucp || ucs_list_is_empty(&context->progress_q.elems) ||
         (++context->ucp_idle_polls >= UCG_UCP_IDLE_POLLS)) {
         context->ucp_idle_polls = 0;
         count = ucp_worker_progress(context->ucp_worker);

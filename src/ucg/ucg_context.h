@@ -100,9 +100,10 @@ struct ucg_context {
     unsigned long       sm_dropped;
     /* The AM handler installed on the sm interfaces, NULL: none yet */
     uct_am_callback_t   sm_am_cb;
-    /* Whether a started collective waits for UCP, or none is started (set
-     * by ucg_progress_drain and ucg_coll_start); else ucg_progress
-     * progresses UCP only every few calls, counted by ucp_idle_polls */
+    /* Whether a started collective waits for UCP (set by
+     * ucg_progress_drain and ucg_coll_start); else, while a collective is
+     * started, ucg_progress progresses UCP only every few calls, counted by
+     * ucp_idle_polls */
     int                 need_ucp;
     unsigned            ucp_idle_polls;
     /* ucg_progress calls since the last one that progressed the

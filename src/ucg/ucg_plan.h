@@ -176,6 +176,24 @@ enum {
     UCG_SM_EPS_REFUSED = 2
 };
 
+/* This member's part of one phase of a plan, found once */
+typedef struct ucg_plan_mine {
+    int             set;          /* index in the phase's sets[] of this
+                                     member's set, -1: none */
+    unsigned        idx;          /* this member's index in that set */
+    /* The host-local endpoints the phase's start looked up last, for
+     * (ep_kind, ep_tl, ep_mode, ep_op, ep_dtype); the group keeps its
+     * endpoints until it is destroyed, with its plans.  ep NULL: none
+     * yet */
+    uint8_t         ep_kind;
+    uint8_t         ep_tl;
+    uint8_t         ep_mode;
+    uint8_t         ep_op;
+    uint8_t         ep_dtype;
+    uct_ep_h        ep;
+    uct_ep_h        rx_ep;
+} ucg_plan_mine_t;
+
 typedef struct ucg_plan {
     ucg_plan_key_t  key;
     /* Sizes for which this is the plan: ucg_plan_create gives the same
@@ -196,6 +214,11 @@ typedef struct ucg_plan {
      * refused by its root (UCG_SM_EPS_REFUSED: the phase runs point-to-point
      * on its set); 0 until then */
     uint8_t         sm_eps[UCG_PLAN_MAX_PHASES];
+    /* Set by the executor at the plan's first start: what this member
+     * looks up on every start (ucg_coll_my_set, ucg_sm.c).  A plan cache is
+     * one group's, and a group has one member here. */
+    int             mine_known;
+    ucg_plan_mine_t mine[UCG_PLAN_MAX_PHASES];
 } ucg_plan_t;
 
 /** Plans made for one topology and configuration (a group's) */

@@ -61,8 +61,8 @@ static inline void ucg_progress_dequeue(ucg_progress_elem_t *elem)
 /**
  * Call every element of @a queue once, in order (one enqueued meanwhile
  * may wait for the next drain).  Returns the number of collectives that
- * completed; *need_ucp_p says whether UCP should be progressed at every
- * call: an element waits for it, or no collective is in progress.
+ * completed; *need_ucp_p says whether an element waits for UCP (then UCP
+ * should be progressed at every call).
  */
 unsigned ucg_progress_drain(ucg_progress_queue_t *queue, int *need_ucp_p);
 

@@ -2326,6 +2326,85 @@ TEST(ucg_coll_rx_watch, late_peer)
 
 
 /*
+ * What a start finds once per plan (ucg_plan_t::mine): this member's set of
+ * each phase is the one ucg_phase_find_set finds, and repeated starts of the
+ * same request and of new requests of the same plan, which reuse the
+ * endpoints it keeps, deliver every result.  A start makes ucg_progress
+ * progress UCP on every call only when the collective waits for UCP: a
+ * host-local one leaves it to every UCG_UCP_IDLE_POLLS calls.
+ */
+TEST(ucg_coll_mine, sets_eps_and_ucp)
+{
+    run_ok(3, run_opts(), [&](member &m) {
+        const coll_desc descs[] = {
+            coll_desc(UCG_COLL_BCAST, 64, UCG_DT_UINT8, UCG_OP_LAST, 1),
+            coll_desc(UCG_COLL_REDUCE, 16, UCG_DT_INT32, UCG_OP_SUM, 2),
+            coll_desc(UCG_COLL_ALLREDUCE, 16, UCG_DT_INT32, UCG_OP_SUM),
+            coll_desc(UCG_COLL_BARRIER, 0, UCG_DT_UINT8)
+        };
+
+        for (coll_desc d : descs) {
+            for (ucg_plan_choice_t choice : {UCG_PLAN_AUTO, UCG_PLAN_FLAT}) {
+                std::string label = m.label + ": " + d.str() +
+                                    ((choice == UCG_PLAN_FLAT) ? " flat" : "");
+                coll_bufs bufs(d, m.rank, m.size);
+                ucg_coll_params_t params = bufs.params();
+                const ucg_phase_set_t *set, *found;
+                unsigned idx, found_idx;
+                ucg_coll_h coll;
+                bool flat;
+
+                for (unsigned k = 0; k < 3; ++k) {
+                    /* a new request of the same plan from the second on */
+                    CHILD_CHECK_OK(ucg_coll_init_plan(m.group, &params,
+                                                      choice, &coll));
+                    d.seed += 100;
+                    bufs.fill(d);
+                    m.procs->barrier(m.rank);
+                    if (m.rank == 0) {
+                        /* the others are started and wait for it */
+                        usleep(20000);
+                    }
+                    /* as a drain leaves it when nothing waits for UCP */
+                    m.context->need_ucp = 0;
+                    CHILD_CHECK_OK(ucg_coll_start(coll));
+                    flat = (coll->plan->num_phases > 0) &&
+                           !coll->plan->hier;
+                    if ((m.rank != 0) && coll->active) {
+                        CHILD_CHECK(m.context->need_ucp == (int)flat,
+                                    "%s #%u: started, need_ucp %d",
+                                    label.c_str(), k, m.context->need_ucp);
+                    }
+                    CHILD_CHECK_OK(wait_coll(coll, label));
+                    bufs.check(label + " #" + std::to_string(k));
+                    /* and the same request again */
+                    d.seed += 100;
+                    bufs.fill(d);
+                    CHILD_CHECK_OK(ucg_coll_start(coll));
+                    CHILD_CHECK_OK(wait_coll(coll, label));
+                    bufs.check(label + " again #" + std::to_string(k));
+
+                    CHILD_CHECK(coll->plan->mine_known, "%s: not found",
+                                label.c_str());
+                    for (unsigned i = 0; i < coll->plan->num_phases; ++i) {
+                        idx = found_idx = UINT_MAX;
+                        set   = ucg_coll_my_set(coll, i, &idx);
+                        found = ucg_phase_find_set(&coll->plan->phases[i],
+                                                   m.rank, &found_idx);
+                        CHILD_CHECK((set == found) && (idx == found_idx),
+                                    "%s phase %u: set %p index %u, not %p "
+                                    "%u", label.c_str(), i, (void*)set, idx,
+                                    (void*)found, found_idx);
+                    }
+                    ucg_coll_finalize(coll);
+                }
+            }
+        }
+    }, "mine");
+}
+
+
+/*
  * The phase table: every method has a row that the executor can run, a
  * phase with host-local endpoints has what the sm receive path and the
  * endpoint gate call, and point-to-point rows hold the functions
@@ -2436,8 +2515,9 @@ TEST(ucg_progress_queue, drain)
     int need_ucp = 0;
 
     ucg_progress_queue_init(&queue);
+    need_ucp = 1;
     EXPECT_EQ(0u, ucg_progress_drain(&queue, &need_ucp));
-    EXPECT_EQ(1, need_ucp) << "nothing in progress";
+    EXPECT_EQ(0, need_ucp) << "nothing waits for UCP";
     EXPECT_EQ(1u, queue.gen);
 
     for (int i = 0; i < 3; ++i) {

@@ -80,7 +80,7 @@ static int ucg_sm_contrib_key(const ucg_coll_t *coll, unsigned phase_idx,
         return 0;
     }
 
-    set = ucg_phase_find_set(phase, coll->group->rank, &idx);
+    set = ucg_coll_my_set(coll, phase_idx, &idx);
     if ((set == NULL) || (idx == set->root)) {
         return 0;
     }
@@ -137,11 +137,63 @@ static int ucg_sm_my_turn(const ucg_coll_t *coll, const ucg_sm_key_t *key)
 /* The stream                                                               */
 /* ------------------------------------------------------------------------ */
 
+/* What the current phase's start looks up on every start */
+typedef enum {
+    UCG_SM_EPS_STREAM,     /* the set root's endpoint (ucg_sm_stream_begin) */
+    UCG_SM_EPS_EXCHANGE    /* this member's and the other's
+                              (ucg_sm_exchange_eps) */
+} ucg_sm_eps_kind_t;
+
+/*
+ * The endpoints of the current phase of @a coll that a start of this plan
+ * looked up before for the same arguments, into ps.sm.ep and ps.sm.rx_ep;
+ * 0 if there are none.  Each start looked them up in the group's list
+ * before (100-300 instructions, a third of a small collective's start).
+ */
+static int ucg_sm_eps_recall(ucg_coll_t *coll, ucg_sm_eps_kind_t kind,
+                             ucg_sm_tl_t tl, uct_o2m_mode_t mode,
+                             uct_o2m_op_t op, uct_o2m_dtype_t dtype)
+{
+    const ucg_plan_mine_t *mine = &coll->plan->mine[coll->phase_idx];
+
+    if ((mine->ep == NULL) || (mine->ep_kind != kind) ||
+        (mine->ep_tl != tl) || (mine->ep_mode != mode) ||
+        (mine->ep_op != op) || (mine->ep_dtype != dtype)) {
+        return 0;
+    }
+    coll->ps.sm.ep    = mine->ep;
+    coll->ps.sm.rx_ep = mine->rx_ep;
+    return 1;
+}
+
+/* Keep ps.sm.ep and ps.sm.rx_ep for ucg_sm_eps_recall */
+static void ucg_sm_eps_keep(ucg_coll_t *coll, ucg_sm_eps_kind_t kind,
+                            ucg_sm_tl_t tl, uct_o2m_mode_t mode,
+                            uct_o2m_op_t op, uct_o2m_dtype_t dtype)
+{
+    /* the plan cache's: its group has one member, this one */
+    ucg_plan_mine_t *mine = &((ucg_plan_t*)coll->plan)->mine[coll->phase_idx];
+
+    mine->ep_kind  = kind;
+    mine->ep_tl    = tl;
+    mine->ep_mode  = mode;
+    mine->ep_op    = op;
+    mine->ep_dtype = dtype;
+    mine->ep       = coll->ps.sm.ep;
+    mine->rx_ep    = coll->ps.sm.rx_ep;
+}
+
 ucs_status_t ucg_sm_exchange_eps(ucg_coll_t *coll)
 {
     ucg_phase_set_t set = *coll->set;
     ucs_status_t status;
     uct_ep_h ep;
+
+    if (ucg_sm_eps_recall(coll, UCG_SM_EPS_EXCHANGE, UCG_SM_BCAST,
+                          coll->phase->sm_mode, UCT_O2M_OP_GATHER,
+                          UCT_O2M_DT_UINT8)) {
+        return UCS_OK;
+    }
 
     for (set.root = 0; set.root < set.count; ++set.root) {
         status = ucg_group_sm_ep(coll->group, UCG_SM_BCAST, &set,
@@ -157,6 +209,8 @@ ucs_status_t ucg_sm_exchange_eps(ucg_coll_t *coll)
             coll->ps.sm.rx_ep = (set.count == 2) ? ep : NULL;
         }
     }
+    ucg_sm_eps_keep(coll, UCG_SM_EPS_EXCHANGE, UCG_SM_BCAST,
+                    coll->phase->sm_mode, UCT_O2M_OP_GATHER, UCT_O2M_DT_UINT8);
     return UCS_OK;
 }
 
@@ -228,7 +282,10 @@ ucs_status_t ucg_sm_send(ucg_coll_t *coll)
     ssize_t ret;
 
     if (!coll->ps.sm.turn) {
-        if (ucg_sm_contrib_key(coll, coll->phase_idx, &key) &&
+        /* the first started collective (the only one, mostly) has no one
+         * to wait for: its key is not needed */
+        if ((ucs_list_head(&coll->group->colls, ucg_coll_t, list) != coll) &&
+            ucg_sm_contrib_key(coll, coll->phase_idx, &key) &&
             !ucg_sm_my_turn(coll, &key)) {
             return UCS_INPROGRESS;
         }
@@ -297,13 +354,17 @@ ucs_status_t ucg_sm_stream_begin(ucg_coll_t *coll, ucg_sm_tl_t tl,
     ucs_status_t status;
     uct_ep_h ep;
 
-    status = ucg_group_sm_ep(coll->group, tl, coll->set, mode, op, dtype,
-                             &ep);
-    if (status != UCS_OK) {
-        return status;
+    if (!ucg_sm_eps_recall(coll, UCG_SM_EPS_STREAM, tl, mode, op, dtype)) {
+        status = ucg_group_sm_ep(coll->group, tl, coll->set, mode, op, dtype,
+                                 &coll->ps.sm.ep);
+        if (status != UCS_OK) {
+            return status;
+        }
+        coll->ps.sm.rx_ep = NULL;
+        ucg_sm_eps_keep(coll, UCG_SM_EPS_STREAM, tl, mode, op, dtype);
     }
 
-    coll->ps.sm.ep       = ep;
+    ep                   = coll->ps.sm.ep;
     coll->ps.sm.total    = total;
     coll->ps.sm.frag_len = frag;
     coll->ps.sm.nfrags   = ucs_max(1, ucs_div_round_up(total, frag));
