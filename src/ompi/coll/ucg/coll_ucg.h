@@ -228,6 +228,17 @@ typedef struct mca_coll_ucg_module {
     unsigned               num_known[COLL_UCG_NUM];
     unsigned               next_known[COLL_UCG_NUM];  /* to replace next */
 
+    /* What coll_ucg_reduce_params said last of a predefined datatype and
+     * op (handles that are never freed): a loop of reductions asks again
+     * on every call.  dtype NULL: nothing yet */
+    struct {
+        struct ompi_datatype_t *dtype;
+        struct ompi_op_t       *op;
+        ucg_dtype_t            ucg_dtype;
+        ucg_op_t               ucg_op;
+        bool                   ok;
+    } last_types;
+
     /* The nonblocking collectives all go to the previous module (this Open
      * MPI's request layout is not the one coll_ucg_nb.c knows) */
     bool                   nb_disabled;

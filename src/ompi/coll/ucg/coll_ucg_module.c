@@ -275,6 +275,36 @@ bool coll_ucg_reduce_params(struct ompi_datatype_t *dtype,
     return ucg_op_valid(params->op, params->dtype);
 }
 
+/* coll_ucg_reduce_params, from the module's memory of the last call when
+ * its datatype and op were the same predefined ones */
+static bool coll_ucg_reduce_types(mca_coll_ucg_module_t *m,
+                                  struct ompi_datatype_t *dtype,
+                                  struct ompi_op_t *op, coll_ucg_call_t *call)
+{
+    bool ok;
+
+    if ((dtype == m->last_types.dtype) && (op == m->last_types.op)) {
+        call->params.dtype   = m->last_types.ucg_dtype;
+        call->params.dt_size = 0;
+        call->params.op      = m->last_types.ucg_op;
+        return m->last_types.ok;
+    }
+
+    ok = coll_ucg_reduce_params(dtype, op, &call->user_arg, &call->params);
+    /* a type UCG knows is a predefined one, and so is an op that is not a
+     * user's */
+    if ((call->params.dtype != UCG_DT_LAST) &&
+        (call->params.dtype != UCG_DT_BYTES) &&
+        (call->params.op != UCG_OP_USER)) {
+        m->last_types.dtype     = dtype;
+        m->last_types.op        = op;
+        m->last_types.ucg_dtype = call->params.dtype;
+        m->last_types.ucg_op    = call->params.op;
+        m->last_types.ok        = ok;
+    }
+    return ok;
+}
+
 /* The UCG type of each of the component's collectives (tuning rules) */
 static const ucg_coll_type_t coll_ucg_types[COLL_UCG_NUM] = {
     [COLL_UCG_BCAST]     = UCG_COLL_BCAST,
@@ -945,7 +975,7 @@ bool coll_ucg_reduction_prep(mca_coll_ucg_module_t *m, int coll,
     size_t bytes = coll_ucg_bytes(dtype, count);
 
     if (!coll_ucg_use(m, coll, bytes) ||
-        !coll_ucg_reduce_params(dtype, op, &call->user_arg, &call->params)) {
+        !coll_ucg_reduce_types(m, dtype, op, call)) {
         ++m->n_delegated[coll];
         return false;
     }
