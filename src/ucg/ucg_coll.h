@@ -63,6 +63,7 @@ struct ucg_coll {
     int                 rx_watch_on;
     unsigned            rx_watch_spins;
     uct_o2m_rx_watch_t  rx_watch;
+    uct_iface_h         rx_watch_iface; /* the watched endpoint's */
 
     /* Data the phases work on (see ucg_plan.h) */
     void                *data;       /* bcast-like phases */

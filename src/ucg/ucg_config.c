@@ -348,8 +348,10 @@ ucs_config_field_t ucg_config_table[] = {
      "fan-out endpoint (an sm_bcast member, a two-member exchange)\n"
      "polls the word of shared memory that message changes, and progresses\n"
      "everything (all interfaces, UCP, the other collectives, the liveness\n"
-     "checks) when it changes or after this many polls: a full poll costs\n"
-     "hundreds of instructions, which delay seeing the message.  0: progress\n"
+     "checks) after this many polls: a full poll costs hundreds of\n"
+     "instructions, which delay seeing the message.  When the word changes,\n"
+     "it progresses that endpoint's interface and the collectives only,\n"
+     "and everything at least once in this many such polls.  0: progress\n"
      "everything on every poll.",
      ucs_offsetof(ucg_config_t, rx_watch_polls), UCS_CONFIG_TYPE_UINT},
 

@@ -314,6 +314,7 @@ unsigned ucg_progress(ucg_context_h context)
         return 0;
     }
     context->idle_polls = 0;
+    context->rx_quick   = 0;
 
     /* While the started collectives are all in host-local phases, UCP has
      * nothing of theirs to do: it is progressed every UCG_UCP_IDLE_POLLS
@@ -330,6 +331,14 @@ unsigned ucg_progress(ucg_context_h context)
 
     return count + ucg_progress_drain(&context->progress_q,
                                       &context->need_ucp);
+}
+
+unsigned ucg_progress_rx(ucg_context_h context, uct_iface_h iface)
+{
+    ++context->rx_quick;
+    ++context->rx_watch_quick;
+    return uct_iface_progress(iface) +
+           ucg_progress_drain(&context->progress_q, &context->need_ucp);
 }
 
 ucg_group_h ucg_context_find_group(ucg_context_h context, uint16_t id)

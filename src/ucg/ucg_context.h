@@ -112,6 +112,12 @@ struct ucg_context {
     /* ucg_coll_test calls that polled a collective's watched word only
      * (RX_WATCH_POLLS) */
     unsigned long       rx_watch_skips;
+    /* ucg_coll_test calls that found the word changed and progressed its
+     * interface and the queue only (ucg_progress_rx); rx_quick: of them
+     * since the last ucg_progress, which comes at least every
+     * RX_WATCH_POLLS of them */
+    unsigned long       rx_watch_quick;
+    unsigned            rx_quick;
     /* mc_udp between host leaders (ucg_mc.c), NULL when not used */
     struct ucg_mc_ctx   *mc;
     /* The planner's variables (ucg_config_plan_hash of config), in every
@@ -168,6 +174,14 @@ ucs_status_t ucg_context_o2m_init(ucg_context_t *context);
 void ucg_context_o2m_close(ucg_context_t *context);
 
 /** The group of this context with @a id, NULL if none */
+/**
+ * A started collective's watched word changed (ucg_coll_test): progress
+ * only @a iface, where the message is, and the queue.  UCP, the other
+ * interfaces and multicast wait for the next ucg_progress, which
+ * ucg_coll_test makes at least every RX_WATCH_POLLS of these.
+ */
+unsigned ucg_progress_rx(ucg_context_h context, uct_iface_h iface);
+
 ucg_group_h ucg_context_find_group(ucg_context_h context, uint16_t id);
 
 /** Install @a cb (arg: the context) as the AM handler of the context's

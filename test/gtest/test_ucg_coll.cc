@@ -2296,7 +2296,7 @@ TEST(ucg_coll_rx_watch, late_peer)
                 coll_desc(UCG_COLL_ALLREDUCE, 16, UCG_DT_INT32, UCG_OP_SUM),
                 coll_desc(UCG_COLL_BARRIER, 0, UCG_DT_UINT8)
             };
-            unsigned long skips;
+            unsigned long skips, quick;
             unsigned waiter;
             bool watches;
 
@@ -2306,11 +2306,13 @@ TEST(ucg_coll_rx_watch, late_peer)
                  * rank 0 */
                 waiter = (d.type == UCG_COLL_REDUCE) ? 0 : 1;
                 skips  = m.context->rx_watch_skips;
+                quick  = m.context->rx_watch_quick;
                 if (m.rank != waiter) {
                     usleep(50000);
                 }
                 run_coll(m, d);
                 skips = m.context->rx_watch_skips - skips;
+                quick = m.context->rx_watch_quick - quick;
                 if (m.rank != waiter) {
                     continue;
                 }
@@ -2319,6 +2321,12 @@ TEST(ucg_coll_rx_watch, late_peer)
                             "%s, RX_WATCH_POLLS=%u: %lu polls of rank %u "
                             "served by the watched word",
                             d.str().c_str(), polls, skips, m.rank);
+                /* and when it changed, the message was taken from its
+                 * interface without a full progress */
+                CHILD_CHECK(watches ? (quick > 0) : (quick == 0),
+                            "%s, RX_WATCH_POLLS=%u: %lu quick progresses "
+                            "of rank %u", d.str().c_str(), polls, quick,
+                            m.rank);
             }
         }, "rx_watch " + std::to_string(polls));
     }
