@@ -102,7 +102,7 @@ void bcast_one_root(proc_group &pg, unsigned rank, uct_env &env,
     const unsigned nprocs = pg.size();
     uct_o2m_iface_attr_t oattr;
     ucs_status_t status;
-    uct_ep_h ep;
+    uct_ep_h ep = NULL; /* the root creates it first, then the others */
 
     CHILD_CHECK_OK(uct_o2m_iface_query(env.iface(), &oattr));
     const unsigned depth = oattr.fifo_depth;

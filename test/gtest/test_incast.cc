@@ -1693,7 +1693,7 @@ TEST_P(IncastKill, sender_killed_while_root_waits)
         ucs_status_t st;
         root_ctx ctx;
         group_desc g = {mode, UCT_O2M_OP_SUM, UCT_O2M_DT_INT64, 8, nprocs, 0};
-        uct_ep_h ep;
+        uct_ep_h ep = NULL; /* the root creates it first, then the others */
         double elapsed;
 
         set_am_handlers(m, 1, 3);
