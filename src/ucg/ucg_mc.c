@@ -620,7 +620,7 @@ unsigned ucg_mc_progress(ucg_context_h context)
     unsigned count        = 0;
     unsigned tl;
 
-    if (mc == NULL) {
+    if ((mc == NULL) || (mc->num_eps == 0)) {
         return 0;
     }
     for (tl = 0; tl < UCG_MC_TL_LAST; ++tl) {

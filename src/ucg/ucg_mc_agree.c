@@ -167,6 +167,7 @@ static void ucg_mc_ep_destroy(ucg_context_h context, ucg_mc_ep_t *mc_ep)
         uct_ep_destroy(mc_ep->ep);
         mc_ep->ep = NULL;
         --mci->num_eps;
+        --context->mc->num_eps;
     }
 }
 
@@ -374,6 +375,7 @@ static ucs_status_t ucg_mc_create_ep(ucg_group_h group, ucg_mc_ep_t *mc_ep,
         return status;
     }
     ++mci->num_eps;
+    ++group->context->mc->num_eps;
     return UCS_OK;
 }
 

@@ -38,6 +38,9 @@ typedef struct ucg_mc_iface {
 
 struct ucg_mc_ctx {
     ucg_mc_iface_t      ifaces[UCG_MC_TL_LAST];
+    /* The sum of their num_eps: on a single host, or before a group took
+     * multicast, ucg_progress looks no further */
+    unsigned            num_eps;
     /* Endpoints of destroyed groups that keep acknowledging */
     ucs_list_link_t     lingering;    /* ucg_mc_ep_t */
 };
