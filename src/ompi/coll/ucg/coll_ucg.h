@@ -228,6 +228,13 @@ typedef struct mca_coll_ucg_module {
     unsigned               num_known[COLL_UCG_NUM];
     unsigned               next_known[COLL_UCG_NUM];  /* to replace next */
 
+    /* The tuning rules' action for the last size of each collective (the
+     * rules do not change while the module lives); bytes SIZE_MAX: none */
+    struct {
+        size_t                 bytes;
+        ucg_rule_action_t      action;
+    } last_rule[COLL_UCG_NUM];
+
     /* What coll_ucg_reduce_params said last of a predefined datatype and
      * op (handles that are never freed): a loop of reductions asks again
      * on every call.  dtype NULL: nothing yet */

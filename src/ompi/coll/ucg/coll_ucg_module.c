@@ -381,8 +381,14 @@ static ucg_rule_action_t coll_ucg_rule(mca_coll_ucg_module_t *m, int coll,
 {
     ucg_rule_action_t action;
 
-    action = ucg_rules_lookup(m->rules, coll_ucg_types[coll], m->comm_size,
-                              m->max_ppn, bytes);
+    if (m->last_rule[coll].bytes == bytes) {
+        action = m->last_rule[coll].action;
+    } else {
+        action = ucg_rules_lookup(m->rules, coll_ucg_types[coll],
+                                  m->comm_size, m->max_ppn, bytes);
+        m->last_rule[coll].bytes  = bytes;
+        m->last_rule[coll].action = action;
+    }
     if (action == UCG_RULE_PREV) {
         ++m->n_handed[coll];
     }
@@ -398,6 +404,32 @@ bool coll_ucg_rule_plan(mca_coll_ucg_module_t *m, int coll, size_t bytes,
 
     call->plan = (action == UCG_RULE_FLAT) ? UCG_PLAN_FLAT : UCG_PLAN_AUTO;
     return action != UCG_RULE_PREV;
+}
+
+/*
+ * Whether the tuning rules hand this call to the previous module, decided
+ * before anything is prepared (counted as coll_ucg_rule does): the
+ * previous module's small collectives take a few hundred nanoseconds, of
+ * which the preparation of a call UCG does not run took a fifth.  Only
+ * when the result is the same as the preparation's: UCG may run the call
+ * (coll_ucg_use), a reduction's datatype and op are the predefined ones it
+ * took last (a reduction UCG cannot run is counted as delegated, not
+ * handed), and the rules' action for this size is known.
+ */
+static bool coll_ucg_handed_early(mca_coll_ucg_module_t *m, int coll,
+                                  size_t bytes, struct ompi_datatype_t *dtype,
+                                  struct ompi_op_t *op)
+{
+    if ((m->last_rule[coll].bytes != bytes) ||
+        (m->last_rule[coll].action != UCG_RULE_PREV) ||
+        ((op != NULL) &&
+         ((dtype != m->last_types.dtype) || (op != m->last_types.op) ||
+          !m->last_types.ok)) ||
+        !coll_ucg_use(m, coll, bytes)) {
+        return false;
+    }
+    ++m->n_handed[coll];
+    return true;
 }
 
 size_t coll_ucg_bytes(struct ompi_datatype_t *dtype, int count)
@@ -1123,14 +1155,18 @@ static int coll_ucg_bcast(void *buff, int count, struct ompi_datatype_t *dtype,
                           mca_coll_base_module_t *module)
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
-    coll_ucg_call_t call     = {{0}};
     int ret;
 
-    if (coll_ucg_bcast_prep(m, COLL_UCG_BCAST, buff, count, dtype, root,
-                            &call)) {
-        ret = coll_ucg_go_out(m, COLL_UCG_BCAST, comm, &call);
-        if (ret != COLL_UCG_DELEGATE) {
-            return ret;
+    if (!coll_ucg_handed_early(m, COLL_UCG_BCAST,
+                               coll_ucg_bytes(dtype, count), NULL, NULL)) {
+        coll_ucg_call_t call = {{0}};
+
+        if (coll_ucg_bcast_prep(m, COLL_UCG_BCAST, buff, count, dtype, root,
+                                &call)) {
+            ret = coll_ucg_go_out(m, COLL_UCG_BCAST, comm, &call);
+            if (ret != COLL_UCG_DELEGATE) {
+                return ret;
+            }
         }
     }
     return m->prev_bcast(buff, count, dtype, root, comm, m->prev_bcast_module);
@@ -1143,14 +1179,18 @@ static int coll_ucg_allreduce(const void *sbuf, void *rbuf, int count,
                               mca_coll_base_module_t *module)
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
-    coll_ucg_call_t call     = {{0}};
     int ret;
 
-    if (coll_ucg_reduction_prep(m, COLL_UCG_ALLREDUCE, UCG_COLL_ALLREDUCE,
-                                sbuf, rbuf, count, dtype, op, 0, &call)) {
-        ret = coll_ucg_go_out(m, COLL_UCG_ALLREDUCE, comm, &call);
-        if (ret != COLL_UCG_DELEGATE) {
-            return ret;
+    if (!coll_ucg_handed_early(m, COLL_UCG_ALLREDUCE,
+                               coll_ucg_bytes(dtype, count), dtype, op)) {
+        coll_ucg_call_t call = {{0}};
+
+        if (coll_ucg_reduction_prep(m, COLL_UCG_ALLREDUCE, UCG_COLL_ALLREDUCE,
+                                    sbuf, rbuf, count, dtype, op, 0, &call)) {
+            ret = coll_ucg_go_out(m, COLL_UCG_ALLREDUCE, comm, &call);
+            if (ret != COLL_UCG_DELEGATE) {
+                return ret;
+            }
         }
     }
     return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm,
@@ -1163,14 +1203,18 @@ static int coll_ucg_reduce(const void *sbuf, void *rbuf, int count,
                            mca_coll_base_module_t *module)
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
-    coll_ucg_call_t call     = {{0}};
     int ret;
 
-    if (coll_ucg_reduction_prep(m, COLL_UCG_REDUCE, UCG_COLL_REDUCE, sbuf,
-                                rbuf, count, dtype, op, root, &call)) {
-        ret = coll_ucg_go_out(m, COLL_UCG_REDUCE, comm, &call);
-        if (ret != COLL_UCG_DELEGATE) {
-            return ret;
+    if (!coll_ucg_handed_early(m, COLL_UCG_REDUCE,
+                               coll_ucg_bytes(dtype, count), dtype, op)) {
+        coll_ucg_call_t call = {{0}};
+
+        if (coll_ucg_reduction_prep(m, COLL_UCG_REDUCE, UCG_COLL_REDUCE, sbuf,
+                                    rbuf, count, dtype, op, root, &call)) {
+            ret = coll_ucg_go_out(m, COLL_UCG_REDUCE, comm, &call);
+            if (ret != COLL_UCG_DELEGATE) {
+                return ret;
+            }
         }
     }
     return m->prev_reduce(sbuf, rbuf, count, dtype, op, root, comm,
@@ -1181,13 +1225,16 @@ static int coll_ucg_barrier(struct ompi_communicator_t *comm,
                             mca_coll_base_module_t *module)
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
-    coll_ucg_call_t call     = {{0}};
     int ret;
 
-    if (coll_ucg_barrier_prep(m, COLL_UCG_BARRIER, &call)) {
-        ret = coll_ucg_go_out(m, COLL_UCG_BARRIER, comm, &call);
-        if (ret != COLL_UCG_DELEGATE) {
-            return ret;
+    if (!coll_ucg_handed_early(m, COLL_UCG_BARRIER, 0, NULL, NULL)) {
+        coll_ucg_call_t call = {{0}};
+
+        if (coll_ucg_barrier_prep(m, COLL_UCG_BARRIER, &call)) {
+            ret = coll_ucg_go_out(m, COLL_UCG_BARRIER, comm, &call);
+            if (ret != COLL_UCG_DELEGATE) {
+                return ret;
+            }
         }
     }
     return m->prev_barrier(comm, m->prev_barrier_module);
@@ -1200,14 +1247,21 @@ static int coll_ucg_gather(const void *sbuf, int scount,
                            mca_coll_base_module_t *module)
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
-    coll_ucg_call_t call     = {{0}};
+    /* the block size in bytes is the same everywhere */
+    size_t bytes             = (m->comm_rank == root) ?
+                               coll_ucg_bytes(rdtype, rcount) :
+                               coll_ucg_bytes(sdtype, scount);
     int ret;
 
-    if (coll_ucg_gather_prep(m, COLL_UCG_GATHER, sbuf, scount, sdtype, rbuf,
-                             rcount, rdtype, root, &call)) {
-        ret = coll_ucg_go_out(m, COLL_UCG_GATHER, comm, &call);
-        if (ret != COLL_UCG_DELEGATE) {
-            return ret;
+    if (!coll_ucg_handed_early(m, COLL_UCG_GATHER, bytes, NULL, NULL)) {
+        coll_ucg_call_t call = {{0}};
+
+        if (coll_ucg_gather_prep(m, COLL_UCG_GATHER, sbuf, scount, sdtype,
+                                 rbuf, rcount, rdtype, root, &call)) {
+            ret = coll_ucg_go_out(m, COLL_UCG_GATHER, comm, &call);
+            if (ret != COLL_UCG_DELEGATE) {
+                return ret;
+            }
         }
     }
     return m->prev_gather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
@@ -1221,14 +1275,21 @@ static int coll_ucg_scatter(const void *sbuf, int scount,
                             mca_coll_base_module_t *module)
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
-    coll_ucg_call_t call     = {{0}};
+    /* the block size in bytes is the same everywhere */
+    size_t bytes             = (m->comm_rank == root) ?
+                               coll_ucg_bytes(sdtype, scount) :
+                               coll_ucg_bytes(rdtype, rcount);
     int ret;
 
-    if (coll_ucg_scatter_prep(m, COLL_UCG_SCATTER, sbuf, scount, sdtype, rbuf,
-                              rcount, rdtype, root, &call)) {
-        ret = coll_ucg_go_out(m, COLL_UCG_SCATTER, comm, &call);
-        if (ret != COLL_UCG_DELEGATE) {
-            return ret;
+    if (!coll_ucg_handed_early(m, COLL_UCG_SCATTER, bytes, NULL, NULL)) {
+        coll_ucg_call_t call = {{0}};
+
+        if (coll_ucg_scatter_prep(m, COLL_UCG_SCATTER, sbuf, scount, sdtype,
+                                  rbuf, rcount, rdtype, root, &call)) {
+            ret = coll_ucg_go_out(m, COLL_UCG_SCATTER, comm, &call);
+            if (ret != COLL_UCG_DELEGATE) {
+                return ret;
+            }
         }
     }
     return m->prev_scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
@@ -1242,14 +1303,19 @@ static int coll_ucg_allgather(const void *sbuf, int scount,
                               mca_coll_base_module_t *module)
 {
     mca_coll_ucg_module_t *m = UCG_MOD(module);
-    coll_ucg_call_t call     = {{0}};
+    /* the block size in bytes is the same everywhere */
+    size_t bytes             = coll_ucg_bytes(rdtype, rcount);
     int ret;
 
-    if (coll_ucg_allgather_prep(m, COLL_UCG_ALLGATHER, sbuf, scount, sdtype,
-                                rbuf, rcount, rdtype, &call)) {
-        ret = coll_ucg_go_out(m, COLL_UCG_ALLGATHER, comm, &call);
-        if (ret != COLL_UCG_DELEGATE) {
-            return ret;
+    if (!coll_ucg_handed_early(m, COLL_UCG_ALLGATHER, bytes, NULL, NULL)) {
+        coll_ucg_call_t call = {{0}};
+
+        if (coll_ucg_allgather_prep(m, COLL_UCG_ALLGATHER, sbuf, scount,
+                                    sdtype, rbuf, rcount, rdtype, &call)) {
+            ret = coll_ucg_go_out(m, COLL_UCG_ALLGATHER, comm, &call);
+            if (ret != COLL_UCG_DELEGATE) {
+                return ret;
+            }
         }
     }
     return m->prev_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
@@ -1593,7 +1659,12 @@ static int coll_ucg_module_enable(mca_coll_base_module_t *module,
 
 static void coll_ucg_module_construct(mca_coll_ucg_module_t *m)
 {
+    int coll;
+
     memset((char*)m + sizeof(m->super), 0, sizeof(*m) - sizeof(m->super));
+    for (coll = 0; coll < COLL_UCG_NUM; ++coll) {
+        m->last_rule[coll].bytes = SIZE_MAX;
+    }
 }
 
 static void coll_ucg_module_destruct(mca_coll_ucg_module_t *m)
