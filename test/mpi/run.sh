@@ -414,6 +414,12 @@ if [ "${MPI_TEST_EXPECT_UCG:-0}" = 1 ] && [ "$extra_tests" = 1 ]; then
         fi
     done
     [ $rc -eq 0 ] && echo "coll_test np=3 with rules handing sizes over: passed"
+    # The built-in table at np=2 on one host: reduces of up to 1 KiB go to
+    # the previous module, larger ones run on UCG (coll_test checks every
+    # result of both)
+    run_extra "coll_test np=2 with the built-in rules" 2 \
+        ': reduce ucg=[1-9][0-9]* delegated=[0-9]+ handed=[1-9]' -- \
+        "$mpi_bin/coll_test" -q || fail=1
     run_extra "coll_test np=3 with a bad rules file" 3 \
         "coll:ucg: $rules_dir/bad.rules:2: bytes: 'fast' is not a number.*; using the built-in tuning rules" \
         --mca coll_ucg_rules_file "$rules_dir/bad.rules" -- \
