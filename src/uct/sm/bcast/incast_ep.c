@@ -176,21 +176,28 @@ uct_o2m_incast_send_check(uct_o2m_group_ep_t *ep)
     return UCS_OK;
 }
 
-static ucs_status_t uct_o2m_incast_check_length(uct_o2m_group_ep_t *ep,
-                                                size_t length, size_t max)
+static UCS_F_NOINLINE ucs_status_t
+uct_o2m_incast_bad_length(uct_o2m_group_ep_t *ep, size_t length, size_t max)
 {
-    if (ucs_unlikely(length > max)) {
+    if (length > max) {
         ucs_error("group 0x%" PRIx64 ": contribution of %zu bytes exceeds "
                   "%zu", ep->group_id, length, max);
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    if (ucs_unlikely((length < ep->hdr_len) ||
-                     ((length - ep->hdr_len) % ep->dt_size))) {
+    } else {
         ucs_error("group 0x%" PRIx64 ": contribution of %zu bytes is not "
                   "%zu header bytes and whole %s elements", ep->group_id,
                   length, ep->hdr_len, uct_o2m_dtype_name(ep->dtype));
-        return UCS_ERR_INVALID_PARAM;
+    }
+
+    return UCS_ERR_INVALID_PARAM;
+}
+
+/* On every send: the checks inline, the report out of the way */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_o2m_incast_check_length(uct_o2m_group_ep_t *ep, size_t length, size_t max)
+{
+    if (ucs_unlikely((length > max) || (length < ep->hdr_len) ||
+                     ((length - ep->hdr_len) % ep->dt_size))) {
+        return uct_o2m_incast_bad_length(ep, length, max);
     }
 
     return UCS_OK;
@@ -420,10 +427,13 @@ static ucs_status_t uct_o2m_incast_am_short(uct_o2m_ep_t *o2m_ep, uint8_t id,
     uct_o2m_group_ep_t *ep = ucs_derived_of(o2m_ep, uct_o2m_group_ep_t);
     ucs_status_t status;
 
-    /* The limit is the root's: known once the group is joined */
-    status = uct_o2m_incast_send_check(ep);
-    if (status != UCS_OK) {
-        return status;
+    /* The limit is the root's: known once the group is joined.  Once it
+     * is, the claim below checks for space, once */
+    if (ucs_unlikely(ep->seg == NULL)) {
+        status = uct_o2m_incast_send_check(ep);
+        if (status != UCS_OK) {
+            return status;
+        }
     }
 
     UCT_CHECK_LENGTH(length + sizeof(header), 0, ep->max_length, "am_short");

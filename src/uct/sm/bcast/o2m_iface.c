@@ -376,7 +376,14 @@ unsigned uct_o2m_iface_progress(uct_iface_h tl_iface)
     unsigned count;
     ucs_time_t now;
 
-    count = uct_o2m_iface_rx_progress(iface);
+    /* The receive FIFO is mostly empty: look at its head here rather than
+     * pay a call for it on every poll */
+    count = uct_o2m_elem_ready(uct_o2m_elem_at(iface->fifo,
+                                               iface->config.elem_size,
+                                               iface->rx_tail,
+                                               iface->config.p2p_fifo_size),
+                               iface->rx_tail) ?
+            uct_o2m_iface_rx_progress(iface) : 0;
 
     ucs_list_for_each_safe(ep, tmp, &iface->eps, list) {
         if (ep->status == UCS_OK) {
