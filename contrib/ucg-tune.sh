@@ -8,13 +8,16 @@
 #   prev  coll/ucg handing every call to the module selected before it
 #         (Open MPI's tuned over the pml of MPIRUN_ARGS: ob1 by default,
 #         `-- --mca pml ucx ...` to tune for pml ucx)
-# (each through a rules file: one rule for the measured collectives, and
-# `barrier * * * ucg` first, so that the three differ only in the decision
-# for them; the MPI_Barrier coll_bench runs between iterations releases the
-# ranks into each timed call, and a barrier of another module, with another
-# skew between the ranks, would move the measured latency), and writes a
+# (each through a rules file: one rule for the measured collectives).
+# The barrier is decided first, for each shape: coll_bench's MPI_Barrier
+# the same ways, and the fastest one is the barrier of all three runs of
+# the other collectives (the barrier coll_bench runs between iterations
+# releases the ranks into each timed call: how it releases them, together
+# or one after another, is part of the next call's latency, so each way is
+# measured behind the barrier the rules will give).  It writes a
 # rules file (docs/ucg.md, "Tuning rules") that
-# gives each collective and size the way with the lowest median latency:
+# gives the barrier, and each collective and size, the way with the lowest
+# median latency:
 # prev when the previous module was faster than both UCG plans, flat when
 # UCG's flat plan beat its planner's by more than the margin, else nothing
 # (a call no rule matches runs on UCG).  Use it with
@@ -34,8 +37,8 @@
 #   -c COLLS   collectives of coll_bench (default bcast,allreduce,reduce);
 #              blocking ones that the rules look up by size (bcast,
 #              allreduce, reduce, gather, scatter, allgather, alltoall,
-#              reduce_scatter_block, scan; not barrier, which every way
-#              runs on UCG, above): a nonblocking form
+#              reduce_scatter_block, scan; the barrier is always
+#              measured, first, above): a nonblocking form
 #              follows its blocking one's rule, and the vector forms are
 #              looked up at 0 bytes whatever their sizes
 #   -s MIN:MAX sizes, powers of two (default 8:1m)
@@ -112,15 +115,16 @@ done
 [[ $reps =~ ^[1-9][0-9]*$ ]] || die "-r: a positive number, not '$reps'"
 [[ $margin =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "-m: a percentage, not '$margin'"
 IFS=, read -r -a coll_list <<<"$colls"
+colls=
 for c in "${coll_list[@]}"; do
     case "$c" in
     bcast|allreduce|reduce|gather|scatter|allgather|alltoall|\
-    reduce_scatter_block|scan) ;;
-    barrier) die "-c: every way runs barrier on UCG (the barrier between" \
-                 "coll_bench's calls): compare it with contrib/bench-mpi.sh" ;;
+    reduce_scatter_block|scan) colls+=${colls:+,}$c ;;
+    barrier) ;; # measured first in any case
     *) die "-c: '$c' has no rule by size (see -h)" ;;
     esac
 done
+[ -n "$colls" ] || die "-c: no collective besides the barrier"
 
 tmpdirs=()
 cleanup() { rm -rf "${tmpdirs[@]}"; }
@@ -148,21 +152,18 @@ env "${pathenv[@]}" ompi_info 2>/dev/null | grep -q 'MCA coll: ucg' ||
 make -s -C "$build_dir/test/mpi" coll_bench >/dev/null ||
     die "coll_bench is not built in $build_dir/test/mpi"
 
-# A rule each: the three ways differ only in coll/ucg's decision.  The
-# barriers between coll_bench's iterations stay on UCG's plan in all three:
-# how a barrier releases the ranks (together, or one after another) is part
-# of the next call's latency on each rank, so a barrier handed to the
-# previous module or run on the flat plan would measure its skew too
 ways=(ucg prev)
 [ "$flat" = 1 ] && ways=(ucg flat prev)
-for w in "${ways[@]}"; do
-    printf 'ucg-rules 1\nbarrier * * * ucg\n* * * * %s\n' "$w" \
-        >"$work/$w.rules"
+
+# write_rules FILE BARRIER_WAY WAY: a rule each, so that the runs of one
+# stage differ only in coll/ucg's decision for what they measure
+write_rules() {
+    printf 'ucg-rules 1\nbarrier * * * %s\n* * * * %s\n' "$2" "$3" >"$1"
     if [ -x "$build_dir/src/tools/ucg_info" ]; then
-        "$build_dir/src/tools/ucg_info" -R --rules "$work/$w.rules" \
-            >/dev/null || die "ucg_info rejects $work/$w.rules"
+        "$build_dir/src/tools/ucg_info" -R --rules "$1" >/dev/null ||
+            die "ucg_info rejects $1"
     fi
-done
+}
 
 has_hosts=0
 for a in "${mpi_args[@]}"; do
@@ -192,26 +193,60 @@ for shape in "${shape_list[@]}"; do
             layout=(-x "UCX_UCG_HOSTS=$ppn")
         fi
     fi
-    for rep in $(seq 1 "$reps"); do
-        cacheline_probe "$build_dir" "$rep of shape $shape" "$out.cacheline.csv"
-        for w in "${ways[@]}"; do
-            if ! timeout -k 10 "$limit" env "${pathenv[@]}" mpirun \
-                    --allow-run-as-root --oversubscribe -np "$np" \
-                    "${layout[@]}" "${mpi_args[@]}" \
-                    --mca coll ucg,basic,libnbc,tuned,self \
-                    --mca coll_ucg_rules_file "$work/$w.rules" \
-                    "$build_dir/test/mpi/coll_bench" -c "$colls" -s "$sizes" \
-                    -i "$iters" -I "$large_iters" $median >"$log" 2>&1; then
-                tail -15 "$log"
-                die "shape $shape, $w (repetition $rep) failed"
-            fi
-            grep -E '^[a-z]+ [0-9]+ ' "$log" |
-                awk -v s="$shape" -v n="$np" -v p="$ppn" -v w="$w" \
-                    -v r="$rep" 'NF == 6 {
-                    printf "%s,%s,%s,%s,%s,%s,%s,%s\n", s, n, p, w, r, $1,
-                           $2, $3 }' >>"$raw"
-            echo "  shape $shape repetition $rep: $w done"
+    # The barrier first, then the collectives behind the barrier decided
+    bway=
+    for stage in barrier colls; do
+        for rep in $(seq 1 "$reps"); do
+            cacheline_probe "$build_dir" "$rep of shape $shape ($stage)" \
+                "$out.cacheline.csv"
+            for w in "${ways[@]}"; do
+                if [ $stage = barrier ]; then
+                    write_rules "$work/$w.rules" "$w" ucg
+                    what=barrier
+                else
+                    write_rules "$work/$w.rules" "$bway" "$w"
+                    what=$colls
+                fi
+                if ! timeout -k 10 "$limit" env "${pathenv[@]}" mpirun \
+                        --allow-run-as-root --oversubscribe -np "$np" \
+                        "${layout[@]}" "${mpi_args[@]}" \
+                        --mca coll ucg,basic,libnbc,tuned,self \
+                        --mca coll_ucg_rules_file "$work/$w.rules" \
+                        "$build_dir/test/mpi/coll_bench" -c "$what" \
+                        -s "$sizes" -i "$iters" -I "$large_iters" $median \
+                        >"$log" 2>&1; then
+                    tail -15 "$log"
+                    die "shape $shape, $stage, $w (repetition $rep) failed"
+                fi
+                grep -E '^[a-z]+ [0-9]+ ' "$log" |
+                    awk -v s="$shape" -v n="$np" -v p="$ppn" -v w="$w" \
+                        -v r="$rep" 'NF == 6 {
+                        printf "%s,%s,%s,%s,%s,%s,%s,%s\n", s, n, p, w, r,
+                               $1, $2, $3 }' >>"$raw"
+                echo "  shape $shape repetition $rep: $stage $w done"
+            done
         done
+        if [ $stage = barrier ]; then
+            bway=$(python3 - "$raw" "$shape" "$margin" <<'EOF'
+import csv, statistics, sys
+raw, shape, margin = sys.argv[1], sys.argv[2], float(sys.argv[3]) / 100
+med = {}
+for w in ('ucg', 'flat', 'prev'):
+    v = [float(r['avg_us']) for r in csv.DictReader(open(raw))
+         if r['shape'] == shape and r['coll'] == 'barrier' and r['way'] == w]
+    if v:
+        med[w] = statistics.median(v)
+way = 'ucg'
+for w in ('flat', 'prev'):
+    if w in med and med[w] < med[way] * (1 - margin):
+        way = w
+print(way)
+EOF
+)
+            [ -n "$bway" ] || die "shape $shape: no barrier measured"
+            echo "  shape $shape: the barrier goes $bway; the collectives" \
+                 "are measured behind it"
+        fi
     done
 done
 
@@ -271,9 +306,10 @@ for shape, (np_, ppn) in shapes.items():
                 j += 1
             lo = 1 if i == 0 else decided[i - 1][0] + 1
             hi = 'inf' if j == len(decided) - 1 else fmt(decided[j][0])
+            rng = '0' if coll == 'barrier' else '%s-%s' % (fmt(lo), hi)
             if decided[i][1] != 'ucg':
                 rules.append('%-10s %-4d %-4d %-20s %s' % (
-                    coll, np_, ppn, '%s-%s' % (fmt(lo), hi), decided[i][1]))
+                    coll, np_, ppn, rng, decided[i][1]))
             i = j + 1
 
 with open(out, 'w') as f:

@@ -485,6 +485,30 @@ if [ "$extra_tests" = 1 ]; then
         -s 8:64 -i 50 -w 5 || fail=1
 fi
 
+# contrib/ucg-tune.sh (Debian's Open MPI, which it runs): a short run
+# decides the barrier first, with a barrier row for every way, and writes
+# a rules file ucg_info accepts, with the barrier's and allreduce's medians
+if [ "$extra_tests" = 1 ] && [ -n "$ucg_path" ] && [ "$mpi_run" = mpirun ] &&
+   [ -n "${MPI_TEST_EXPECT_UCG:-}" ]; then
+    tune_dir=$(mktemp -d)
+    if timeout -k 10 "$limit" "$here/../../contrib/ucg-tune.sh" -S 2 \
+            -c allreduce -s 8:16 -i 20 -I 5 -r 1 --ucg-path "$ucg_path" \
+            --build-dir "$mpi_build" -o "$tune_dir/t.rules" \
+            >"$tune_dir/log" 2>&1 &&
+       [ "$(grep -c '^2,2,2,[a-z]*,1,barrier,0,' "$tune_dir/t.rules.csv")" = 3 ] &&
+       grep -Eq '^  shape 2: the barrier goes (ucg|flat|prev);' \
+            "$tune_dir/log" &&
+       grep -q '^# np=2 ppn=2 barrier: median' "$tune_dir/t.rules" &&
+       grep -q '^# np=2 ppn=2 allreduce: median' "$tune_dir/t.rules"; then
+        echo "ucg-tune.sh np=2 (the barrier decided first): passed"
+    else
+        echo "ucg-tune.sh np=2 (the barrier decided first): FAILED"
+        tail -15 "$tune_dir/log"
+        fail=1
+    fi
+    rm -rf "$tune_dir"
+fi
+
 # Reduce-scatter and scans (coll_redscan): blocking and nonblocking, on
 # the world, a split (odd sizes) and a reversed communicator, every result
 # checked; with coll/ucg, every one of their calls served by UCG (none
