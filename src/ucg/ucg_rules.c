@@ -35,7 +35,7 @@
  * The built-in table: measured on the development machine (2 cores, one
  * host, Open MPI 4.1.4 with ob1 or UCX and tuned as the previous module;
  * numbers and method in docs/performance.md, "The built-in table,
- * measured" and "A cheaper handover").  It hands to the previous module
+ * measured", "A cheaper handover" and "From 8 B to 4 MiB").  It hands to the previous module
  * the sizes where coll/ucg was slower there, or no faster, at np=2 on one
  * host; every other shape runs on UCG as without a table.
  */
@@ -43,10 +43,12 @@ static const char ucg_rules_builtin_src[] =
     "ucg-rules 1\n"
     "# coll     np   ppn  bytes        action\n"
     "bcast      2    2    1-256        prev\n"
+    "bcast      2    2    16k-256k     prev\n"
     "scatter    2    2    1-256        prev\n"
     "allgather  2    2    1-2k         prev\n"
     "allreduce  2    2    1-256        prev\n"
     "reduce     2    2    1-1k         prev\n"
+    "reduce     2    2    256k-inf     prev\n"
     "barrier    2    2    0            prev\n";
 
 static const char *ucg_rules_action_names[] = {

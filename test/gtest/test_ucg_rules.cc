@@ -241,12 +241,26 @@ TEST(ucg_rules, builtin)
     EXPECT_EQ(UCG_RULE_UCG, ucg_rules_lookup(&rules, UCG_COLL_BCAST, 2, 2,
                                              512));
     /* mid-size reduce runs on UCG: its ring through sm_incast is faster
-     * than tuned over ob1 or UCX at 16 KiB-512 KiB (docs/performance.md,
-     * "Mid-size reduce back on UCG") */
-    for (size_t bytes = 16 * 1024; bytes <= 4 * 1024 * 1024; bytes *= 2) {
-        EXPECT_EQ(UCG_RULE_UCG, ucg_rules_lookup(&rules, UCG_COLL_REDUCE, 2,
-                                                 2, bytes)) << bytes;
+     * than tuned over ob1 or UCX at 16-128 KiB (docs/performance.md,
+     * "Mid-size reduce back on UCG"); from 256 KiB, where UCG reduces
+     * with a single copy and was no faster, and mid-size bcasts, which
+     * UCG reads with a single copy too, go to the previous module
+     * (docs/performance.md, "From 8 B to 4 MiB") */
+    for (size_t bytes = 2 * 1024; bytes <= 4 * 1024 * 1024; bytes *= 2) {
+        EXPECT_EQ((bytes >= 256 * 1024) ? UCG_RULE_PREV : UCG_RULE_UCG,
+                  ucg_rules_lookup(&rules, UCG_COLL_REDUCE, 2, 2, bytes))
+                << bytes;
+        EXPECT_EQ(((bytes >= 16 * 1024) && (bytes <= 256 * 1024)) ?
+                  UCG_RULE_PREV : UCG_RULE_UCG,
+                  ucg_rules_lookup(&rules, UCG_COLL_BCAST, 2, 2, bytes))
+                << bytes;
     }
+    EXPECT_EQ(UCG_RULE_UCG, ucg_rules_lookup(&rules, UCG_COLL_BCAST, 2, 2,
+                                             16 * 1024 - 1));
+    EXPECT_EQ(UCG_RULE_UCG, ucg_rules_lookup(&rules, UCG_COLL_BCAST, 2, 2,
+                                             256 * 1024 + 1));
+    EXPECT_EQ(UCG_RULE_UCG, ucg_rules_lookup(&rules, UCG_COLL_REDUCE, 2, 2,
+                                             256 * 1024 - 1));
     EXPECT_EQ(UCG_RULE_PREV, ucg_rules_lookup(&rules, UCG_COLL_BCAST, 2, 2,
                                               8));
     /* small allreduce and reduce: handed over since the handover costs
