@@ -538,8 +538,7 @@ static unsigned ucg_coll_progress_cb(ucg_progress_elem_t *elem)
     }
 
     ucg_coll_rx_watch_update(coll);
-    return UCG_PROGRESS_PENDING |
-           (ucg_coll_uses_ucp(coll) ? UCG_PROGRESS_UCP : 0);
+    return ucg_coll_uses_ucp(coll) ? UCG_PROGRESS_UCP : 0;
 }
 
 /*

@@ -15,12 +15,12 @@
 
 typedef struct ucg_progress_elem ucg_progress_elem_t;
 
-/* What a progress function returns */
+/* What a progress function returns: 0 while the element stays in progress
+ * and needs nothing of the context, else these flags */
 enum {
-    UCG_PROGRESS_PENDING   = UCS_BIT(0), /* a collective still in progress */
-    UCG_PROGRESS_COMPLETED = UCS_BIT(1), /* a collective completed (counted
+    UCG_PROGRESS_COMPLETED = UCS_BIT(0), /* a collective completed (counted
                                             by ucg_progress) */
-    UCG_PROGRESS_UCP       = UCS_BIT(2)  /* it waits for UCP: progress UCP
+    UCG_PROGRESS_UCP       = UCS_BIT(1)  /* it waits for UCP: progress UCP
                                             at every call */
 };
 

@@ -2529,7 +2529,7 @@ TEST(ucg_progress_queue, drain)
     EXPECT_EQ(1u, queue.gen);
 
     for (int i = 0; i < 3; ++i) {
-        f[i].flags   = UCG_PROGRESS_PENDING;
+        f[i].flags   = 0;
         f[i].dequeue = 0;
         f[i].calls   = &calls;
         f[i].id      = i;
@@ -2544,13 +2544,13 @@ TEST(ucg_progress_queue, drain)
     calls.clear();
     f[1].flags   = UCG_PROGRESS_COMPLETED;
     f[1].dequeue = 1;
-    f[2].flags   = UCG_PROGRESS_PENDING | UCG_PROGRESS_UCP;
+    f[2].flags   = UCG_PROGRESS_UCP;
     EXPECT_EQ(1u, ucg_progress_drain(&queue, &need_ucp));
     EXPECT_EQ(1, need_ucp);
     EXPECT_EQ(std::vector<int>({0, 1, 2}), calls);
 
     calls.clear();
-    f[2].flags = UCG_PROGRESS_PENDING;
+    f[2].flags = 0;
     EXPECT_EQ(0u, ucg_progress_drain(&queue, &need_ucp));
     EXPECT_EQ(0, need_ucp);
     EXPECT_EQ(std::vector<int>({0, 2}), calls);
