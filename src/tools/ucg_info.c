@@ -36,7 +36,8 @@ enum {
     OPT_NONCOMM,
     OPT_SM_MAX_BCOPY,
     OPT_DT_SIZE,
-    OPT_RULES
+    OPT_RULES,
+    OPT_PML
 };
 
 typedef struct {
@@ -44,6 +45,7 @@ typedef struct {
     int         print_plan;
     int         print_rules;
     const char  *rules_file;    /* --rules, else coll/ucg's MCA variable */
+    const char  *pml;           /* --pml, else OMPI_MCA_pml */
     unsigned    size;
     const char  *hosts;
     int         coll;           /* ucg_coll_type_t, or -1: all */
@@ -94,7 +96,7 @@ static void ucg_info_usage(FILE *stream)
     fprintf(stream,
 "Usage: ucg_info -c\n"
 "       ucg_info -p -n <ranks> [options]\n"
-"       ucg_info -R [--rules <file>]\n"
+"       ucg_info -R [--rules <file>] [--pml <name>]\n"
 "       ucg_info -h\n"
 "\n"
 "  -c                  print the UCG configuration (UCX_UCG_* variables)\n"
@@ -104,7 +106,10 @@ static void ucg_info_usage(FILE *stream)
 "                      OMPI_MCA_coll_ucg_rules_file names (\"none\": no\n"
 "                      rules), else the built-in table; a bad file is\n"
 "                      reported (exit status 1) and the built-in table,\n"
-"                      which coll/ucg then uses, printed\n"
+"                      which coll/ucg then uses, printed.  The built-in\n"
+"                      table is that of the pml Open MPI selects:\n"
+"                      --pml <name>, else OMPI_MCA_pml (ucx, or the\n"
+"                      table measured with ob1 for any other)\n"
 "  -h                  this help\n"
 "\n"
 "Plan options:\n"
@@ -195,6 +200,7 @@ static int ucg_info_parse_args(int argc, char **argv, ucg_info_opts_t *opts)
         {"sm-max-bcopy",    required_argument, NULL, OPT_SM_MAX_BCOPY},
         {"dt-size",         required_argument, NULL, OPT_DT_SIZE},
         {"rules",           required_argument, NULL, OPT_RULES},
+        {"pml",             required_argument, NULL, OPT_PML},
         {"help",            no_argument,       NULL, 'h'},
         {NULL,              0,                 NULL, 0}
     };
@@ -222,6 +228,9 @@ static int ucg_info_parse_args(int argc, char **argv, ucg_info_opts_t *opts)
             break;
         case OPT_RULES:
             opts->rules_file = optarg;
+            break;
+        case OPT_PML:
+            opts->pml = optarg;
             break;
         case 'p':
             opts->print_plan = 1;
@@ -471,6 +480,8 @@ static int ucg_info_rules(const ucg_info_opts_t *opts)
 {
     static ucg_rules_t rules;
     const char *file = opts->rules_file;
+    const char *pml  = (opts->pml != NULL) ? opts->pml :
+                       getenv("OMPI_MCA_pml");
     char err[512];
     int ret = 0;
 
@@ -478,7 +489,7 @@ static int ucg_info_rules(const ucg_info_opts_t *opts)
         file = getenv("OMPI_MCA_coll_ucg_rules_file");
     }
     if ((file == NULL) || (file[0] == '\0')) {
-        ucg_rules_builtin(&rules);
+        ucg_rules_builtin(pml, &rules);
     } else if (!strcmp(file, "none")) {
         if (ucg_rules_parse("ucg-rules 1\n", 12, "none", &rules, err,
                             sizeof(err)) != UCS_OK) {
@@ -488,7 +499,7 @@ static int ucg_info_rules(const ucg_info_opts_t *opts)
     } else if (ucg_rules_load(file, &rules, err, sizeof(err)) != UCS_OK) {
         fprintf(stderr, "ucg_info: %s; coll/ucg would use the built-in "
                 "rules:\n", err);
-        ucg_rules_builtin(&rules);
+        ucg_rules_builtin(pml, &rules);
         ret = 1;
     }
     ucg_rules_print(&rules, stdout);

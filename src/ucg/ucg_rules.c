@@ -32,14 +32,17 @@
 #define UCG_RULES_MAX_FIELDS 6   /* one more than a rule has: to say so */
 
 /*
- * The built-in table: measured on the development machine (2 cores, one
- * host, Open MPI 4.1.4 with ob1 or UCX and tuned as the previous module;
- * numbers and method in docs/performance.md, "The built-in table,
- * measured", "A cheaper handover" and "From 8 B to 4 MiB").  It hands to the previous module
- * the sizes where coll/ucg was slower there, or no faster, at np=2 on one
- * host; every other shape runs on UCG as without a table.
+ * The built-in tables: measured on the development machine (2 cores, one
+ * host, Open MPI 4.1.4 and tuned as the previous module; numbers and
+ * method in docs/performance.md, "The built-in table, measured", "A
+ * cheaper handover", "From 8 B to 4 MiB" and "Over pml ucx").  They hand to
+ * the previous module the sizes where coll/ucg was slower there, or no
+ * faster, at np=2 on one host; every other shape runs on UCG as without a
+ * table.  Tuned over pml ucx is faster than over ob1 from 512 B (bcast up
+ * to 8 KiB, allreduce and reduce up to 128 KiB), so that table hands more
+ * sizes over.
  */
-static const char ucg_rules_builtin_src[] =
+static const char ucg_rules_builtin_ob1_src[] =
     "ucg-rules 1\n"
     "# coll     np   ppn  bytes        action\n"
     "bcast      2    2    1-256        prev\n"
@@ -48,6 +51,17 @@ static const char ucg_rules_builtin_src[] =
     "allgather  2    2    1-2k         prev\n"
     "allreduce  2    2    1-256        prev\n"
     "reduce     2    2    1-1k         prev\n"
+    "reduce     2    2    256k-inf     prev\n"
+    "barrier    2    2    0            prev\n";
+
+static const char ucg_rules_builtin_ucx_src[] =
+    "ucg-rules 1\n"
+    "# coll     np   ppn  bytes        action\n"
+    "bcast      2    2    1-256k       prev\n"
+    "scatter    2    2    1-256        prev\n"
+    "allgather  2    2    1-2k         prev\n"
+    "allreduce  2    2    1-2k         prev\n"
+    "reduce     2    2    1-2k         prev\n"
     "reduce     2    2    256k-inf     prev\n"
     "barrier    2    2    0            prev\n";
 
@@ -414,20 +428,28 @@ err_io:
     return UCS_ERR_IO_ERROR;
 }
 
-const char *ucg_rules_builtin_text(void)
+static int ucg_rules_builtin_is_ucx(const char *p2p)
 {
-    return ucg_rules_builtin_src;
+    return (p2p != NULL) && !strcmp(p2p, "ucx");
 }
 
-void ucg_rules_builtin(ucg_rules_t *rules)
+const char *ucg_rules_builtin_text(const char *p2p)
 {
+    return ucg_rules_builtin_is_ucx(p2p) ? ucg_rules_builtin_ucx_src :
+                                           ucg_rules_builtin_ob1_src;
+}
+
+void ucg_rules_builtin(const char *p2p, ucg_rules_t *rules)
+{
+    const char *text = ucg_rules_builtin_text(p2p);
     char err[256];
     ucs_status_t status;
 
-    status = ucg_rules_parse(ucg_rules_builtin_src,
-                             sizeof(ucg_rules_builtin_src) - 1, "built-in",
-                             rules, err, sizeof(err));
-    /* the text is ours, and test_ucg_rules parses it */
+    status = ucg_rules_parse(text, strlen(text),
+                             ucg_rules_builtin_is_ucx(p2p) ?
+                             "built-in (pml ucx)" : "built-in", rules, err,
+                             sizeof(err));
+    /* the texts are ours, and test_ucg_rules parses them */
     ucs_assert_always(status == UCS_OK);
 }
 

@@ -229,9 +229,15 @@ TEST(ucg_rules, builtin)
     ucg_rules_t rules, again;
     std::string err;
 
-    ucg_rules_builtin(&rules);
+    ucg_rules_builtin(NULL, &rules);
     EXPECT_STREQ("built-in", rules.source);
-    ASSERT_EQ(UCS_OK, parse(ucg_rules_builtin_text(), &again, &err)) << err;
+    ASSERT_EQ(UCS_OK, parse(ucg_rules_builtin_text(NULL), &again, &err))
+        << err;
+    EXPECT_EQ(rules.hash, again.hash);
+    /* every pml but ucx gets the table measured with ob1 */
+    ucg_rules_builtin("ob1", &again);
+    EXPECT_EQ(rules.hash, again.hash);
+    ucg_rules_builtin("cm", &again);
     EXPECT_EQ(rules.hash, again.hash);
 
     /* docs/ucg.md, "Tuning rules": np=2 on one host, where coll/ucg was
@@ -300,6 +306,48 @@ TEST(ucg_rules, builtin)
     /* other shapes run on UCG, as without a table */
     EXPECT_EQ(UCG_RULE_UCG, ucg_rules_lookup(&rules, UCG_COLL_REDUCE, 4, 4,
                                              64 * 1024));
+    EXPECT_EQ(UCG_RULE_UCG, ucg_rules_lookup(&rules, UCG_COLL_BCAST, 2, 1,
+                                             8));
+}
+
+/* docs/ucg.md, "The built-in tables": over pml ucx, tuned is faster than
+ * over ob1 from 512 B (bcast to 8 KiB, the reductions to 128 KiB), and
+ * more sizes go to it
+ * (docs/performance.md, "Over pml ucx") */
+TEST(ucg_rules, builtin_ucx)
+{
+    ucg_rules_t rules, ob1, again;
+    std::string err;
+
+    ucg_rules_builtin("ucx", &rules);
+    ucg_rules_builtin(NULL, &ob1);
+    EXPECT_STREQ("built-in (pml ucx)", rules.source);
+    EXPECT_NE(ob1.hash, rules.hash);
+    ASSERT_EQ(UCS_OK, parse(ucg_rules_builtin_text("ucx"), &again, &err))
+        << err;
+    EXPECT_EQ(rules.hash, again.hash);
+
+    for (size_t bytes = 8; bytes <= 4 * 1024 * 1024; bytes *= 2) {
+        EXPECT_EQ((bytes <= 256 * 1024) ? UCG_RULE_PREV : UCG_RULE_UCG,
+                  ucg_rules_lookup(&rules, UCG_COLL_BCAST, 2, 2, bytes))
+                << bytes;
+        EXPECT_EQ((bytes <= 2048) ? UCG_RULE_PREV : UCG_RULE_UCG,
+                  ucg_rules_lookup(&rules, UCG_COLL_ALLREDUCE, 2, 2, bytes))
+                << bytes;
+        EXPECT_EQ(((bytes <= 2048) || (bytes >= 256 * 1024)) ?
+                  UCG_RULE_PREV : UCG_RULE_UCG,
+                  ucg_rules_lookup(&rules, UCG_COLL_REDUCE, 2, 2, bytes))
+                << bytes;
+        /* where UCG wins over ob1's tuned, the other table keeps it */
+        if ((bytes >= 4096) && (bytes <= 8192)) {
+            EXPECT_EQ(UCG_RULE_UCG, ucg_rules_lookup(&ob1, UCG_COLL_BCAST, 2,
+                                                     2, bytes)) << bytes;
+        }
+    }
+    EXPECT_EQ(UCG_RULE_PREV, ucg_rules_lookup(&rules, UCG_COLL_BARRIER, 2,
+                                              2, 0));
+    EXPECT_EQ(UCG_RULE_UCG, ucg_rules_lookup(&rules, UCG_COLL_ALLREDUCE, 4,
+                                             4, 8));
     EXPECT_EQ(UCG_RULE_UCG, ucg_rules_lookup(&rules, UCG_COLL_BCAST, 2, 1,
                                              8));
 }
@@ -440,14 +488,31 @@ TEST(ucg_rules, ucg_info_prints_rules)
     std::string out, err;
     int status;
 
-    ucg_rules_builtin(&builtin);
+    ucg_rules_builtin(NULL, &builtin);
 
     /* the built-in table when no file is named */
-    out = ucg_info("env -u OMPI_MCA_coll_ucg_rules_file", "-R", &status);
+    out = ucg_info("env -u OMPI_MCA_coll_ucg_rules_file -u OMPI_MCA_pml",
+                   "-R", &status);
     EXPECT_EQ(0, status) << out;
-    EXPECT_NE(std::string::npos, out.find("from built-in")) << out;
+    EXPECT_NE(std::string::npos, out.find("from built-in:")) << out;
     ASSERT_EQ(UCS_OK, parse(out, &rules, &err)) << err << out;
     EXPECT_EQ(builtin.hash, rules.hash) << out;
+
+    /* that of pml ucx, named or in Open MPI's variable */
+    ucg_rules_builtin("ucx", &builtin);
+    out = ucg_info("env -u OMPI_MCA_coll_ucg_rules_file", "-R --pml ucx",
+                   &status);
+    EXPECT_EQ(0, status) << out;
+    EXPECT_NE(std::string::npos, out.find("from built-in (pml ucx):"))
+        << out;
+    ASSERT_EQ(UCS_OK, parse(out, &rules, &err)) << err << out;
+    EXPECT_EQ(builtin.hash, rules.hash) << out;
+    out = ucg_info("env -u OMPI_MCA_coll_ucg_rules_file OMPI_MCA_pml=ucx",
+                   "-R", &status);
+    EXPECT_EQ(0, status) << out;
+    ASSERT_EQ(UCS_OK, parse(out, &rules, &err)) << err << out;
+    EXPECT_EQ(builtin.hash, rules.hash) << out;
+    ucg_rules_builtin(NULL, &builtin);
 
     /* the file coll/ucg's MCA variable names */
     out = ucg_info("OMPI_MCA_coll_ucg_rules_file=" + good, "-R", &status);

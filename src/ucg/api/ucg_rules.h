@@ -74,11 +74,16 @@ UCG_API ucs_status_t ucg_rules_parse(const char *text, size_t len,
 UCG_API ucs_status_t ucg_rules_load(const char *path, ucg_rules_t *rules,
                                     char *err, size_t err_len);
 
-/** The built-in table (docs/ucg.md says what it covers and why). */
-UCG_API void ucg_rules_builtin(ucg_rules_t *rules);
+/**
+ * The built-in table for a previous implementation that runs over the
+ * point-to-point layer @a p2p (Open MPI's pml): "ucx", or the one measured
+ * with ob1 for any other name and for NULL (docs/ucg.md says what they
+ * cover and why).  Its source is "built-in", or "built-in (pml ucx)".
+ */
+UCG_API void ucg_rules_builtin(const char *p2p, ucg_rules_t *rules);
 
-/** The built-in table's text, as a file would hold it. */
-UCG_API const char *ucg_rules_builtin_text(void);
+/** The text of the built-in table for @a p2p, as a file would hold it. */
+UCG_API const char *ucg_rules_builtin_text(const char *p2p);
 
 /** The action of a @a type call of @a bytes per member on a group of @a np
  *  members with at most @a ppn on a host: the first rule that matches, or

@@ -6,6 +6,7 @@
 
 #include "opal/util/output.h"
 #include "opal/mca/base/mca_base_var.h"
+#include "ompi/mca/pml/base/base.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -154,7 +155,9 @@ static int coll_ucg_register(void)
             "contrib/ucg-tune.sh): per collective, group size, processes "
             "per host and message size, whether a call runs on UCG (its "
             "planner's plan or the flat one) or goes to the previous "
-            "module.  Empty: the built-in table (ucg_info -R prints it); "
+            "module.  Empty: the built-in table of the selected pml "
+            "(ucx, or the one measured with ob1 for any other; ucg_info "
+            "-R [--pml ucx] prints it); "
             "\"none\": no rules, every call on UCG.  Every rank must read "
             "the same rules: where they differ, or a file is bad, the "
             "built-in table is used, with one warning",
@@ -312,7 +315,11 @@ const ucg_rules_t *mca_coll_ucg_get_rules(void)
         return &c->rules;
     }
     c->rules_loaded = true;
-    ucg_rules_builtin(&c->builtin_rules);
+    /* Rules are looked up once the pml is selected (at communicator
+     * creation): its table, since the previous module runs over it */
+    ucg_rules_builtin(mca_pml_base_selected_component.pmlm_version
+                              .mca_component_name,
+                      &c->builtin_rules);
 
     if ((file == NULL) || (file[0] == '\0')) {
         c->rules = c->builtin_rules;
