@@ -9,8 +9,8 @@
 #         (Open MPI's tuned over the pml of MPIRUN_ARGS: ob1 by default,
 #         `-- --mca pml ucx ...` to tune for pml ucx)
 # (each through a rules file: one rule for the measured collectives).
-# The barrier is decided first, for each shape: coll_bench's MPI_Barrier
-# the same ways, and the fastest one is the barrier of all three runs of
+# The barrier is decided first, for each shape: coll_bench's MPI_Barrier is
+# measured the same ways, and the fastest is the barrier of all three runs of
 # the other collectives (the barrier coll_bench runs between iterations
 # releases the ranks into each timed call: how it releases them, together
 # or one after another, is part of the next call's latency, so each way is
