@@ -378,10 +378,7 @@ unsigned uct_o2m_iface_progress(uct_iface_h tl_iface)
 
     /* The receive FIFO is mostly empty: look at its head here rather than
      * pay a call for it on every poll */
-    count = uct_o2m_elem_ready(uct_o2m_elem_at(iface->fifo,
-                                               iface->config.elem_size,
-                                               iface->rx_tail,
-                                               iface->config.p2p_fifo_size),
+    count = uct_o2m_elem_ready(uct_o2m_iface_fifo_elem(iface, iface->rx_tail),
                                iface->rx_tail) ?
             uct_o2m_iface_rx_progress(iface) : 0;
 

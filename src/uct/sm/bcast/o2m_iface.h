@@ -323,4 +323,13 @@ static UCS_F_ALWAYS_INLINE int uct_o2m_elem_ready(const uct_o2m_elem_t *elem,
     return __atomic_load_n(&elem->seq, __ATOMIC_ACQUIRE) == (seq + 1);
 }
 
+
+/* The element of this interface's receive FIFO that message @a seq takes */
+static UCS_F_ALWAYS_INLINE uct_o2m_elem_t *
+uct_o2m_iface_fifo_elem(uct_o2m_iface_t *iface, uint64_t seq)
+{
+    return uct_o2m_elem_at(iface->fifo, iface->config.elem_size, seq,
+                           iface->config.p2p_fifo_size);
+}
+
 #endif

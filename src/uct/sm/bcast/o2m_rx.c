@@ -143,8 +143,7 @@ void uct_o2m_iface_rx_check(uct_o2m_iface_t *iface)
     uint64_t word;
     char state;
 
-    elem = uct_o2m_elem_at(iface->fifo, iface->config.elem_size, tail,
-                           iface->config.p2p_fifo_size);
+    elem = uct_o2m_iface_fifo_elem(iface, tail);
     word = __atomic_load_n(&elem->seq, __ATOMIC_ACQUIRE);
     if (!(word & UCT_O2M_CLAIM_FLAG) ||
         (((word >> UCT_O2M_CLAIM_PID_BITS) & UCT_O2M_CLAIM_SEQ_MASK) !=
@@ -211,8 +210,7 @@ unsigned uct_o2m_iface_rx_progress(uct_o2m_iface_t *iface)
     const char *why;
 
     while (count < UCT_O2M_MAX_AM_PER_PROG) {
-        elem = uct_o2m_elem_at(iface->fifo, iface->config.elem_size, tail,
-                               iface->config.p2p_fifo_size);
+        elem = uct_o2m_iface_fifo_elem(iface, tail);
         if (!uct_o2m_elem_ready(elem, tail)) {
             break;
         }
